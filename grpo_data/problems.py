@@ -1,0 +1,92 @@
+"""The canonical problem table: the one schema every stage reads.
+
+Columns (polars dtypes):
+
+    id       str    stable identifier: the dataset's id column when one is named, else
+                    `sha1(normalized prompt text)[:16]`, so the same problem gets the same id in
+                    every run and every copy of a dataset.
+    source   str    where the row came from (dataset name or file name, or verl `data_source`).
+    prompt   list[struct{role: str, content: str}]
+                    chat messages. A plain-string question becomes one user message; verl-style
+                    message lists are kept as they are. How messages become model input (chat
+                    template, instruction) is decided later, by `grpo_data.prompting`, the same way
+                    for profiling and training.
+    answer   str    gold final answer as a bare string ("42", "\\frac{1}{2}"), judged by
+                    `grpo_data.verify`.
+    level    i64?   difficulty level when the dataset has one (MATH "Level 3" -> 3, the world's
+                    levels), else null.
+    meta     str    JSON object with any extra fields worth keeping (e.g. the original index).
+
+Normalization for ids and duplicate detection: Unicode NFKC, whitespace runs collapsed to one
+space, ends stripped. Case is kept: "Let X" and "let x" may be different problems.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+
+import polars as pl
+
+MESSAGE = pl.Struct({"role": pl.String, "content": pl.String})
+SCHEMA = pl.Schema(
+    {
+        "id": pl.String,
+        "source": pl.String,
+        "prompt": pl.List(MESSAGE),
+        "answer": pl.String,
+        "level": pl.Int64,
+        "meta": pl.String,
+    }
+)
+
+_WS = re.compile(r"\s+")
+
+
+def normalize_text(text: str) -> str:
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def prompt_text(messages: list[dict]) -> str:
+    """The prompt's text content, role-tagged, used for ids and duplicate detection."""
+    return "\n".join(f"{m['role']}: {normalize_text(m['content'])}" for m in messages)
+
+
+def problem_id(messages: list[dict]) -> str:
+    return hashlib.sha1(prompt_text(messages).encode("utf-8")).hexdigest()[:16]
+
+
+def user_prompt(question: str) -> list[dict]:
+    return [{"role": "user", "content": question}]
+
+
+def last_user_content(messages: list[dict]) -> str:
+    """The question text of a chat prompt: the content of its last user message."""
+    for m in reversed(messages):
+        if m["role"] == "user":
+            return m["content"]
+    return messages[-1]["content"] if messages else ""
+
+
+def empty_table() -> pl.DataFrame:
+    return pl.DataFrame(schema=SCHEMA)
+
+
+def to_table(rows: list[dict]) -> pl.DataFrame:
+    """Canonical rows (dicts with the SCHEMA keys) -> a DataFrame with exactly SCHEMA."""
+    if not rows:
+        return empty_table()
+    return pl.DataFrame(rows, schema=SCHEMA)
+
+
+def validate_table(df: pl.DataFrame, where: str) -> None:
+    """Raise ValueError naming `where` if df is not a canonical problem table."""
+    missing = [c for c in SCHEMA if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{where}: not a canonical problem table, missing columns {missing}; "
+            "produce one with `grpo load` (or `grpo world` for the embedded arithmetic world)"
+        )
+    if df["id"].n_unique() != df.height:
+        raise ValueError(f"{where}: duplicate ids in the problem table")

@@ -1,0 +1,99 @@
+"""Answer verification with math-verify: the only module that imports `math_verify`.
+
+`verify_answer(gold, pred)` judges one model output against one gold answer and returns a `Verdict`.
+It runs inside the worker processes of `grpo_data.verify_pool.VerifierPool`, never in a trainer's
+thread: math-verify's own timeouts use SIGALRM, which only works in a process's main thread, and a
+hang inside sympy can outlive them, so the pool adds a hard deadline and kills the worker.
+
+Model output is only parsed (regex extraction + latex2sympy + sympy comparison), never executed.
+
+Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
+then from LaTeX in `$...$`/`\\[...\\]`, then from a plain number or expression (math-verify's
+`LatexExtractionConfig(boxed_match_priority=0)` + `ExprExtractionConfig()`). Only the last
+`pred_tail_chars` characters of a prediction are read: the final answer sits at the end, and a
+megabyte of rambling must not cost a megabyte of regex work. Gold answers are bare strings
+("42", "\\frac{1}{2}", "(1, 2]"): they are wrapped in `$...$` unless they already carry a delimiter.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from math_verify.errors import TimeoutException
+
+# Verdict reasons, in the order summaries print them.
+REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
+
+_PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+_GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one prediction.
+
+    correct: True only when reason == "ok".
+    reason:  one of REASONS. "timeout" and "error" are scored as not correct: they say the verifier
+             could not decide, which summaries report apart from "wrong".
+    detail:  short free text for logs (exception type, extracted answer), never parsed.
+    """
+
+    correct: bool
+    reason: str
+    detail: str = ""
+
+
+def _wrap_gold(gold: str) -> str:
+    text = gold.strip()
+    if "$" in text or "\\boxed" in text or "\\[" in text or "\\(" in text:
+        return text
+    return f"${text}$"
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_gold(gold: str, timeout_s: int = 2) -> tuple:
+    """Parsed gold answer (a tuple of sympy objects / strings), cached: a profile checks k predictions
+    against each gold. Raises TimeoutException or other errors from math-verify."""
+    # no_fallback: a gold answer must parse into a math object; a raw string match ("\\frac{")
+    # would only ever equal the identical string.
+    return tuple(parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, fallback_mode="no_fallback",
+                       parsing_timeout=timeout_s, raise_on_error=True))
+
+
+def gold_is_parseable(gold: str, timeout_s: int = 2) -> Verdict:
+    """Verdict "ok" when math-verify extracts an answer from `gold`, else "unparseable_gold"."""
+    try:
+        parsed = parse_gold(gold, timeout_s)
+    except TimeoutException:
+        return Verdict(False, "unparseable_gold", "timeout while parsing gold")
+    except Exception as exc:  # math-verify raises arbitrary sympy/antlr errors on odd input
+        return Verdict(False, "unparseable_gold", type(exc).__name__)
+    if not parsed:
+        return Verdict(False, "unparseable_gold", "no math expression found")
+    return Verdict(True, "ok")
+
+
+def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000) -> Verdict:
+    """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric)."""
+    gold_check = gold_is_parseable(gold, timeout_s)
+    if gold_check.reason != "ok":
+        return gold_check
+    gold_parsed = parse_gold(gold, timeout_s)
+    tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
+    try:
+        pred_parsed = parse(tail, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
+    except TimeoutException:
+        return Verdict(False, "timeout", "parsing prediction")
+    except Exception as exc:
+        return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
+    if not pred_parsed:
+        return Verdict(False, "no_answer")
+    try:
+        ok = verify(list(gold_parsed), pred_parsed, timeout_seconds=timeout_s, raise_on_error=True)
+    except TimeoutException:
+        return Verdict(False, "timeout", "comparing")
+    except Exception as exc:
+        return Verdict(False, "error", f"comparing: {type(exc).__name__}")
+    return Verdict(True, "ok") if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80])

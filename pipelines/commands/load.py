@@ -1,0 +1,57 @@
+"""`grpo load`: read a math dataset (files, save_to_disk folder or Hub name) into the canonical table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "load a math dataset into the canonical problem table (parquet) + a rejects file"
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """Dataset flags shared by every command that reads raw data."""
+    from grpo_data.loaders import PRESETS
+
+    parser.add_argument("--data", required=True, help="file, folder, save_to_disk folder, or Hub dataset name")
+    parser.add_argument("--preset", choices=sorted(PRESETS), help="dataset shape: " + "; ".join(
+        f"{k} = {v.description}" for k, v in PRESETS.items()))
+    parser.add_argument("--question-field", help="field holding the question (dotted for nested)")
+    parser.add_argument("--answer-field", help="field holding the gold answer (dotted for nested)")
+    parser.add_argument("--id-field", help="field holding a stable id (default: hash of the prompt)")
+    parser.add_argument("--level-field", help="field holding a difficulty level")
+    parser.add_argument("--split", default="train", help="split for Hub/save_to_disk datasets (default train)")
+    parser.add_argument("--hub-config", help="Hub dataset config name")
+    parser.add_argument("--max-prompt-chars", type=int, default=20_000, help="reject longer prompts")
+    parser.add_argument("--max-prompt-tokens", type=int, help="reject longer prompts (needs --tokenizer)")
+    parser.add_argument("--tokenizer", help="tokenizer path/name for --max-prompt-tokens")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_data_arguments(parser)
+    parser.add_argument("--out", required=True, help="output parquet; rejects go to OUT stem + .rejects.jsonl")
+    parser.add_argument("--strict", action="store_true", help="exit non-zero when any row is rejected")
+
+
+def load_from_args(args: argparse.Namespace):
+    from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
+
+    preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
+    limits = LoadLimits(args.max_prompt_chars, args.max_prompt_tokens, args.tokenizer)
+    return load_problems(args.data, preset, limits, split=args.split, hub_config=args.hub_config)
+
+
+def run(args: argparse.Namespace) -> int:
+    from grpo_data.loaders import DataError, write_load_result
+
+    try:
+        result = load_from_args(args)
+    except DataError as exc:
+        print(f"grpo load: {exc}", file=sys.stderr)
+        return 2
+    problems, rejects = write_load_result(result, args.out)
+    print(result.summary())
+    print(f"problems -> {problems}\nrejects  -> {rejects}")
+    if result.table.height == 0:
+        print("grpo load: no valid rows remain; see the rejects file for each row's reason", file=sys.stderr)
+        return 1
+    return 1 if args.strict and result.rejects else 0

@@ -1,0 +1,67 @@
+"""`grpo verify FILE.jsonl`: judge predictions against gold answers with math-verify, in killable workers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+HELP = "judge predictions against gold answers (math-verify in killable workers); writes verdicts jsonl"
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("input", help="jsonl with fields gold, pred and optional id")
+    parser.add_argument("--out", help="verdicts jsonl (default: INPUT stem + .verdicts.jsonl)")
+    parser.add_argument("--workers", type=int, default=None, help="verifier processes (default: CPU count)")
+    parser.add_argument("--deadline", type=float, default=5.0, help="hard seconds per item before the worker is killed")
+    parser.add_argument("--timeout", type=int, default=2, help="math-verify's own timeout per parse/compare (s)")
+    parser.add_argument("--memory-mb", type=int, default=2048, help="address-space cap per worker (MiB)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from grpo_data import io
+    from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize
+
+    src = Path(args.input)
+    if not src.is_file():
+        print(f"grpo verify: {src}: no such file", file=sys.stderr)
+        return 2
+    items, bad = [], []
+    with open(src, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                bad.append(f"line {n}: not JSON ({exc.msg})")
+                continue
+            if not isinstance(rec, dict) or not isinstance(rec.get("gold"), str) or not isinstance(rec.get("pred"), str):
+                bad.append(f"line {n}: needs string fields 'gold' and 'pred'")
+                continue
+            items.append(rec)
+    for msg in bad[:20]:
+        logger.error("%s: %s", src, msg)
+    if bad:
+        logger.error("%s: %d lines skipped (fields: gold, pred, optional id)", src, len(bad))
+    cfg = PoolConfig(**{k: v for k, v in dict(
+        workers=args.workers, deadline_s=args.deadline, timeout_s=args.timeout, memory_mb=args.memory_mb
+    ).items() if v is not None})
+    with VerifierPool(cfg) as pool:
+        verdicts = pool.verify([r["gold"] for r in items], [r["pred"] for r in items])
+    out = Path(args.out) if args.out else src.with_name(src.stem + ".verdicts.jsonl")
+    io.write_jsonl(out, (
+        {"id": r.get("id", i), "correct": v.correct, "reason": v.reason, "detail": v.detail}
+        for i, (r, v) in enumerate(zip(items, verdicts, strict=True))
+    ))
+    counts = summarize(verdicts)
+    print(f"{len(items)} verdicts -> {out}")
+    for reason, n in counts.items():
+        print(f"  {reason:17s} {n}")
+    if bad:
+        print(f"  skipped lines     {len(bad)}")
+    return 0 if items else 1

@@ -1,0 +1,188 @@
+"""Loaders: every preset, every rejection reason, every input kind, on files written here."""
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+
+from grpo_data.loaders import (
+    DataError,
+    LoadLimits,
+    answer_after_hashes,
+    last_boxed,
+    load_problems,
+    parse_level,
+    resolve_preset,
+    write_load_result,
+)
+from grpo_data.problems import SCHEMA, problem_id, user_prompt
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("so 3+4=7\n#### 7", "7"), ("#### 1,234", "1234"), ("no marker 5", None), ("####  ", None)])
+def test_answer_after_hashes(text, expected):
+    assert answer_after_hashes(text) == expected
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("thus \\boxed{\\frac{1}{2}}.", "\\frac{1}{2}"), ("\\boxed{1} then \\boxed{2}", "2"),
+    ("\\boxed{\\{1,2\\}}", "\\{1,2\\}"), ("\\boxed{unbalanced", None), ("none", None), ("\\fbox{3}", "3")])
+def test_last_boxed(text, expected):
+    assert last_boxed(text) == expected
+
+
+@pytest.mark.parametrize(("value", "expected"), [("Level 3", 3), (2, 2), ("5", 5), ("?", None), (None, None), (True, None)])
+def test_parse_level(value, expected):
+    assert parse_level(value) == expected
+
+
+def test_gsm8k_preset(tmp_path, pool):
+    f = write_jsonl(tmp_path / "gsm.jsonl", [
+        {"question": "Tom has 3 apples and buys 4. How many?", "answer": "3+4=7\n#### 7"},
+        {"question": "How many legs do 2 cats have?", "answer": "2*4=8\n#### 8"},
+        {"question": "Big number?", "answer": "#### 1,200"},
+        {"question": "Missing marker", "answer": "it is 5"},
+    ])
+    res = load_problems(str(f), resolve_preset("gsm8k"), verifier=pool)
+    assert res.table.schema == SCHEMA
+    assert res.table["answer"].to_list() == ["7", "8", "1200"]
+    assert res.reject_counts == {"no_extractable_answer": 1}
+    assert res.table["prompt"][0].to_list() == user_prompt("Tom has 3 apples and buys 4. How many?")
+
+
+def test_math_preset_parquet(tmp_path, pool):
+    f = tmp_path / "math.parquet"
+    pl.DataFrame({"problem": ["Compute 1/2 + 1/4.", "Find x if 2x=6."],
+                  "solution": ["It is $\\boxed{\\frac{3}{4}}$.", "So $x=\\boxed{3}$."],
+                  "level": ["Level 2", "Level 1"]}).write_parquet(f)
+    res = load_problems(str(f), resolve_preset("math"), verifier=pool)
+    assert res.table["answer"].to_list() == ["\\frac{3}{4}", "3"]
+    assert res.table["level"].to_list() == [2, 1]
+
+
+def test_problem_answer_preset_csv_with_numbers(tmp_path, pool):
+    f = tmp_path / "pa.csv"
+    f.write_text("problem,answer\nWhat is 2+2?,4\nWhat is 10/4?,\\frac{5}{2}\n")
+    res = load_problems(str(f), resolve_preset("problem_answer"), verifier=pool)
+    assert res.table["answer"].to_list() == ["4", "\\frac{5}{2}"]
+
+
+def test_verl_preset_keeps_messages_and_source(tmp_path, pool):
+    f = tmp_path / "verl.parquet"
+    pl.DataFrame({
+        "data_source": ["openai/gsm8k", "openai/gsm8k"],
+        "prompt": [[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1?"}],
+                   [{"role": "user", "content": "2+2?"}]],
+        "ability": ["math", "math"],
+        "reward_model": [{"style": "rule", "ground_truth": "2"}, {"style": "rule", "ground_truth": "4"}],
+    }).write_parquet(f)
+    res = load_problems(str(f), resolve_preset("verl"), verifier=pool)
+    assert res.table["source"].to_list() == ["openai/gsm8k"] * 2
+    assert res.table["prompt"][0].to_list()[0] == {"role": "system", "content": "Be brief."}
+    assert res.table["answer"].to_list() == ["2", "4"]
+
+
+def test_field_mapping_and_explicit_ids_json(tmp_path, pool):
+    f = tmp_path / "custom.json"
+    f.write_text(json.dumps({"data": [{"uid": "p1", "q": "3*3?", "a": 9}, {"uid": "p1", "q": "4*4?", "a": 16}]}))
+    preset = resolve_preset(None, question_field="q", answer_field="a", id_field="uid")
+    res = load_problems(str(f), preset, verifier=pool)
+    assert res.table["id"].to_list() == ["p1"]
+    assert res.table["answer"].to_list() == ["9"]
+    assert res.reject_counts == {"duplicate_id": 1}
+
+
+def test_every_rejection_reason_and_nothing_lost(tmp_path, pool):
+    f = write_jsonl(tmp_path / "bad.jsonl", [
+        {"problem": "ok one", "answer": "1"},
+        "{not json",
+        "[1, 2]",
+        {"answer": "1"},
+        {"problem": None, "answer": "1"},
+        {"problem": "   ", "answer": "1"},
+        {"problem": {"x": 1}, "answer": "1"},
+        {"problem": "no answer"},
+        {"problem": "empty answer", "answer": "  "},
+        {"problem": "list answer", "answer": [1, 2]},
+        {"problem": "x" * 500, "answer": "1"},
+        {"problem": "weird gold", "answer": "\\frac{"},
+        {"problem": "ok  one", "answer": "1"},
+        {"problem": "ok one", "answer": "2"},
+    ])
+    res = load_problems(str(f), resolve_preset("problem_answer"), LoadLimits(max_prompt_chars=200), verifier=pool)
+    assert res.table.height == 1
+    assert res.reject_counts == {
+        "malformed_row": 2, "missing_question": 2, "empty_question": 1, "non_string_question": 1,
+        "missing_answer": 1, "empty_answer": 1, "non_string_answer": 1, "prompt_too_long": 1,
+        "unparseable_gold": 1, "duplicate": 1, "conflicting_duplicate": 1,
+    }
+    assert res.n_read == 14 and res.table.height + len(res.rejects) == res.n_read
+    out = tmp_path / "out" / "problems.parquet"
+    problems, rejects = write_load_result(res, out)
+    written = [json.loads(line) for line in rejects.read_text().splitlines()]
+    assert len(written) == 13 and all(r["reason"] and r["file"].endswith("bad.jsonl") for r in written)
+    assert json.loads(written[-1]["raw"]) == {"problem": "ok one", "answer": "2"}
+    assert pl.read_parquet(problems).height == 1
+
+
+def test_ids_are_stable_hashes_of_normalized_prompt():
+    a = problem_id(user_prompt("What is  2+2?"))
+    assert a == problem_id(user_prompt(" What is 2+2? ")) and len(a) == 16
+    assert a != problem_id(user_prompt("What is 2+3?"))
+
+
+def test_save_to_disk_and_folder_inputs(tmp_path, pool):
+    import datasets
+
+    ds = datasets.DatasetDict({"train": datasets.Dataset.from_dict({"problem": ["1+2?"], "answer": ["3"]}),
+                               "test": datasets.Dataset.from_dict({"problem": ["2+2?"], "answer": ["4"]})})
+    ds.save_to_disk(str(tmp_path / "ds"))
+    res = load_problems(str(tmp_path / "ds"), resolve_preset("problem_answer"), split="test", verifier=pool)
+    assert res.table["answer"].to_list() == ["4"]
+    with pytest.raises(DataError, match="split 'dev' not found"):
+        load_problems(str(tmp_path / "ds"), resolve_preset("problem_answer"), split="dev", verifier=pool)
+    folder = tmp_path / "files"
+    folder.mkdir()
+    write_jsonl(folder / "a.jsonl", [{"problem": "5+5?", "answer": "10"}])
+    pl.DataFrame({"problem": ["6+6?"], "answer": ["12"]}).write_parquet(folder / "b.parquet")
+    res = load_problems(str(folder), resolve_preset("problem_answer"), verifier=pool)
+    assert sorted(res.table["answer"].to_list()) == ["10", "12"]
+
+
+def test_unreadable_inputs_name_the_file(tmp_path, pool):
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"not parquet at all")
+    with pytest.raises(DataError, match="broken.parquet.*accepted inputs"):
+        load_problems(str(bad), resolve_preset("problem_answer"), verifier=pool)
+    with pytest.raises(DataError, match="no such file"):
+        load_problems(str(tmp_path / "missing.jsonl"), resolve_preset("problem_answer"), verifier=pool)
+    with pytest.raises(DataError, match="unknown preset 'gsm9k'.*gsm8k"):
+        resolve_preset("gsm9k")
+    with pytest.raises(DataError, match="--question-field"):
+        resolve_preset(None, answer_field="a")
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", *args], capture_output=True, text=True, timeout=180)
+
+
+def test_grpo_load_cli_exit_codes(tmp_path):
+    good = write_jsonl(tmp_path / "g.jsonl", [{"problem": "1+1?", "answer": "2"}, {"problem": "q"}])
+    proc = run_cli("load", "--data", str(good), "--preset", "problem_answer", "--out", str(tmp_path / "p.parquet"))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 valid, 1 rejected" in proc.stdout and "missing_answer: 1" in proc.stdout
+    assert (tmp_path / "p.rejects.jsonl").exists()
+    strict = run_cli("load", "--data", str(good), "--preset", "problem_answer", "--strict", "--out", str(tmp_path / "s.parquet"))
+    assert strict.returncode == 1
+    none_valid = write_jsonl(tmp_path / "n.jsonl", [{"problem": "q"}])
+    proc = run_cli("load", "--data", str(none_valid), "--preset", "problem_answer", "--out", str(tmp_path / "n.parquet"))
+    assert proc.returncode == 1 and "no valid rows" in proc.stderr
+    proc = run_cli("load", "--data", str(tmp_path / "nope.jsonl"), "--preset", "problem_answer", "--out", str(tmp_path / "x.parquet"))
+    assert proc.returncode == 2 and "nope.jsonl: no such file" in proc.stderr
