@@ -22,3 +22,31 @@ def pool():
 
     with VerifierPool(workers=2, deadline_s=4.0, timeout_s=1) as p:
         yield p
+
+
+@pytest.fixture(scope="session")
+def world_tables():
+    from grpo_data.world import WorldConfig, generate
+
+    return generate(WorldConfig(seed=0, per_level_train=60, per_level_heldout=10))
+
+
+@pytest.fixture(scope="session")
+def untrained_policy(tmp_path_factory):
+    """A randomly initialized tiny policy saved like a Hub model (fast; for plumbing tests)."""
+    from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
+
+    out = tmp_path_factory.mktemp("untrained-policy")
+    tok = build_tokenizer()
+    build_model(tok, TinyModelConfig(num_layers=2), seed=0).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="session")
+def quick_policy(tmp_path_factory, world_tables):
+    """A briefly warm-started policy (about 40 s): answers in the right format, unsure on most levels."""
+    from grpo_train.bootstrap import BootstrapConfig, bootstrap
+
+    out = tmp_path_factory.mktemp("quick-policy") / "policy"
+    return bootstrap(world_tables["train"], out, BootstrapConfig(steps=150), progress=False)

