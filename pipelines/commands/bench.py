@@ -1,0 +1,67 @@
+"""`grpo bench NAME`: run a benchmark and write its results (with the machine) to bench/results/."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+HELP = "run benchmarks (verify, scheduler, profile, e2e, all); results to bench/results/"
+
+BENCHES = ("verify", "scheduler", "profile", "e2e")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("name", choices=[*BENCHES, "all"], help="which benchmark")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (for smoke runs)")
+    parser.add_argument("--out-dir", default=None, help="results folder (default bench/results)")
+
+
+def run_one(name: str, quick: bool, out_dir) -> dict:
+    from bench.common import write_result
+
+    if name == "verify":
+        from bench import verify_bench
+
+        result = verify_bench.run(n=800 if quick else 4000)
+    elif name == "scheduler":
+        import dataclasses
+
+        from bench import scheduler_sim
+
+        cfg = scheduler_sim.SimConfig()
+        if quick:
+            cfg = dataclasses.replace(cfg, n_problems=4000, lr=0.003, max_steps=1500)
+        result = {"simulation": scheduler_sim.run(cfg),
+                  "timing": scheduler_sim.timing(n=100_000 if quick else 1_000_000)}
+    elif name == "profile":
+        from bench import profile_bench
+
+        result = profile_bench.run(quick=quick)
+    else:
+        from bench import e2e_bench
+
+        result = e2e_bench.run(quick=quick)
+    path = write_result(name, result, out_dir)
+    print(f"{name}: results -> {path}")
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    out_dir = Path(args.out_dir) if args.out_dir else None
+    names = BENCHES if args.name == "all" else (args.name,)
+    results = {}
+    for name in names:
+        try:
+            results[name] = run_one(name, args.quick, out_dir)
+        except ImportError as exc:
+            print(f"{name}: not available yet ({exc})")
+    if args.name == "all":
+        from bench.report import write_readme
+
+        print(f"summary -> {write_readme(out_dir)}")
+    else:
+        print(json.dumps({k: v for k, v in results[args.name].items() if k not in ("arms", "curve")}, indent=1,
+                         default=str)[:3000])
+    return 0

@@ -1,0 +1,138 @@
+"""Schedulers: posterior and decay math, band selection, exploration, resume, dry band, refresh."""
+
+import numpy as np
+import pytest
+
+from grpo_data.scheduler import (
+    BandConfig,
+    BandScheduler,
+    OfflineBandScheduler,
+    UniformScheduler,
+    learnability,
+    make_scheduler,
+    prior_from_profile,
+)
+
+
+def test_prior_strength_is_capped_and_unprofiled_is_weak():
+    s, f = prior_from_profile([32, 0, np.nan], [64, 4, np.nan], max_prior_k=8, base=(1, 1))
+    np.testing.assert_allclose(s, [4, 0, 0])
+    np.testing.assert_allclose(f, [4, 4, 0])
+
+
+def test_update_adds_counts_and_decay_forgets():
+    """Evidence decays by `decay` for every scheduler step after it was recorded."""
+    sched = BandScheduler(3, BandConfig(decay=0.5), offline=([8, 0, 4], [8, 8, 8]))
+    a, b = sched.posterior()
+    np.testing.assert_allclose(a, [9, 1, 5])
+    np.testing.assert_allclose(b, [1, 9, 5])
+    sched.update(np.array([0]), np.array([0]), 8)  # step 0 -> 1: problem 0 failed 8 of 8
+    a, b = sched.posterior()
+    np.testing.assert_allclose(a, [1 + 8 * 0.5, 1 + 0, 1 + 4 * 0.5])
+    np.testing.assert_allclose(b, [1 + 8 * 0.5, 1 + 8 * 0.5, 1 + 4 * 0.5])
+    sched.update(np.array([2]), np.array([2]), 4)  # step 1 -> 2
+    a, b = sched.posterior()
+    np.testing.assert_allclose(a, [1 + 8 * 0.25, 1, 1 + (2 + 2) * 0.5])
+    np.testing.assert_allclose(b, [1 + 8 * 0.25, 1 + 8 * 0.25, 1 + (2 + 2) * 0.5])
+
+
+def test_online_evidence_overrides_stale_offline_estimate():
+    sched = BandScheduler(1, BandConfig(decay=0.99), offline=([64], [64]))  # offline: always solved
+    for _ in range(3):
+        sched.update(np.array([0]), np.array([4]), 8)
+    assert 0.4 < sched.pass_rate()[0] < 0.75
+
+
+def test_learnability_peaks_in_band():
+    a = np.array([1.0, 8.0, 16.0, 1.0])
+    b = np.array([16.0, 8.0, 1.0, 1.0])
+    score = learnability(a, b, 0.2, 0.8)
+    assert score.argmax() == 1 and score[1] > 5 * max(score[0], score[2])
+
+
+def known_pool(n=5000, seed=0):
+    rng = np.random.default_rng(seed)
+    p = np.concatenate([rng.uniform(0, 0.05, n // 2), rng.uniform(0.95, 1, n // 4), rng.uniform(0.3, 0.7, n // 4)])
+    k = np.full(p.shape, 32)
+    return p, rng.binomial(k, p), k
+
+
+def test_band_selection_concentrates_on_in_band_problems():
+    p, c, k = known_pool()
+    sched = BandScheduler(p.size, BandConfig(max_prior_k=32, without_replacement=False), seed=0, offline=(c, k))
+    picked = np.concatenate([sched.sample(256) for _ in range(5)])
+    assert np.mean((p[picked] >= 0.2) & (p[picked] <= 0.8)) > 0.9
+    uniform = UniformScheduler(p.size, seed=0).sample(1280)
+    assert np.mean((p[uniform] >= 0.2) & (p[uniform] <= 0.8)) < 0.4
+
+
+def test_thompson_sampling_still_explores():
+    p, c, k = known_pool()
+    sched = BandScheduler(p.size, BandConfig(max_prior_k=32, without_replacement=False), seed=0, offline=(c, k))
+    seen = set()
+    for _ in range(20):
+        seen.update(sched.sample(64).tolist())
+    in_band = set(np.flatnonzero((c / k >= 0.2) & (c / k <= 0.8)).tolist())
+    # not the same 64 problems again and again: it spreads over the in-band set
+    assert len(seen & in_band) > 0.5 * min(len(in_band), 20 * 64)
+
+
+def test_without_replacement_within_an_epoch():
+    sched = BandScheduler(100, BandConfig(without_replacement=True), seed=1)
+    first = np.concatenate([sched.sample(25) for _ in range(4)])
+    assert np.unique(first).size == 100
+    assert sched.sample(25).size == 25 and sched.epoch == 1
+
+
+def test_save_load_gives_identical_next_samples(tmp_path):
+    p, c, k = known_pool(2000)
+    a = BandScheduler(p.size, BandConfig(), seed=5, offline=(c, k))
+    for _ in range(7):
+        idx = a.sample(32)
+        a.update(idx, np.random.default_rng(0).binomial(8, p[idx]), 8)
+    a.save(tmp_path)
+    b = BandScheduler(p.size, BandConfig(), seed=99, offline=(c, k))
+    b.load(tmp_path)
+    for _ in range(3):
+        ia, ib = a.sample(32), b.sample(32)
+        np.testing.assert_array_equal(ia, ib)
+        outcome = np.random.default_rng(1).binomial(8, p[ia])
+        a.update(ia, outcome, 8)
+        b.update(ib, outcome, 8)
+    np.testing.assert_allclose(a.posterior()[0], b.posterior()[0])
+    assert not list(tmp_path.glob("*.pkl"))
+    with pytest.raises(ValueError, match="not band over 10"):
+        BandScheduler(10).load(tmp_path)
+
+
+def test_dry_band_widens_and_says_so(caplog):
+    n = 400
+    c, k = np.zeros(n), np.full(n, 32)
+    c[:200] = 32  # every problem solved or failed: nothing in band
+    sched = BandScheduler(n, BandConfig(max_prior_k=32, without_replacement=False), offline=(c, k))
+    with caplog.at_level("WARNING"):
+        sched.sample(64)
+    assert sched.widenings >= 1 and sched.lo < 0.2 and sched.hi > 0.8
+    assert "widened" in caplog.text
+
+
+def test_refresh_candidates_are_stale_or_near_the_edges():
+    p, c, k = known_pool(1000)
+    sched = BandScheduler(p.size, BandConfig(), offline=(c, k))
+    for _ in range(5):
+        idx = sched.sample(100)
+        sched.update(idx, np.zeros(idx.size), 8)
+    picked = sched.refresh_candidates(40)
+    assert picked.size == 40 and np.unique(picked).size == 40
+    assert np.all(sched.last[picked[:20]] == 0)  # stalest first
+
+
+def test_offline_band_and_registry():
+    c, k = np.array([0, 8, 16, 4]), np.full(4, 16)
+    sched = make_scheduler("offline_band", 4, offline=(c, k))
+    assert isinstance(sched, OfflineBandScheduler)
+    assert set(np.concatenate([sched.sample(1) for _ in range(4)]).tolist()) == {1, 3}
+    with pytest.raises(ValueError, match="unknown scheduler 'greedy'"):
+        make_scheduler("greedy", 4)
+    with pytest.raises(ValueError, match="band must satisfy"):
+        BandConfig(lo=0.9, hi=0.1)
