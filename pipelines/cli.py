@@ -19,6 +19,11 @@ import sys
 SUBCOMMANDS: dict[str, str] = {
     "verify": "verify",
     "load": "load",
+    "world": "world",
+    "bootstrap": "bootstrap",
+    "profile": "profile",
+    "train": "train",
+    "bench": "bench",
 }
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

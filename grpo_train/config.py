@@ -1,0 +1,209 @@
+"""Training configuration: frozen dataclasses loaded from YAML with dotted overrides.
+
+    cfg = load_config("pipelines/arith_demo.yaml", ["rollout.group_size=8", "train.steps=20"])
+
+Unknown keys are errors naming the key and the accepted ones; each run writes its resolved config
+(`resolved_config.yaml`) beside its outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """train: canonical problem table to train on; heldout: table for evaluation (optional);
+    profile: offline profile of `train` (optional; the band scheduler's prior)."""
+
+    train: str = "runs/world/train.parquet"
+    heldout: str | None = "runs/world/heldout.parquet"
+    profile: str | None = None
+
+
+@dataclass(frozen=True)
+class SchedulerSection:
+    """name: band | uniform | offline_band; lo/hi: target band; decay: forgetting per step;
+    max_prior_k: cap on the offline prior; refresh_every: steps between re-estimates of a subset
+    (0 = never); refresh_size / refresh_k: how many problems, samples each."""
+
+    name: str = "band"
+    lo: float = 0.2
+    hi: float = 0.8
+    decay: float = 0.995
+    max_prior_k: float = 8.0
+    refresh_every: int = 0
+    refresh_size: int = 64
+    refresh_k: int = 4
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """engine: vllm | hf; group_size: G answers per prompt; batch_groups: informative groups per
+    step (per rank); max_rounds: resampling rounds before training on an under-filled batch;
+    dynamic_resampling: drop zero-variance groups and ask for replacements; oversample: problems
+    asked per missing group in a round; temperature/top_p/max_tokens: sampling (shared with the
+    profiler's definition); instruction_suffix/system_prompt: prompt construction."""
+
+    engine: str = "vllm"
+    group_size: int = 8
+    batch_groups: int = 16
+    max_rounds: int = 4
+    dynamic_resampling: bool = True
+    oversample: float = 1.25
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 16
+    instruction_suffix: str = ""
+    system_prompt: str | None = None
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    """advantage: grpo | dr_grpo | rloo; aggregation: token_mean | seq_mean; clip_low/high: ratio
+    clip range (clip-higher); kl_beta: k3 KL coefficient (0 skips the reference model); eps: std
+    epsilon in advantages and the zero-variance test."""
+
+    advantage: str = "grpo"
+    aggregation: str = "token_mean"
+    clip_low: float = 0.2
+    clip_high: float = 0.28
+    kl_beta: float = 0.0
+    eps: float = 1e-6
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """AdamW settings; minibatches: optimizer steps per rollout batch (old log-probs computed once)."""
+
+    lr: float = 2e-4
+    weight_decay: float = 0.0
+    betas: tuple[float, float] = (0.9, 0.99)
+    grad_clip: float = 1.0
+    minibatches: int = 1
+
+
+@dataclass(frozen=True)
+class DeepSpeedSection:
+    """zero_stage: 0-3; bf16: train in bf16 (fp32 master weights)."""
+
+    zero_stage: int = 0
+    bf16: bool = False
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """steps: optimizer steps; eval_every/save_every: in steps (0 = never); keep_last: checkpoints
+    kept; eval_k: samples per held-out problem; eval_limit: held-out problems used (0 = all)."""
+
+    out: str = "runs/train"
+    steps: int = 40
+    seed: int = 0
+    eval_every: int = 10
+    eval_k: int = 4
+    eval_limit: int = 0
+    save_every: int = 20
+    keep_last: int = 2
+    threads: int = 2
+    progress: bool = True
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: str = "runs/policy-warm"
+    trust_remote_code: bool = False
+    data: DataConfig = field(default_factory=DataConfig)
+    scheduler: SchedulerSection = field(default_factory=SchedulerSection)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    deepspeed: DeepSpeedSection = field(default_factory=DeepSpeedSection)
+    run: RunConfig = field(default_factory=RunConfig)
+
+    def __post_init__(self) -> None:
+        from grpo_train.core_algos import ADVANTAGES, AGGREGATIONS
+
+        checks = [
+            (self.rollout.engine in ("vllm", "hf"), f"rollout.engine must be vllm or hf, got {self.rollout.engine!r}"),
+            (self.rollout.group_size >= 2, "rollout.group_size must be >= 2: GRPO learns from differences in a group"),
+            (self.rollout.batch_groups >= 1, "rollout.batch_groups must be >= 1"),
+            (self.rollout.max_rounds >= 1, "rollout.max_rounds must be >= 1"),
+            (self.algo.advantage in ADVANTAGES, f"algo.advantage must be one of {sorted(ADVANTAGES)}"),
+            (self.algo.aggregation in AGGREGATIONS, f"algo.aggregation must be one of {sorted(AGGREGATIONS)}"),
+            (0 <= self.algo.clip_low < 1 and self.algo.clip_high >= 0, "need 0 <= algo.clip_low < 1 and clip_high >= 0"),
+            (self.deepspeed.zero_stage in (0, 1, 2, 3), "deepspeed.zero_stage must be 0, 1, 2 or 3"),
+            (self.optim.minibatches >= 1, "optim.minibatches must be >= 1"),
+            (self.scheduler.name in ("band", "uniform", "offline_band"),
+             f"scheduler.name must be band, uniform or offline_band, got {self.scheduler.name!r}"),
+            (self.scheduler.name != "offline_band" or self.data.profile,
+             "scheduler.name=offline_band needs data.profile (an offline profile of data.train)"),
+            (self.rollout.temperature > 0, "rollout.temperature must be > 0: greedy groups have no variance"),
+        ]
+        for ok, msg in checks:
+            if not ok:
+                raise ValueError(msg)
+
+
+def _build(cls, values: dict, path: str):
+    if not isinstance(values, dict):
+        raise ValueError(f"{path or 'config'}: expected a mapping, got {type(values).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        where = f"{path}." if path else ""
+        raise ValueError(f"unknown config key(s) {', '.join(where + k for k in unknown)}; "
+                         f"accepted under {path or 'the top level'}: {', '.join(fields)}")
+    kwargs = {}
+    for name, value in values.items():
+        f = fields[name]
+        sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
+        if sub is not None and dataclasses.is_dataclass(sub):
+            kwargs[name] = _build(sub, value, f"{path}.{name}" if path else name)
+        elif isinstance(value, list):
+            kwargs[name] = tuple(value)
+        else:
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def _set_dotted(tree: dict, dotted: str, value) -> None:
+    keys = dotted.split(".")
+    node = tree
+    for k in keys[:-1]:
+        node = node.setdefault(k, {})
+        if not isinstance(node, dict):
+            raise ValueError(f"override {dotted}: {k} is not a section")
+    node[keys[-1]] = value
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """YAML file (optional) + `key.sub=value` overrides (values parsed as YAML scalars)."""
+    tree = {}
+    if path is not None:
+        loaded = yaml.safe_load(Path(path).read_text()) or {}
+        tree = loaded.get("train", loaded) if isinstance(loaded, dict) else loaded
+    for item in overrides or []:
+        if "=" not in item:
+            raise ValueError(f"override {item!r} must look like key.sub=value")
+        key, raw = item.split("=", 1)
+        _set_dotted(tree, key.strip(), yaml.safe_load(raw))
+    return _build(TrainConfig, tree, "")
+
+
+def to_dict(cfg) -> dict:
+    def conv(x):
+        if isinstance(x, tuple):
+            return list(x)
+        if isinstance(x, dict):
+            return {k: conv(v) for k, v in x.items()}
+        return x
+
+    return conv(dataclasses.asdict(cfg))
+
+
+def dump_config(cfg: TrainConfig) -> str:
+    return yaml.safe_dump(to_dict(cfg), sort_keys=False)

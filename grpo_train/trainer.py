@@ -1,0 +1,291 @@
+"""The GRPO training loop: scheduled rollouts from a colocated engine, DeepSpeed updates, weight sync,
+metrics, held-out evaluation, checkpoints and exact resume of the learner and scheduler.
+
+    run_dir = train(load_config("pipelines/arith_demo.yaml"))
+
+Run folder (`run.out`):
+    resolved_config.yaml     the config after defaults and overrides
+    metrics.jsonl            one JSON object per step (and per evaluation, "kind": "eval")
+    tb/                      the same metrics for tensorboard
+    checkpoints/step-NNNNNN/ hf/ (save_pretrained export), ds/ (DeepSpeed state), scheduler/,
+                             state.json (step, counters), rng.npz (python/numpy/torch RNG states)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import torch
+
+from grpo_data import io
+from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt
+from grpo_data.scheduler import make_scheduler
+from grpo_train.config import TrainConfig, dump_config
+from grpo_train.rollout import RolloutBatcher
+
+logger = logging.getLogger(__name__)
+
+
+def offline_counts(problems: pl.DataFrame, profile_path: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled."""
+    if not profile_path:
+        return None
+    from grpo_data.profiler import read_profile
+
+    prof, _ = read_profile(profile_path)
+    joined = problems.select("id").join(prof.select("id", "n_correct", "k"), on="id", how="left")
+    missing = joined["k"].null_count()
+    if missing:
+        logger.info("scheduler prior: %d of %d problems have no offline profile (weak prior)", missing, problems.height)
+    return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
+            joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy())
+
+
+class MetricsLog:
+    """metrics.jsonl + tensorboard, written by rank 0 only."""
+
+    def __init__(self, folder: Path, enabled: bool) -> None:
+        self.enabled = enabled
+        self.path = folder / "metrics.jsonl"
+        self.tb = None
+        if enabled:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self.tb = SummaryWriter(str(folder / "tb"))
+
+    def write(self, record: dict) -> None:
+        if not self.enabled:
+            return
+        with open(self.path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record) + "\n")
+        prefix = "eval/" if record.get("kind") == "eval" else "train/"
+        for k, v in record.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "step":
+                self.tb.add_scalar(prefix + k, v, record["step"])
+        self.tb.flush()
+
+    def truncate_after(self, step: int) -> None:
+        """On resume: drop records of steps after the checkpoint, so the log has no duplicates."""
+        if not self.enabled or not self.path.exists():
+            return
+        keep = [line for line in self.path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
+        io.write_text(self.path, "".join(line + "\n" for line in keep))
+
+
+def evaluate(engine, verifier, tokenizer, heldout: pl.DataFrame, k: int, sampling: SamplingConfig,
+             prompt_cfg: PromptConfig) -> dict:
+    """Held-out pass@1 at the sampling temperature (mean over k samples), overall and by level."""
+    prompts = [render_prompt(tokenizer, m, prompt_cfg) for m in heldout["prompt"].to_list()]
+    groups = engine.generate(prompts, k, sampling)
+    golds = [a for a, g in zip(heldout["answer"].to_list(), groups, strict=True) for _ in g]
+    verdicts = verifier.verify(golds, [c.text for g in groups for c in g])
+    correct = np.array([v.correct for v in verdicts], dtype=float).reshape(len(prompts), k).mean(axis=1)
+    out = {"heldout_accuracy": float(correct.mean()), "heldout_problems": len(prompts)}
+    if "level" in heldout.columns and heldout["level"].null_count() < heldout.height:
+        for level, acc in (pl.DataFrame({"level": heldout["level"], "acc": correct})
+                           .group_by("level").agg(pl.col("acc").mean()).sort("level").iter_rows()):
+            out[f"heldout_accuracy_level_{level}"] = float(acc)
+    return out
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    ckpts = sorted((run_dir / "checkpoints").glob("step-*"))
+    ckpts = [c for c in ckpts if (c / "state.json").exists()]
+    return ckpts[-1] if ckpts else None
+
+
+def _rng_state() -> dict[str, np.ndarray]:
+    """torch and python RNG states as arrays (the scheduler saves its own numpy generator)."""
+    return {"torch": torch.get_rng_state().numpy(), "python": np.array(random.getstate()[1], dtype=np.int64)}
+
+
+def _set_rng_state(z) -> None:
+    torch.set_rng_state(torch.from_numpy(z["torch"].copy()))
+    random.setstate((3, tuple(int(x) for x in z["python"]), None))
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig, resume: bool = False) -> None:
+        self.cfg = cfg
+        self.run_dir = Path(cfg.run.out)
+        torch.set_num_threads(cfg.run.threads)
+        random.seed(cfg.run.seed)
+        torch.manual_seed(cfg.run.seed)
+        from grpo_data.engines import check_model_path
+
+        check_model_path(cfg.model)
+        self.problems = pl.read_parquet(cfg.data.train)
+        self.heldout = pl.read_parquet(cfg.data.heldout) if cfg.data.heldout else None
+        if cfg.run.eval_limit and self.heldout is not None:
+            self.heldout = self.heldout.sort("id").head(cfg.run.eval_limit)
+
+        from grpo_train.learner import DeepSpeedLearner
+
+        self.learner = DeepSpeedLearner(cfg.model, cfg.optim, cfg.deepspeed, cfg.algo, cfg.run.seed, cfg.trust_remote_code)
+        self.rank, self.world = self.learner.rank, self.learner.world_size
+        self.is_main = self.rank == 0
+        if self.is_main:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
+        sc = cfg.scheduler
+        kwargs = ({"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k}
+                  if sc.name == "band" else {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {})
+        self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed,
+                                        offline=offline_counts(self.problems, cfg.data.profile), **kwargs)
+        self.step = 0
+        self.totals = {"rollouts_generated": 0, "informative_rollouts": 0, "groups_generated": 0}
+        ckpt = latest_checkpoint(self.run_dir) if resume else None
+        if resume and ckpt is None:
+            logger.warning("--resume: no checkpoint under %s, starting fresh", self.run_dir)
+        if ckpt is not None:
+            self._load_checkpoint(ckpt)
+        self.metrics = MetricsLog(self.run_dir, self.is_main)
+        if ckpt is not None:
+            self.metrics.truncate_after(self.step)
+        elif self.is_main and self.metrics.path.exists():
+            self.metrics.path.unlink()
+
+        from grpo_data.engines import make_engine
+        from grpo_data.verify_pool import VerifierPool
+
+        ro = cfg.rollout
+        # each rank (and each resume point) seeds its own engine differently but deterministically
+        self.engine = make_engine(ro.engine, cfg.model, seed=cfg.run.seed + 1000 * self.rank + self.step,
+                                  trust_remote_code=cfg.trust_remote_code)
+        if ckpt is not None:
+            self.engine.load_weights(self.learner.named_weights())
+        self.verifier = VerifierPool(workers=max(1, cfg.run.threads))
+        self.sampling = SamplingConfig(temperature=ro.temperature, top_p=ro.top_p, max_tokens=ro.max_tokens)
+        self.prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
+        self.batcher = RolloutBatcher(
+            self.engine, self.verifier, self.scheduler, self.problems["prompt"].to_list(),
+            self.problems["answer"].to_list(), self.learner.tokenizer, ro.group_size, ro.batch_groups, ro.max_rounds,
+            ro.dynamic_resampling, self.sampling, self.prompt_cfg, ro.oversample, self.rank, self.world,
+            all_gather=self._all_gather if self.world > 1 else None)
+
+    # ------------------------------------------------------------ distributed helpers
+    def _all_gather(self, obj):
+        out = [None] * self.world
+        torch.distributed.all_gather_object(out, obj)
+        return out
+
+    # ------------------------------------------------------------ one step
+    def train_step(self) -> dict:
+        t0 = time.monotonic()
+        batch = self.batcher.next_batch()
+        info = self.learner.update(batch.groups)
+        t_sync = time.monotonic()
+        self.engine.load_weights(self.learner.named_weights())
+        sync_s = time.monotonic() - t_sync
+        self.scheduler.tick()
+        self.step += 1
+        informative_rollouts = batch.informative_groups * self.cfg.rollout.group_size
+        self.totals["rollouts_generated"] += batch.generated_rollouts
+        self.totals["informative_rollouts"] += informative_rollouts
+        self.totals["groups_generated"] += batch.generated_groups
+        lens = [len(c.token_ids) for g in batch.groups for c in g.completions]
+        kept_rewards = [r for g in batch.groups for r in g.rewards]
+        sched = self.scheduler.stats()
+        record = {
+            "kind": "train", "step": self.step,
+            "reward_mean": float(np.mean(kept_rewards)) if kept_rewards else 0.0,
+            "batch_pass_rate": batch.n_correct / max(1, batch.generated_rollouts),
+            "zero_variance_fraction": 1 - batch.informative_groups / max(1, batch.generated_groups),
+            "informative_rollout_ratio_step": informative_rollouts / max(1, batch.generated_rollouts),
+            "informative_rollout_ratio": self.totals["informative_rollouts"] / max(1, self.totals["rollouts_generated"]),
+            "rollouts_generated": self.totals["rollouts_generated"],
+            "groups_trained": len(batch.groups), "rounds": batch.rounds, "underfilled": batch.underfilled,
+            "gen_tokens_per_s": batch.gen_tokens / max(batch.gen_seconds, 1e-9),
+            "completion_len_mean": float(np.mean(lens)) if lens else 0.0,
+            "completion_len_max": int(max(lens)) if lens else 0,
+            "weight_sync_s": sync_s, "step_seconds": time.monotonic() - t0, "verify_seconds": batch.verify_seconds,
+            "band_occupancy": sched.get("band_occupancy", float("nan")),
+            **{k: v for k, v in sched.items() if k in ("band_lo", "band_hi")},
+            **info,
+        }
+        return record
+
+    def run(self) -> Path:
+        from tqdm import tqdm
+
+        cfg = self.cfg.run
+        if self.step == 0 and self.heldout is not None and cfg.eval_every:
+            self._evaluate()
+        bar = tqdm(total=cfg.steps, initial=self.step, desc="grpo train", disable=not (cfg.progress and self.is_main))
+        while self.step < cfg.steps:
+            record = self.train_step()
+            self.metrics.write(record)
+            bar.update(1)
+            bar.set_postfix(reward=f"{record['reward_mean']:.2f}", pass_rate=f"{record['batch_pass_rate']:.2f}",
+                            inf=f"{record['informative_rollout_ratio']:.2f}")
+            if self.heldout is not None and cfg.eval_every and self.step % cfg.eval_every == 0:
+                self._evaluate()
+            if cfg.save_every and (self.step % cfg.save_every == 0 or self.step == cfg.steps):
+                self.save_checkpoint()
+        bar.close()
+        return self.run_dir
+
+    def _evaluate(self) -> dict:
+        t0 = time.monotonic()
+        out = evaluate(self.engine, self.verifier, self.learner.tokenizer, self.heldout, self.cfg.run.eval_k,
+                       self.sampling, self.prompt_cfg)
+        out.update({"kind": "eval", "step": self.step, "rollouts_generated": self.totals["rollouts_generated"],
+                    "eval_seconds": time.monotonic() - t0})
+        self.metrics.write(out)
+        logger.info("step %d: held-out accuracy %.3f", self.step, out["heldout_accuracy"])
+        return out
+
+    # ------------------------------------------------------------ checkpoints
+    def save_checkpoint(self) -> Path:
+        ckpts = self.run_dir / "checkpoints"
+        final = ckpts / f"step-{self.step:06d}"
+        tmp = ckpts / f".tmp-step-{self.step:06d}"
+        if self.is_main and tmp.exists():
+            shutil.rmtree(tmp)
+        self._barrier()
+        self.learner.save_hf(tmp / "hf")
+        self.learner.save_state(tmp / "ds", tag="state")
+        if self.is_main:
+            self.scheduler.save(tmp / "scheduler")
+            np.savez(tmp / "rng.npz", **_rng_state())
+            io.write_json(tmp / "state.json", {"step": self.step, "totals": self.totals})
+            if final.exists():
+                shutil.rmtree(final)
+            tmp.rename(final)
+            for old in sorted(p for p in ckpts.glob("step-*"))[: -self.cfg.run.keep_last]:
+                shutil.rmtree(old)
+        self._barrier()
+        return final
+
+    def _load_checkpoint(self, ckpt: Path) -> None:
+        state = json.loads((ckpt / "state.json").read_text())
+        self.learner.load_state(ckpt / "ds", tag="state")
+        self.scheduler.load(ckpt / "scheduler")
+        with np.load(ckpt / "rng.npz", allow_pickle=False) as z:
+            _set_rng_state(z)
+        self.step = state["step"]
+        self.totals = state["totals"]
+        logger.info("resumed from %s at step %d", ckpt, self.step)
+
+    def _barrier(self) -> None:
+        if self.world > 1:
+            torch.distributed.barrier()
+
+    def close(self) -> None:
+        self.verifier.close()
+        self.engine.close()
+
+
+def train(cfg: TrainConfig, resume: bool = False) -> Path:
+    trainer = Trainer(cfg, resume=resume)
+    try:
+        return trainer.run()
+    finally:
+        trainer.close()

@@ -1,0 +1,113 @@
+"""GRPO math: advantages, dropping, the clipped loss, KL: hand values and loop-vs-vectorized checks."""
+
+import math
+
+import pytest
+import torch
+
+from grpo_train.core_algos import (
+    ADVANTAGES,
+    compute_advantages,
+    kl_k3,
+    policy_loss,
+    seq_mean,
+    token_mean,
+    zero_variance_groups,
+)
+
+
+def loop_advantage(name, rewards, groups, eps=1e-6):
+    out = []
+    for i, r in enumerate(rewards):
+        same = [rewards[j] for j in range(len(rewards)) if groups[j] == groups[i]]
+        g = len(same)
+        mean = sum(same) / g
+        if name == "grpo":
+            std = math.sqrt(sum((x - mean) ** 2 for x in same) / (g - 1))
+            out.append((r - mean) / (std + eps))
+        elif name == "dr_grpo":
+            out.append(r - mean)
+        else:
+            others = [rewards[j] for j in range(len(rewards)) if groups[j] == groups[i] and j != i]
+            out.append(r - sum(others) / len(others))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(ADVANTAGES))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(("n_groups", "g"), [(1, 2), (3, 4), (5, 8)])
+def test_vectorized_matches_loop(name, seed, n_groups, g):
+    gen = torch.Generator().manual_seed(seed)
+    rewards = torch.randint(0, 2, (n_groups * g,), generator=gen).double()
+    groups = torch.arange(n_groups).repeat_interleave(g)
+    vec = compute_advantages(name, rewards, groups)
+    ref = loop_advantage(name, rewards.tolist(), groups.tolist())
+    torch.testing.assert_close(vec, torch.tensor(ref, dtype=torch.double))
+
+
+@pytest.mark.parametrize("name", sorted(ADVANTAGES))
+def test_advantages_sum_to_zero_within_a_group(name):
+    rewards = torch.tensor([1.0, 0, 0, 1, 1, 0.5, 0, 1])
+    groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    adv = compute_advantages(name, rewards, groups)
+    for gid in (0, 1):
+        assert float(adv[groups == gid].sum()) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_all_equal_group_has_zero_advantage_and_is_dropped():
+    rewards = torch.tensor([1.0, 1, 1, 1, 0, 1, 0, 0])
+    groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
+    adv = compute_advantages("grpo", rewards, groups)
+    assert torch.all(adv[:4] == 0)
+    assert zero_variance_groups(rewards, groups).tolist() == [True, False]
+
+
+def test_grpo_hand_values():
+    # group [1, 0, 0, 0]: mean 0.25, sample std sqrt(0.25) = 0.5
+    adv = compute_advantages("grpo", torch.tensor([1.0, 0, 0, 0]), torch.zeros(4, dtype=torch.long), eps=0.0)
+    torch.testing.assert_close(adv, torch.tensor([1.5, -0.5, -0.5, -0.5]))
+    rloo = compute_advantages("rloo", torch.tensor([1.0, 0, 0, 0]), torch.zeros(4, dtype=torch.long))
+    torch.testing.assert_close(rloo, torch.tensor([1.0, -1 / 3, -1 / 3, -1 / 3]))
+
+
+def test_clipping_matches_hand_computation():
+    old = torch.zeros(1, 3)
+    logp = torch.log(torch.tensor([[1.5, 0.5, 1.1]]))  # ratios 1.5, 0.5, 1.1
+    mask = torch.ones(1, 3)
+    loss, m = policy_loss(logp, old, torch.tensor([1.0]), mask, clip_low=0.2, clip_high=0.28)
+    # positive advantage: min(r, clip(r)) = [1.28, 0.5, 1.1]
+    assert float(loss) == pytest.approx(-(1.28 + 0.5 + 1.1) / 3)
+    assert m["clip_fraction"] == pytest.approx(1 / 3)
+    loss, m = policy_loss(logp, old, torch.tensor([-1.0]), mask, clip_low=0.2, clip_high=0.28)
+    # negative advantage: min(-r, -clip(r)) = [-1.5, -0.8, -1.1]
+    assert float(loss) == pytest.approx((1.5 + 0.8 + 1.1) / 3)
+    assert m["clip_fraction"] == pytest.approx(1 / 3)
+
+
+def test_gradient_is_zero_where_clipped():
+    logp = torch.log(torch.tensor([[1.5, 1.1]])).requires_grad_(True)
+    loss, _ = policy_loss(logp, torch.zeros(1, 2), torch.tensor([1.0]), torch.ones(1, 2))
+    loss.backward()
+    assert logp.grad[0, 0] == 0 and logp.grad[0, 1] != 0
+
+
+def test_aggregations_and_masking():
+    values = torch.tensor([[1.0, 1.0, 9.0], [4.0, 0.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    assert float(token_mean(values, mask)) == pytest.approx(2.0)  # (1 + 1 + 4) / 3
+    assert float(seq_mean(values, mask)) == pytest.approx(2.5)  # (1 + 4) / 2
+
+
+def test_kl_k3_is_nonnegative_and_zero_at_equality():
+    logp = torch.randn(4, 5)
+    assert torch.all(kl_k3(logp, logp) == 0)
+    assert torch.all(kl_k3(logp, logp + torch.randn(4, 5)) >= 0)
+    loss, m = policy_loss(logp, logp.detach(), torch.zeros(4), torch.ones(4, 5), ref_logp=logp + 0.1, kl_beta=0.5)
+    assert m["kl"] > 0 and float(loss) > 0
+
+
+def test_unknown_names_fail_clearly():
+    with pytest.raises(ValueError, match="unknown advantage estimator 'ppo'"):
+        compute_advantages("ppo", torch.zeros(2), torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match="needs ref_logp"):
+        policy_loss(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.ones(1, 1), kl_beta=0.1)
