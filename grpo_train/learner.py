@@ -138,8 +138,9 @@ class DeepSpeedLearner:
 
     def update(self, groups) -> dict[str, float]:
         """Optimizer step(s) on the groups: old log-probs computed once, then `minibatches` steps."""
-        if not groups:
-            return {"trained_sequences": 0}
+        if not groups:  # an under-filled batch with nothing informative: no step, same metric keys
+            return {"loss": 0.0, "clip_fraction": 0.0, "entropy": float("nan"), "trained_sequences": 0,
+                    "train_tokens": 0, "train_tokens_per_s": 0.0, "train_seconds": 0.0, "advantage_abs_mean": 0.0}
         input_ids, attention, positions, mask, rewards, gids = build_tensors(groups, self.pad_id)
         tensors = [t.to(self.device) for t in (input_ids, attention, positions, mask)]
         adv = compute_advantages(self.algo.advantage, rewards, gids, self.algo.eps).to(self.device)  # (B,)
@@ -162,7 +163,7 @@ class DeepSpeedLearner:
                                      self.algo.kl_beta)
             self.engine.backward(loss)
             self.engine.step()
-            metrics["loss"].append(float(loss))
+            metrics["loss"].append(loss.item())
             metrics["clip_fraction"].append(info["clip_fraction"])
             metrics["entropy"].append(entropy)
             if "kl" in info:

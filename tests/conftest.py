@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 
@@ -50,3 +52,15 @@ def quick_policy(tmp_path_factory, world_tables):
 
     out = tmp_path_factory.mktemp("quick-policy") / "policy"
     return bootstrap(world_tables["train"], out, BootstrapConfig(steps=150), progress=False)
+
+
+@pytest.fixture(scope="session")
+def warm_policy(tmp_path_factory):
+    """The default warm start on the default world (the real recipe, about 4 minutes on 2 cores)."""
+    from grpo_data.world import WorldConfig, generate
+    from grpo_train.bootstrap import BootstrapConfig, bootstrap
+
+    world = generate(WorldConfig())
+    # a repo-local cache: bootstrap() reuses it only when every input hashes the same
+    out = Path(__file__).resolve().parent.parent / "runs" / ".test-cache" / "policy-warm"
+    return bootstrap(world["train"], out, BootstrapConfig(), progress=False), world

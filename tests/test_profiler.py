@@ -23,7 +23,7 @@ from grpo_data.profiler import (
     summarize_problem,
 )
 from grpo_data.prompting import SamplingConfig
-from grpo_data.stats import StoppingRule
+from grpo_data.stats import StoppingRule, fit_grid_prior
 
 
 class ScriptedEngine:
@@ -97,12 +97,15 @@ def test_adaptive_uses_fewer_samples_and_agrees_on_clear_cases(tmp_path, pool):
                              tmp_path / "a.parquet", progress=False)
     table = merge_parts(tmp_path / "a.parquet")
     assert stats["samples"] < 80 * 16 / 2
+    weights = fit_grid_prior(table["n_correct"].to_numpy(), table["k"].to_numpy())
+    halves = []
     for rid, c, k in zip(table["id"], table["n_correct"], table["k"], strict=True):
         true = rates[f"q{int(rid[2:])}"][1]
         if true in (0.0, 1.0):
-            assert k <= 8 and not rule.in_band(c, k)
+            assert k <= 8 and not rule.in_band(c, k, weights)[0]
         if true == 0.5:
-            assert k >= 8
+            halves.append(bool(rule.in_band(c, k, weights)[0]))
+    assert np.mean(halves) >= 0.9
 
 
 def test_rerun_skips_finished_ids_and_shards_merge(tmp_path, pool):
@@ -117,7 +120,7 @@ def test_rerun_skips_finished_ids_and_shards_merge(tmp_path, pool):
     assert again["problems"] == 0 and engine.calls == 0
     table = merge_parts(out, expected_ids=set(problems["id"].to_list()), n_shards=3)
     assert table.height == 30 and table["id"].n_unique() == 30
-    with pytest.raises(RuntimeError, match="shards \\[3\\] of 4"):
+    with pytest.raises(RuntimeError, match="shards \\[0, 1, 2, 3\\] of 4 have not finished"):
         merge_parts(out, n_shards=4)
 
 

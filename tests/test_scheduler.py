@@ -26,11 +26,13 @@ def test_update_adds_counts_and_decay_forgets():
     a, b = sched.posterior()
     np.testing.assert_allclose(a, [9, 1, 5])
     np.testing.assert_allclose(b, [1, 9, 5])
-    sched.update(np.array([0]), np.array([0]), 8)  # step 0 -> 1: problem 0 failed 8 of 8
+    sched.update(np.array([0]), np.array([0]), 8)  # problem 0 failed 8 of 8
+    sched.tick()  # one policy step: everything recorded so far decays once
     a, b = sched.posterior()
     np.testing.assert_allclose(a, [1 + 8 * 0.5, 1 + 0, 1 + 4 * 0.5])
     np.testing.assert_allclose(b, [1 + 8 * 0.5, 1 + 8 * 0.5, 1 + 4 * 0.5])
-    sched.update(np.array([2]), np.array([2]), 4)  # step 1 -> 2
+    sched.update(np.array([2]), np.array([2]), 4)
+    sched.tick()
     a, b = sched.posterior()
     np.testing.assert_allclose(a, [1 + 8 * 0.25, 1, 1 + (2 + 2) * 0.5])
     np.testing.assert_allclose(b, [1 + 8 * 0.25, 1 + 8 * 0.25, 1 + (2 + 2) * 0.5])
@@ -40,6 +42,7 @@ def test_online_evidence_overrides_stale_offline_estimate():
     sched = BandScheduler(1, BandConfig(decay=0.99), offline=([64], [64]))  # offline: always solved
     for _ in range(3):
         sched.update(np.array([0]), np.array([4]), 8)
+        sched.tick()
     assert 0.4 < sched.pass_rate()[0] < 0.75
 
 
@@ -90,6 +93,7 @@ def test_save_load_gives_identical_next_samples(tmp_path):
     for _ in range(7):
         idx = a.sample(32)
         a.update(idx, np.random.default_rng(0).binomial(8, p[idx]), 8)
+        a.tick()
     a.save(tmp_path)
     b = BandScheduler(p.size, BandConfig(), seed=99, offline=(c, k))
     b.load(tmp_path)
@@ -99,6 +103,8 @@ def test_save_load_gives_identical_next_samples(tmp_path):
         outcome = np.random.default_rng(1).binomial(8, p[ia])
         a.update(ia, outcome, 8)
         b.update(ib, outcome, 8)
+        a.tick()
+        b.tick()
     np.testing.assert_allclose(a.posterior()[0], b.posterior()[0])
     assert not list(tmp_path.glob("*.pkl"))
     with pytest.raises(ValueError, match="not band over 10"):
@@ -122,6 +128,7 @@ def test_refresh_candidates_are_stale_or_near_the_edges():
     for _ in range(5):
         idx = sched.sample(100)
         sched.update(idx, np.zeros(idx.size), 8)
+        sched.tick()
     picked = sched.refresh_candidates(40)
     assert picked.size == 40 and np.unique(picked).size == 40
     assert np.all(sched.last[picked[:20]] == 0)  # stalest first

@@ -1,0 +1,198 @@
+"""The GRPO trainer end to end on the embedded world: vLLM rollouts, DeepSpeed steps, weight sync,
+metrics, checkpoints and resume. Config handling without engines."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from grpo_train.config import dump_config, load_config
+from grpo_train.learner import build_tensors
+from grpo_train.rollout import Group, RolloutBatcher
+
+
+def test_config_overrides_unknown_keys_and_bad_combinations(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  rollout: {group_size: 4}\n  run: {steps: 7}\n")
+    cfg = load_config(f, ["algo.clip_high=0.3", "optim.betas=[0.9, 0.95]"])
+    assert cfg.rollout.group_size == 4 and cfg.run.steps == 7 and cfg.algo.clip_high == 0.3
+    assert cfg.optim.betas == (0.9, 0.95)
+    assert "group_size: 4" in dump_config(cfg)
+    with pytest.raises(ValueError, match="unknown config key\\(s\\) rollout.group; accepted under rollout: engine"):
+        load_config(None, ["rollout.group=4"])
+    with pytest.raises(ValueError, match="group_size must be >= 2"):
+        load_config(None, ["rollout.group_size=1"])
+    with pytest.raises(ValueError, match="offline_band needs data.profile"):
+        load_config(None, ["scheduler.name=offline_band"])
+    with pytest.raises(ValueError, match="algo.advantage must be one of"):
+        load_config(None, ["algo.advantage=ppo"])
+
+
+class FixedEngine:
+    """Test double: group i answers correctly `pattern[i]` times out of G."""
+
+    def __init__(self, patterns):
+        self.patterns = patterns
+        self.calls = 0
+
+    def generate(self, prompts, n, sampling):
+        from grpo_data.engines import Completion
+
+        out = []
+        for _ in prompts:
+            k = self.patterns[self.calls % len(self.patterns)]
+            self.calls += 1
+            out.append([Completion("\\boxed{1}" if j < k else "\\boxed{2}", (5, 6), "stop") for j in range(n)])
+        return out
+
+
+class RecordingScheduler:
+    def __init__(self, n):
+        self.n, self.updates, self.next = n, [], 0
+
+    def sample(self, b):
+        idx = (np.arange(b) + self.next) % self.n
+        self.next += b
+        return idx
+
+    def update(self, idx, c, g):
+        self.updates.append((idx.copy(), np.asarray(c).copy()))
+
+
+def make_batcher(patterns, dynamic=True, batch_groups=4, max_rounds=3):
+    from grpo_data.prompting import SamplingConfig
+    from grpo_train.tiny_policy import build_tokenizer
+
+    tok = build_tokenizer()
+    n = 50
+    prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(n)]
+    sched = RecordingScheduler(n)
+    pool_stub = type("V", (), {"verify": staticmethod(lambda g, p: [type("Vd", (), {"correct": x == "\\boxed{1}"})() for x in p])})
+    return RolloutBatcher(FixedEngine(patterns), pool_stub, sched, prompts, ["1"] * n, tok, 4, batch_groups,
+                          max_rounds, dynamic, SamplingConfig()), sched
+
+
+def test_dynamic_resampling_drops_zero_variance_and_reports_every_group():
+    batcher, sched = make_batcher([4, 0, 2, 1, 4, 3])  # of 4: all right, all wrong, mixed...
+    batch = batcher.next_batch()
+    assert len(batch.groups) == 4 and all(g.informative for g in batch.groups)
+    assert batch.generated_groups == sum(len(i) for i, _ in sched.updates)
+    reported = np.concatenate([c for _, c in sched.updates])
+    assert set(reported.tolist()) >= {0, 4}, "dropped groups go back to the scheduler too"
+    assert not batch.underfilled
+
+
+def test_underfilled_batch_trains_on_what_is_there(caplog):
+    batcher, _ = make_batcher([4, 4, 4, 2], max_rounds=2)
+    with caplog.at_level("WARNING"):
+        batch = batcher.next_batch()
+    assert batch.underfilled and 0 < len(batch.groups) < 4 and batch.rounds == 2
+    assert "under-filled" in caplog.text
+    batcher, _ = make_batcher([4], max_rounds=2)
+    empty = batcher.next_batch()
+    assert empty.underfilled and empty.groups == []
+
+
+def test_without_dynamic_resampling_every_group_is_kept():
+    batcher, _ = make_batcher([4, 0, 2, 1], dynamic=False)
+    batch = batcher.next_batch()
+    assert len(batch.groups) == 4 and batch.rounds == 1
+
+
+def test_build_tensors_positions_and_masks():
+    from grpo_data.engines import Completion
+
+    g = Group(0, [1, 2, 3], [Completion("a", (7, 8), "stop"), Completion("b", (9,), "stop")], np.array([1.0, 0.0]))
+    ids, att, pos, mask, rewards, gids = build_tensors([g], pad_id=0)
+    assert ids.tolist() == [[1, 2, 3, 7, 8], [1, 2, 3, 9, 0]]
+    assert pos.tolist() == [[3, 4], [3, 0]] and mask.tolist() == [[1, 1], [1, 0]]
+    assert rewards.tolist() == [1.0, 0.0] and gids.tolist() == [0, 0]
+
+
+def _safetensors(path):
+    from safetensors.torch import load_file
+
+    return load_file(str(path / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_vllm_weight_sync_generates_with_new_weights(tmp_path, quick_policy):
+    """vLLM started on A, given B's weights, must generate what B generates."""
+    from transformers import AutoModelForCausalLM
+
+    from grpo_data.engines import HFEngine, make_engine
+    from grpo_data.prompting import SamplingConfig
+
+    model_b = AutoModelForCausalLM.from_pretrained(quick_policy)
+    with torch.no_grad():
+        for p in model_b.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    b_dir = tmp_path / "b"
+    model_b.save_pretrained(b_dir)
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(quick_policy).save_pretrained(b_dir)
+    prompts = [f"<|im_start|>user\nWhat is {i}+{i + 3}?<|im_end|>\n<|im_start|>assistant\n" for i in range(24)]
+    greedy = SamplingConfig(temperature=0.0, max_tokens=10)
+    texts_a = [g[0].text for g in HFEngine(str(quick_policy)).generate(prompts, 1, greedy)]
+    texts_b = [g[0].text for g in HFEngine(str(b_dir)).generate(prompts, 1, greedy)]
+    assert texts_a != texts_b
+    engine = make_engine("vllm", str(quick_policy), seed=0, dtype="float32")  # compare with fp32 transformers
+    before = [g[0].text for g in engine.generate(prompts, 1, greedy)]
+    engine.load_weights(model_b.state_dict().items())
+    after = [g[0].text for g in engine.generate(prompts, 1, greedy)]
+    engine.close()
+    assert np.mean([x == y for x, y in zip(before, texts_a)]) >= 0.9
+    assert np.mean([x == y for x, y in zip(after, texts_b)]) >= 0.9
+
+
+@pytest.mark.slow
+def test_train_few_steps_then_resume(tmp_path, warm_policy):
+    quick_policy, world_tables = warm_policy
+    train = tmp_path / "train.parquet"
+    held = tmp_path / "held.parquet"
+    world_tables["train"].write_parquet(train)
+    world_tables["heldout"].head(24).write_parquet(held)
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={quick_policy}", "-o", f"data.train={train}",
+            "-o", f"data.heldout={held}", "-o", f"run.out={out}", "-o", "rollout.batch_groups=4",
+            "-o", "rollout.group_size=4", "-o", "run.save_every=2", "-o", "run.eval_every=2", "-o", "optim.lr=0.001",
+            "-o", "run.progress=false"]
+    first = subprocess.run(base + ["-o", "run.steps=2"], capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    train_steps = [r for r in records if r["kind"] == "train"]
+    assert [r["step"] for r in train_steps] == [1, 2]
+    for key in ("reward_mean", "batch_pass_rate", "zero_variance_fraction", "informative_rollout_ratio",
+                "rollouts_generated", "gen_tokens_per_s", "train_tokens_per_s", "clip_fraction", "entropy",
+                "completion_len_mean", "weight_sync_s", "band_occupancy"):
+        assert key in train_steps[-1], key
+    assert train_steps[1]["rollouts_generated"] > train_steps[0]["rollouts_generated"] > 0
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert [r["step"] for r in evals] == [0, 2] and "heldout_accuracy_level_1" in evals[0]
+    ckpt = out / "checkpoints" / "step-000002"
+    assert (ckpt / "hf" / "model.safetensors").exists() and (ckpt / "ds").is_dir()
+    assert json.loads((ckpt / "scheduler" / "scheduler.json").read_text())["step"] == 2
+    # parameters changed, and the export loads in transformers
+    new, old = _safetensors(ckpt / "hf"), _safetensors(quick_policy)
+    assert any(not torch.equal(new[k], old[k]) for k in old if k in new)
+    from transformers import AutoModelForCausalLM
+
+    AutoModelForCausalLM.from_pretrained(ckpt / "hf")
+    (out / "resolved_config.yaml").read_text()
+
+    second = subprocess.run(base + ["-o", "run.steps=4", "--resume"], capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "resumed from" in second.stderr
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4]
+    assert records[-1]["rollouts_generated"] > train_steps[-1]["rollouts_generated"]
+    last = out / "checkpoints" / "step-000004"
+    assert json.loads((last / "state.json").read_text())["step"] == 4
+    assert json.loads((last / "scheduler" / "scheduler.json").read_text())["step"] == 4
+    assert sorted(p.name for p in (out / "checkpoints").glob("step-*")) == ["step-000002", "step-000004"]
+    assert pl.read_parquet(train).height == world_tables["train"].height
