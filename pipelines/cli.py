@@ -22,6 +22,8 @@ SUBCOMMANDS: dict[str, str] = {
     "world": "world",
     "bootstrap": "bootstrap",
     "profile": "profile",
+    "shards": "shards",
+    "card": "card",
     "train": "train",
     "bench": "bench",
 }

@@ -1,0 +1,164 @@
+"""Curriculum shards: problems bucketed by profiled pass rate, as checksummed hive-partitioned parquet.
+
+    write_shards(problems, profile, "shards/arith", edges=(0, .1, .3, .7, .9, 1), fmt="verl", ...)
+    table = read_shards("shards/arith", buckets=[2])     # verifies every file against the manifest
+
+Layout (`bucket=i` holds lo_i <= pass_rate < hi_i; the last bucket includes 1.0):
+
+    shards/NAME/bucket=0/data.parquet ... bucket=N-1/data.parquet
+    shards/NAME/manifest.json   edges, counts per bucket, sha256 and size of every file, schema,
+                                format, source dataset, profile metadata, unprofiled and rejected counts
+
+Every file also carries its `bucket` column, so `datasets.load_dataset("parquet", data_files=...)`
+sees it without hive parsing. The set is written into a temporary folder and renamed into place
+only when complete (manifest last): a crash never leaves a set that looks complete.
+
+Formats:
+    native  canonical columns + profile columns (k, n_correct, pass_rate, ci_low, ci_high)
+    verl    data_source, prompt (messages), ability, reward_model {style: rule, ground_truth},
+            extra_info {index, split, id, pass_rate, k}
+    trl     prompt (messages), solution (gold answer), id, pass_rate: ready for a GRPO reward function
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from grpo_data import io
+
+FORMATS = ("native", "verl", "trl")
+DEFAULT_EDGES = (0.0, 0.1, 0.3, 0.7, 0.9, 1.0)
+MANIFEST = "manifest.json"
+
+
+class ShardIntegrityError(RuntimeError):
+    """A shard file is missing, truncated or modified relative to its manifest."""
+
+
+def check_edges(edges: Sequence[float]) -> tuple[float, ...]:
+    edges = tuple(float(e) for e in edges)
+    if len(edges) < 2 or edges[0] != 0.0 or edges[-1] != 1.0 or any(b <= a for a, b in zip(edges, edges[1:])):
+        raise ValueError(f"bucket edges must rise strictly from 0 to 1, got {list(edges)}")
+    return edges
+
+
+def bucket_of(pass_rate: pl.Expr, edges: tuple[float, ...]) -> pl.Expr:
+    """Index i with edges[i] <= p < edges[i+1]; p == 1 goes to the last bucket."""
+    expr = pl.lit(len(edges) - 2, dtype=pl.Int32)
+    for i in reversed(range(len(edges) - 2)):
+        expr = pl.when(pass_rate < edges[i + 1]).then(pl.lit(i, dtype=pl.Int32)).otherwise(expr)
+    return expr
+
+
+def to_format(table: pl.DataFrame, fmt: str, split: str = "train") -> pl.DataFrame:
+    """Joined problem+profile rows (with `bucket`) in an export format."""
+    if fmt == "native":
+        return table.select("id", "source", "prompt", "answer", "level", "meta", "k", "n_correct", "pass_rate",
+                            "ci_low", "ci_high", "bucket")
+    if fmt == "verl":
+        return table.with_row_index("index").select(
+            pl.col("source").alias("data_source"),
+            "prompt",
+            pl.lit("math").alias("ability"),
+            pl.struct(pl.lit("rule").alias("style"), pl.col("answer").alias("ground_truth")).alias("reward_model"),
+            pl.struct(pl.col("index").cast(pl.Int64), pl.lit(split).alias("split"), "id", "pass_rate", "k").alias("extra_info"),
+            "bucket",
+        )
+    if fmt == "trl":
+        return table.select("prompt", pl.col("answer").alias("solution"), "id", "pass_rate", "bucket")
+    raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path, edges: Sequence[float] = DEFAULT_EDGES,
+                 fmt: str = "native", source: str = "", profile_meta: dict | None = None,
+                 rejected: dict[str, int] | None = None) -> dict:
+    """Write the bucketed set atomically; returns the manifest."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    edges = check_edges(edges)
+    out = Path(out)
+    joined = problems.join(profile.select("id", "k", "n_correct", "pass_rate", "ci_low", "ci_high"), on="id", how="inner")
+    joined = joined.with_columns(bucket_of(pl.col("pass_rate"), edges).alias("bucket")).sort("id")
+    unprofiled = problems.height - joined.height
+    exported = to_format(joined, fmt)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    files, counts = {}, {}
+    try:
+        for b in range(len(edges) - 1):
+            part = exported.filter(pl.col("bucket") == b)
+            counts[str(b)] = part.height
+            rel = f"bucket={b}/data.parquet"
+            io.write_parquet(tmp / rel, part)
+            files[rel] = {"sha256": sha256_file(tmp / rel), "bytes": (tmp / rel).stat().st_size, "rows": part.height}
+        manifest = {
+            "format": fmt, "edges": list(edges),
+            "buckets": {str(b): {"lo": edges[b], "hi": edges[b + 1], "rows": counts[str(b)]} for b in range(len(edges) - 1)},
+            "rows": exported.height, "files": files,
+            "schema": {name: str(dtype) for name, dtype in exported.schema.items()},
+            "source": source, "profile": profile_meta or {},
+            "unprofiled": unprofiled, "rejected": rejected or {},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        io.write_json(tmp / MANIFEST, manifest)  # last: a folder without it is not a shard set
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        if out.exists():
+            out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return manifest
+
+
+def read_manifest(folder: str | Path) -> dict:
+    path = Path(folder) / MANIFEST
+    if not path.exists():
+        raise ShardIntegrityError(f"{folder}: no {MANIFEST}; not a complete shard set (write it with `grpo shards`)")
+    return json.loads(path.read_text())
+
+
+def verify_shards(folder: str | Path, buckets: Sequence[int] | None = None) -> dict:
+    """Check size and sha256 of every (selected) file against the manifest; raise naming the file."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    for rel, info in manifest["files"].items():
+        bucket = int(rel.split("=")[1].split("/")[0])
+        if buckets is not None and bucket not in buckets:
+            continue
+        path = folder / rel
+        if not path.exists():
+            raise ShardIntegrityError(f"{path}: listed in the manifest but missing")
+        size = path.stat().st_size
+        if size != info["bytes"]:
+            raise ShardIntegrityError(f"{path}: {size} bytes, manifest says {info['bytes']} (truncated or replaced); "
+                                      "rebuild the set with `grpo shards`")
+        if sha256_file(path) != info["sha256"]:
+            raise ShardIntegrityError(f"{path}: sha256 differs from the manifest (modified); rebuild with `grpo shards`")
+    return manifest
+
+
+def read_shards(folder: str | Path, buckets: Sequence[int] | None = None) -> pl.DataFrame:
+    """All rows of the (selected) buckets, after verifying their files."""
+    manifest = verify_shards(folder, buckets)
+    chosen = [rel for rel in manifest["files"]
+              if buckets is None or int(rel.split("=")[1].split("/")[0]) in buckets]
+    return pl.concat([pl.read_parquet(Path(folder) / rel) for rel in chosen])
