@@ -176,3 +176,4 @@ def set_vllm_env_defaults() -> None:
     """In-process vLLM engine (weight sync needs it) and a KV cache sized for small machines."""
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")

@@ -57,7 +57,8 @@ class VLLMEngine:
 
     def load_weights(self, named_tensors) -> None:
         """Push new weights into the live engine, then drop cached prefixes computed with the old ones."""
-        weights = [(name, tensor.detach().cpu()) for name, tensor in named_tensors]
+        dtype = self.llm.llm_engine.model_config.dtype  # e.g. bf16 on CPU: cast here, not per parameter inside
+        weights = [(name, tensor.detach().to("cpu", dtype)) for name, tensor in named_tensors]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
 

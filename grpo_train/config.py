@@ -97,11 +97,14 @@ class DeepSpeedSection:
 
 @dataclass(frozen=True)
 class RunConfig:
-    """steps: optimizer steps; eval_every/save_every: in steps (0 = never); keep_last: checkpoints
-    kept; eval_k: samples per held-out problem; eval_limit: held-out problems used (0 = all)."""
+    """steps: optimizer steps; max_rollouts: stop early once this many rollouts were generated
+    (0 = no budget; for equal-budget comparisons); eval_every/save_every: in steps (0 = never);
+    keep_last: checkpoints kept; eval_k: samples per held-out problem; eval_limit: held-out
+    problems used (0 = all)."""
 
     out: str = "runs/train"
     steps: int = 40
+    max_rollouts: int = 0
     seed: int = 0
     eval_every: int = 10
     eval_k: int = 4

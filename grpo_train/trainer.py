@@ -220,6 +220,13 @@ class Trainer:
             self._evaluate()
         bar = tqdm(total=cfg.steps, initial=self.step, desc="grpo train", disable=not (cfg.progress and self.is_main))
         while self.step < cfg.steps:
+            if cfg.max_rollouts and self.totals["rollouts_generated"] >= cfg.max_rollouts:
+                logger.info("rollout budget %d reached at step %d", cfg.max_rollouts, self.step)
+                if self.heldout is not None and cfg.eval_every and self.step % cfg.eval_every:
+                    self._evaluate()
+                if cfg.save_every:
+                    self.save_checkpoint()
+                break
             record = self.train_step()
             self.metrics.write(record)
             bar.update(1)

@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, str] = {
     "shards": "shards",
     "card": "card",
     "train": "train",
+    "pipeline": "pipeline",
+    "demo": "demo",
     "bench": "bench",
 }
 

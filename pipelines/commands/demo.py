@@ -1,0 +1,24 @@
+"""`grpo demo`: the embedded default end to end (world, warm start, profile, shards + card, scheduled
+GRPO, held-out evaluation, summary and plots). `--quick` runs a smaller version in a few minutes."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run the embedded default end to end (arith world + tiny policy); --quick for a small run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="smaller world and shorter training")
+    parser.add_argument("--config", default=None, help="pipeline YAML (default pipelines/arith_demo.yaml)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from pipelines.pipeline import run_pipeline
+
+    config = args.config or str(Path(__file__).resolve().parent.parent / "arith_demo.yaml")
+    summary = run_pipeline(config, quick=args.quick)
+    print(f"\nsummary, plots and card under {Path(summary['plots'][0]).parent}")
+    return 0

@@ -1,0 +1,246 @@
+"""YAML pipelines: data (world or a real dataset) -> model (warm start or given) -> profile -> shards +
+card -> train -> evaluation, each stage reading the previous one's outputs by path and skipped when
+its inputs are unchanged.
+
+    outputs = run_pipeline("pipelines/arith_demo.yaml", quick=False)
+
+Stage outputs under the pipeline's `out` folder: world/ or data/ (train.parquet, heldout.parquet),
+policy-warm/, profile.parquet (+ .json), shards/, train/, profile-after.parquet, summary.json,
+summary.md and plots (*.png).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+
+import polars as pl
+import yaml
+
+from grpo_data import io
+
+logger = logging.getLogger(__name__)
+
+
+def deep_merge(base: dict, extra: dict) -> dict:
+    out = copy.deepcopy(base)
+    for k, v in extra.items():
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def load_spec(path: str | Path, quick: bool = False) -> dict:
+    spec = yaml.safe_load(Path(path).read_text())
+    quick_block = spec.pop("quick", {}) or {}
+    if quick:
+        spec = deep_merge(spec, quick_block)
+        spec["out"] = spec["out"].rstrip("/") + "-quick"
+    known = {"name", "out", "world", "data", "model", "bootstrap", "profile", "shards", "card", "train"}
+    unknown = sorted(set(spec) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown pipeline section(s) {unknown}; known: {sorted(known)}")
+    if ("world" in spec) == ("data" in spec):
+        raise ValueError(f"{path}: give exactly one of `world` (embedded default) or `data` (a dataset)")
+    return spec
+
+
+def _stage(name: str):
+    logger.info("=== stage: %s", name)
+    print(f"\n=== {name}", flush=True)
+    return time.monotonic()
+
+
+def data_stage(spec: dict, out: Path) -> dict[str, Path]:
+    from pipelines.stages import write_world
+
+    if "world" in spec:
+        return write_world(out / "world", **spec["world"])
+    from grpo_data.loaders import load_problems, resolve_preset, write_load_result
+
+    d = spec["data"]
+    folder = out / "data"
+    paths = {"train": folder / "train.parquet", "heldout": folder / "heldout.parquet", "config": folder / "data.json"}
+    if paths["config"].exists() and json.loads(paths["config"].read_text()) == d and paths["train"].exists():
+        return paths
+    result = load_problems(d["source"], resolve_preset(d.get("preset"), d.get("question_field"), d.get("answer_field")),
+                           split=d.get("split", "train"))
+    write_load_result(result, folder / "problems.parquet")
+    frac = float(d.get("heldout_fraction", 0.02))
+    # deterministic split by id hash
+    table = result.table.with_columns((pl.col("id").hash(seed=0) % 10_000 < int(frac * 10_000)).alias("_held"))
+    io.write_parquet(paths["train"], table.filter(~pl.col("_held")).drop("_held"))
+    io.write_parquet(paths["heldout"], table.filter(pl.col("_held")).drop("_held"))
+    io.write_json(paths["config"], d)
+    return paths
+
+
+def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
+    """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
+    from grpo_data.engines import make_engine
+    from grpo_data.profiler import (
+        ProfileConfig,
+        merge_parts,
+        parts_dir,
+        profile_problems,
+        run_metadata,
+        weights_hash,
+    )
+    from grpo_data.prompting import PromptConfig, SamplingConfig
+    from grpo_data.stats import StoppingRule
+    from grpo_data.verify_pool import VerifierPool
+
+    cfg = ProfileConfig(
+        k=int(pcfg.get("k", 16)), rule=StoppingRule() if pcfg.get("adaptive", True) else None, seed=seed,
+        sampling=SamplingConfig(temperature=float(pcfg.get("temperature", 1.0)), max_tokens=int(pcfg.get("max_tokens", 32))),
+        prompt=PromptConfig(system_prompt=pcfg.get("system_prompt"), instruction_suffix=pcfg.get("instruction_suffix", "")),
+        chunk_size=int(pcfg.get("chunk_size", 256)))
+    problems = pl.read_parquet(train)
+    if limit:
+        problems = problems.sort("id").head(limit)
+    key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": problems.height, "cfg": cfg.to_dict()}
+    stamp = out.with_suffix(".inputs.json")
+    if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
+        print(f"profile {out} is up to date")
+        return out
+    if stamp.exists() and json.loads(stamp.read_text()) != key:  # other inputs: earlier parts are not ours
+        shutil.rmtree(parts_dir(out), ignore_errors=True)
+    io.write_json(stamp, key)
+    engine = make_engine(pcfg.get("engine", "vllm"), model, seed=seed)
+    with VerifierPool() as pool:
+        meta = run_metadata(engine, cfg, str(train), {"deadline_s": pool.config.deadline_s, "timeout_s": pool.config.timeout_s})
+        stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta)
+    engine.close()
+    merge_parts(out, expected_ids=set(problems["id"].to_list()))
+    print(f"profiled {stats['problems']} problems ({stats['skipped']} resumed), {stats['samples']} samples, "
+          f"{stats['seconds']:.0f}s")
+    return out
+
+
+def run_pipeline(path: str | Path, quick: bool = False, stop_after: str | None = None) -> dict:
+    """Run every stage; returns the summary dict (also written to OUT/summary.json)."""
+    from grpo_data.cards import write_card
+    from grpo_data.profiler import read_profile
+    from grpo_data.shards import read_manifest, write_shards
+    from grpo_train.config import dump_config, load_config
+    from pipelines.plots import write_plots
+
+    spec = load_spec(path, quick)
+    out = Path(spec["out"])
+    out.mkdir(parents=True, exist_ok=True)
+    timings = {}
+
+    t = _stage("data")
+    paths = data_stage(spec, out)
+    timings["data"] = time.monotonic() - t
+
+    t = _stage("model (warm start)")
+    if spec.get("model"):
+        model = spec["model"]
+    else:
+        import dataclasses
+
+        from grpo_train.bootstrap import BootstrapConfig, bootstrap
+
+        b = spec.get("bootstrap", {}) or {}
+        bcfg = dataclasses.replace(BootstrapConfig(), **{k: v for k, v in b.items() if k in ("seed", "steps", "batch_size", "lr")})
+        model = str(bootstrap(pl.read_parquet(paths["train"]), out / "policy-warm", bcfg))
+    timings["model"] = time.monotonic() - t
+
+    t = _stage("profile")
+    profile = profile_stage(model, paths["train"], spec.get("profile", {}), out / "profile.parquet")
+    timings["profile"] = time.monotonic() - t
+
+    t = _stage("shards + card")
+    shards_dir = out / "shards"
+    prof_table, prof_meta = read_profile(profile)
+    s = spec.get("shards", {})
+    shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"), **s}
+    try:
+        current = read_manifest(shards_dir).get("pipeline_key")
+    except Exception:
+        current = None
+    if current != shard_key:
+        manifest = write_shards(pl.read_parquet(paths["train"]), prof_table, shards_dir, s.get("edges", (0, .1, .3, .7, .9, 1)),
+                                s.get("format", "native"), source=str(paths["train"]), profile_meta=prof_meta)
+        manifest["pipeline_key"] = shard_key
+        io.write_json(shards_dir / "manifest.json", manifest)
+    card_name = spec.get("card", {}).get("name", spec.get("name", "dataset"))
+    card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md")
+    timings["shards"] = time.monotonic() - t
+    if stop_after == "shards":
+        return {"card": str(card)}
+
+    t = _stage("train (scheduled GRPO)")
+    tree = spec.get("train", {})
+    overrides = [f"model={model}", f"data.train={paths['train']}", f"data.heldout={paths['heldout']}",
+                 f"data.profile={profile}", f"run.out={out / 'train'}"]
+    tmp_cfg = out / "train-config.yaml"
+    io.write_text(tmp_cfg, yaml.safe_dump({"train": tree}))
+    cfg = load_config(tmp_cfg, overrides)
+    run_dir = Path(cfg.run.out)
+    from grpo_train.trainer import latest_checkpoint
+
+    ckpt = latest_checkpoint(run_dir)
+    done = (ckpt is not None and json.loads((ckpt / "state.json").read_text())["step"] >= cfg.run.steps
+            and (run_dir / "resolved_config.yaml").exists()
+            and (run_dir / "resolved_config.yaml").read_text() == dump_config(cfg))
+    if done:
+        print(f"training in {run_dir} is complete")
+    else:
+        from grpo_train.trainer import train
+
+        train(cfg, resume=True)
+    timings["train"] = time.monotonic() - t
+
+    t = _stage("evaluate")
+    final = latest_checkpoint(run_dir) / "hf"
+    after = profile_stage(str(final), paths["train"], spec.get("profile", {}), out / "profile-after.parquet")
+    summary = summarize(run_dir, profile, after)
+    summary["timings_s"] = timings
+    summary["card"] = str(card)
+    summary["plots"] = [str(p) for p in write_plots(run_dir, profile, after, out)]
+    io.write_json(out / "summary.json", summary)
+    io.write_text(out / "summary.md", summary_table(summary))
+    timings["evaluate"] = time.monotonic() - t
+    print(summary_table(summary))
+    return summary
+
+
+def summarize(run_dir: Path, before: Path, after: Path) -> dict:
+    from grpo_data.profiler import read_profile
+
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in records if r["kind"] == "eval"]
+    trains = [r for r in records if r["kind"] == "train"]
+    first, last = evals[0], evals[-1]
+    levels = sorted(int(k.rsplit("_", 1)[1]) for k in first if k.startswith("heldout_accuracy_level_"))
+    b, _ = read_profile(before)
+    a, _ = read_profile(after)
+
+    def band(t):
+        return float(((t["pass_rate"] >= 0.2) & (t["pass_rate"] <= 0.8)).mean())
+
+    return {
+        "heldout_before": first["heldout_accuracy"], "heldout_after": last["heldout_accuracy"],
+        "heldout_by_level": {lv: (first[f"heldout_accuracy_level_{lv}"], last[f"heldout_accuracy_level_{lv}"])
+                             for lv in levels},
+        "steps": trains[-1]["step"] if trains else 0,
+        "rollouts_generated": trains[-1]["rollouts_generated"] if trains else 0,
+        "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"] if trains else 0.0,
+        "train_pass_rate_before": float(b["pass_rate"].mean()), "train_pass_rate_after": float(a["pass_rate"].mean()),
+        "in_band_share_before": band(b), "in_band_share_after": band(a),
+    }
+
+
+def summary_table(s: dict) -> str:
+    lines = ["| held-out accuracy | before | after |", "| --- | --- | --- |",
+             f"| all | {s['heldout_before']:.3f} | {s['heldout_after']:.3f} |"]
+    lines += [f"| level {lv} | {b:.3f} | {a:.3f} |" for lv, (b, a) in s["heldout_by_level"].items()]
+    lines += ["", f"steps: {s['steps']}, rollouts generated: {s['rollouts_generated']}, "
+              f"informative-rollout ratio: {s['informative_rollout_ratio']:.3f}",
+              f"training-pool mean pass rate: {s['train_pass_rate_before']:.3f} -> {s['train_pass_rate_after']:.3f}"]
+    return "\n".join(lines) + "\n"
