@@ -70,7 +70,7 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
-def run(quick: bool = False, seeds: tuple[int, ...] = (0,), target_gain: float = 0.03,
+def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1), target_gain: float = 0.02,
         workdir: str = "runs/bench-e2e") -> dict:
     from bench.common import RESULTS
     from pipelines.pipeline import profile_stage
@@ -79,10 +79,10 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0,), target_gain: float =
     policy = warm_policy()
     paths = write_world("runs/world")
     profile = profile_stage(str(policy), paths["train"], {"adaptive": True, "max_tokens": 16}, Path("runs/world-profile.parquet"))
-    budget = 12_000 if quick else 60_000
+    budget = 8_000 if quick else 30_000
     base = [f"model={policy}", f"data.train={paths['train']}", f"data.heldout={paths['heldout']}",
             f"data.profile={profile}", "rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4",
-            "rollout.dynamic_resampling=true", "optim.lr=0.0003", "optim.minibatches=2", f"run.max_rollouts={budget}",
+            "rollout.dynamic_resampling=true", "optim.lr=0.0001", "optim.minibatches=1", f"run.max_rollouts={budget}",
             "run.steps=100000", f"run.eval_every={5 if quick else 10}", "run.eval_k=4", "run.save_every=0",
             "run.progress=false"]
     out = Path(workdir)

@@ -17,21 +17,35 @@ from grpo_data.prompting import SamplingConfig
 logger = logging.getLogger(__name__)
 
 
+def _launched_world_size() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
 class VLLMEngine:
     name = "vllm"
 
     def __init__(self, model: str, seed: int = 0, enforce_eager: bool = True, max_model_len: int | None = None,
-                 trust_remote_code: bool = False, dtype: str = "auto", gpu_memory_utilization: float = 0.5,
+                 trust_remote_code: bool = False, dtype: str = "auto", gpu_memory_utilization: float = 0.4,
                  **_ignored) -> None:
         set_vllm_env_defaults()
         from vllm import LLM
 
         start = time.monotonic()
         self.model_path = model
+        extra = {}
+        world = _launched_world_size()
+        if world > 1:
+            # under torchrun/deepspeed: one engine per rank, each generating for its own prompts,
+            # inside the launcher's process group (vLLM's "external launcher" data parallelism)
+            extra = {"distributed_executor_backend": "external_launcher", "data_parallel_size": world,
+                     "tensor_parallel_size": 1}
+            gpu_memory_utilization = min(gpu_memory_utilization, 0.9 / world)
         self.llm = LLM(
             model=model, seed=seed, enforce_eager=enforce_eager, max_model_len=max_model_len,
             trust_remote_code=trust_remote_code, dtype=dtype, enable_prefix_caching=True,
-            gpu_memory_utilization=gpu_memory_utilization,
+            gpu_memory_utilization=gpu_memory_utilization, **extra,
         )
         self.tokenizer = self.llm.get_tokenizer()
         logger.info("vLLM engine up in %.1fs (%s)", time.monotonic() - start, model)

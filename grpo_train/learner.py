@@ -138,7 +138,10 @@ class DeepSpeedLearner:
 
     def update(self, groups) -> dict[str, float]:
         """Optimizer step(s) on the groups: old log-probs computed once, then `minibatches` steps."""
-        if not groups:  # an under-filled batch with nothing informative: no step, same metric keys
+        if not groups:  # an under-filled batch with nothing informative: same metric keys
+            if self.world_size > 1:  # the other ranks' gradient all-reduce needs this rank's steps
+                for _ in range(self.optim_cfg.minibatches):
+                    self._zero_step()
             return {"loss": 0.0, "clip_fraction": 0.0, "entropy": float("nan"), "trained_sequences": 0,
                     "train_tokens": 0, "train_tokens_per_s": 0.0, "train_seconds": 0.0, "advantage_abs_mean": 0.0}
         input_ids, attention, positions, mask, rewards, gids = build_tensors(groups, self.pad_id)
@@ -151,10 +154,14 @@ class DeepSpeedLearner:
         self.engine.train()
         B = input_ids.size(0)
         order = np.arange(B)
-        chunks = np.array_split(order, min(self.optim_cfg.minibatches, B))
+        # the same number of optimizer steps on every rank (DeepSpeed all-reduces in each)
+        chunks = np.array_split(order, self.optim_cfg.minibatches)
         metrics: dict[str, list[float]] = {"loss": [], "clip_fraction": [], "entropy": [], "kl": [], "grad_norm": []}
         start = time.monotonic()
         for chunk in chunks:
+            if chunk.size == 0:
+                self._zero_step()
+                continue
             sel = torch.as_tensor(chunk, device=self.device)
             ids, att, pos, m = (t[sel] for t in tensors)
             logp, entropy = completion_logprobs(self.engine, ids, att, pos, m, with_entropy=True)
@@ -177,6 +184,12 @@ class DeepSpeedLearner:
                     "train_tokens_per_s": float(attention.sum()) / max(seconds, 1e-9), "train_seconds": seconds,
                     "advantage_abs_mean": float(adv.abs().mean())})
         return out
+
+    def _zero_step(self) -> None:
+        """A step with zero gradient, so a rank with nothing to train still joins the collectives."""
+        loss = sum(p.sum() for p in self.engine.module.parameters() if p.requires_grad) * 0.0
+        self.engine.backward(loss)
+        self.engine.step()
 
     def named_weights(self):
         """(name, tensor) pairs of the full model in HF naming; gathers ZeRO-3 partitions first."""

@@ -100,7 +100,7 @@ class RolloutBatcher:
     def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch) -> list[Group]:
         ids = [self.prompt_ids(int(i)) for i in idx]
         t0 = time.monotonic()
-        outs = self.engine.generate(ids, self.group_size, self.sampling) if len(ids) else []
+        outs = self.engine.generate(ids, self.group_size, self.sampling)
         batch.gen_seconds += time.monotonic() - t0
         t0 = time.monotonic()
         golds = [self.answers[int(i)] for i, g in zip(idx, outs, strict=True) for _ in g]
@@ -134,6 +134,7 @@ class RolloutBatcher:
         for round_no in range(self.max_rounds):
             need = want_total - kept_total
             ask = need if round_no == 0 else math.ceil(need * self.oversample)
+            ask = max(ask, self.world_size)  # every rank gets a share: engines generate in lock-step
             idx = self.scheduler.sample(ask)
             mine = self._generate_groups(self._share(idx), batch)
             n_correct = self._gather_outcomes(mine, idx)

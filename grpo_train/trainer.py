@@ -80,14 +80,22 @@ class MetricsLog:
 
 
 def evaluate(engine, verifier, tokenizer, heldout: pl.DataFrame, k: int, sampling: SamplingConfig,
-             prompt_cfg: PromptConfig) -> dict:
-    """Held-out pass@1 at the sampling temperature (mean over k samples), overall and by level."""
-    prompts = [render_prompt(tokenizer, m, prompt_cfg) for m in heldout["prompt"].to_list()]
+             prompt_cfg: PromptConfig, rank: int = 0, world: int = 1, all_gather=None) -> dict:
+    """Held-out pass@1 at the sampling temperature (mean over k samples), overall and by level.
+    With several ranks each evaluates every world-th problem and the results are gathered."""
+    mine = np.arange(heldout.height)[rank::world]
+    messages = heldout["prompt"].to_list()
+    prompts = [render_prompt(tokenizer, messages[i], prompt_cfg) for i in mine]
     groups = engine.generate(prompts, k, sampling)
-    golds = [a for a, g in zip(heldout["answer"].to_list(), groups, strict=True) for _ in g]
+    answers = heldout["answer"].to_list()
+    golds = [answers[i] for i, g in zip(mine, groups, strict=True) for _ in g]
     verdicts = verifier.verify(golds, [c.text for g in groups for c in g])
-    correct = np.array([v.correct for v in verdicts], dtype=float).reshape(len(prompts), k).mean(axis=1)
-    out = {"heldout_accuracy": float(correct.mean()), "heldout_problems": len(prompts)}
+    local = np.array([v.correct for v in verdicts], dtype=float).reshape(len(prompts), k).mean(axis=1)
+    correct = np.zeros(heldout.height)
+    parts = all_gather((mine.tolist(), local.tolist())) if world > 1 else [(mine.tolist(), local.tolist())]
+    for idx, vals in parts:
+        correct[idx] = vals
+    out = {"heldout_accuracy": float(correct.mean()), "heldout_problems": heldout.height}
     if "level" in heldout.columns and heldout["level"].null_count() < heldout.height:
         for level, acc in (pl.DataFrame({"level": heldout["level"], "acc": correct})
                            .group_by("level").agg(pl.col("acc").mean()).sort("level").iter_rows()):
@@ -161,7 +169,7 @@ class Trainer:
                                   trust_remote_code=cfg.trust_remote_code)
         if ckpt is not None:
             self.engine.load_weights(self.learner.named_weights())
-        self.verifier = VerifierPool(workers=max(1, cfg.run.threads))
+        self.verifier = VerifierPool(workers=max(1, cfg.run.threads // self.world))
         self.sampling = SamplingConfig(temperature=ro.temperature, top_p=ro.top_p, max_tokens=ro.max_tokens)
         self.prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
         self.batcher = RolloutBatcher(
@@ -186,19 +194,23 @@ class Trainer:
         sync_s = time.monotonic() - t_sync
         self.scheduler.tick()
         self.step += 1
-        informative_rollouts = batch.informative_groups * self.cfg.rollout.group_size
-        self.totals["rollouts_generated"] += batch.generated_rollouts
+        counts = {"generated_rollouts": batch.generated_rollouts, "informative_groups": batch.informative_groups,
+                  "generated_groups": batch.generated_groups, "n_correct": batch.n_correct}
+        if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
+            counts = {k: sum(part[k] for part in self._all_gather(counts)) for k in counts}
+        informative_rollouts = counts["informative_groups"] * self.cfg.rollout.group_size
+        self.totals["rollouts_generated"] += counts["generated_rollouts"]
         self.totals["informative_rollouts"] += informative_rollouts
-        self.totals["groups_generated"] += batch.generated_groups
+        self.totals["groups_generated"] += counts["generated_groups"]
         lens = [len(c.token_ids) for g in batch.groups for c in g.completions]
         kept_rewards = [r for g in batch.groups for r in g.rewards]
         sched = self.scheduler.stats()
         record = {
             "kind": "train", "step": self.step,
             "reward_mean": float(np.mean(kept_rewards)) if kept_rewards else 0.0,
-            "batch_pass_rate": batch.n_correct / max(1, batch.generated_rollouts),
-            "zero_variance_fraction": 1 - batch.informative_groups / max(1, batch.generated_groups),
-            "informative_rollout_ratio_step": informative_rollouts / max(1, batch.generated_rollouts),
+            "batch_pass_rate": counts["n_correct"] / max(1, counts["generated_rollouts"]),
+            "zero_variance_fraction": 1 - counts["informative_groups"] / max(1, counts["generated_groups"]),
+            "informative_rollout_ratio_step": informative_rollouts / max(1, counts["generated_rollouts"]),
             "informative_rollout_ratio": self.totals["informative_rollouts"] / max(1, self.totals["rollouts_generated"]),
             "rollouts_generated": self.totals["rollouts_generated"],
             "groups_trained": len(batch.groups), "rounds": batch.rounds, "underfilled": batch.underfilled,
@@ -239,10 +251,25 @@ class Trainer:
         bar.close()
         return self.run_dir
 
+    def _check_ranks_agree(self) -> None:
+        """Every rank must hold the same scheduler state (same seed, same gathered outcomes)."""
+        if self.world == 1:
+            return
+        import hashlib
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            self.scheduler.save(tmp)
+            digest = hashlib.sha256((Path(tmp) / "scheduler.npz").read_bytes()).hexdigest()
+        digests = self._all_gather(digest)
+        if len(set(digests)) != 1:
+            raise RuntimeError(f"scheduler state diverged across ranks at step {self.step}: {digests}")
+
     def _evaluate(self) -> dict:
+        self._check_ranks_agree()
         t0 = time.monotonic()
         out = evaluate(self.engine, self.verifier, self.learner.tokenizer, self.heldout, self.cfg.run.eval_k,
-                       self.sampling, self.prompt_cfg)
+                       self.sampling, self.prompt_cfg, self.rank, self.world, self._all_gather)
         out.update({"kind": "eval", "step": self.step, "rollouts_generated": self.totals["rollouts_generated"],
                     "eval_seconds": time.monotonic() - t0})
         self.metrics.write(out)

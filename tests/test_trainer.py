@@ -196,3 +196,34 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     assert json.loads((last / "scheduler" / "scheduler.json").read_text())["step"] == 4
     assert sorted(p.name for p in (out / "checkpoints").glob("step-*")) == ["step-000002", "step-000004"]
     assert pl.read_parquet(train).height == world_tables["train"].height
+
+
+@pytest.mark.slow
+def test_two_cpu_ranks(tmp_path, warm_policy):
+    """torchrun with 2 ranks (gloo): each rank its own vLLM engine and share of every batch,
+    DeepSpeed reduces gradients, schedulers stay identical (checked at every evaluation)."""
+    import os
+    import shutil
+
+    policy, world = warm_policy
+    train = tmp_path / "train.parquet"
+    held = tmp_path / "held.parquet"
+    world["train"].write_parquet(train)
+    world["heldout"].head(16).write_parquet(held)
+    out = tmp_path / "run2"
+    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
+    cmd = [torchrun, "--nproc-per-node", "2", "-m", "pipelines.cli", "train", "-o", f"model={policy}",
+           "-o", f"data.train={train}", "-o", f"data.heldout={held}", "-o", f"run.out={out}", "-o", "run.steps=2",
+           "-o", "rollout.batch_groups=2", "-o", "rollout.group_size=4", "-o", "run.eval_every=2",
+           "-o", "run.save_every=2", "-o", "run.threads=1", "-o", "run.progress=false"]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    trains = [r for r in records if r["kind"] == "train"]
+    assert [r["step"] for r in trains] == [1, 2]
+    # rollouts are counted over both ranks: at least 2 ranks x 2 groups x 4 answers per step
+    assert trains[0]["rollouts_generated"] >= 16
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert evals[-1]["heldout_problems"] == 16
+    assert (out / "checkpoints" / "step-000002" / "hf" / "model.safetensors").exists()

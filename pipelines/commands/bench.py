@@ -53,10 +53,7 @@ def run(args: argparse.Namespace) -> int:
     names = BENCHES if args.name == "all" else (args.name,)
     results = {}
     for name in names:
-        try:
-            results[name] = run_one(name, args.quick, out_dir)
-        except ImportError as exc:
-            print(f"{name}: not available yet ({exc})")
+        results[name] = run_one(name, args.quick, out_dir)
     if args.name == "all":
         from bench.report import write_readme
 

@@ -1,0 +1,72 @@
+"""The quick demo pipeline end to end (small sizes): every output file, and reruns skip finished stages."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipelines.pipeline import deep_merge, load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_spec_loading_and_quick_merge(tmp_path):
+    spec = load_spec(ROOT / "pipelines" / "arith_demo.yaml", quick=True)
+    assert spec["world"]["per_level_train"] == 150 and spec["out"].endswith("-quick")
+    assert spec["train"]["run"]["steps"] == 20 and spec["train"]["rollout"]["group_size"] == 8
+    assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"name": "x", "out": "o", "world": {}, "trian": {}}))
+    with pytest.raises(ValueError, match="unknown pipeline section\\(s\\) \\['trian'\\]"):
+        load_spec(bad)
+    both = tmp_path / "both.yaml"
+    both.write_text(yaml.safe_dump({"name": "x", "out": "o", "world": {}, "data": {}}))
+    with pytest.raises(ValueError, match="exactly one of `world`"):
+        load_spec(both)
+
+
+def test_gpu_example_is_a_valid_pipeline_and_train_config():
+    from grpo_train.config import load_config
+
+    spec = load_spec(ROOT / "pipelines" / "gpu_example.yaml")
+    assert spec["model"] and spec["data"]["source"]
+    path = ROOT / "pipelines" / "gpu_example.yaml"
+    cfg = load_config(path)
+    assert cfg.deepspeed.zero_stage == 3 and cfg.rollout.group_size == 16
+
+
+@pytest.mark.slow
+def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
+    spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())
+    spec["out"] = str(tmp_path / "demo")
+    spec["quick"]["train"]["run"]["steps"] = 6
+    spec["quick"]["train"]["run"]["eval_every"] = 3
+    spec["quick"]["train"]["run"]["save_every"] = 3
+    cfg = tmp_path / "demo.yaml"
+    cfg.write_text(yaml.safe_dump(spec))
+    cmd = [sys.executable, "-m", "pipelines.cli", "demo", "--quick", "--config", str(cfg)]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert first.returncode == 0, first.stderr[-4000:]
+    out = tmp_path / "demo-quick"
+    for rel in ("world/train.parquet", "world/heldout.parquet", "policy-warm/model.safetensors", "profile.parquet",
+                "profile.json", "shards/manifest.json", "card/arith-world-profiled.md", "card/arith-world-profiled.png",
+                "train/metrics.jsonl", "train/resolved_config.yaml", "train/checkpoints/step-000006/hf/model.safetensors",
+                "profile-after.parquet", "summary.json", "summary.md", "pass_rate_before_after.png",
+                "heldout_vs_rollouts.png", "band_occupancy.png"):
+        assert (out / rel).exists(), rel
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 6 and summary["rollouts_generated"] > 0
+    assert set(summary["heldout_by_level"]) == {str(i) for i in range(1, 9)}
+    assert "| held-out accuracy | before | after |" in first.stdout
+
+    stamps = {rel: (out / rel).stat().st_mtime_ns for rel in
+              ("world/train.parquet", "policy-warm/model.safetensors", "profile.parquet", "train/metrics.jsonl")}
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    assert second.returncode == 0, second.stderr[-4000:]
+    assert "warm start cached" in second.stderr and "is up to date" in second.stdout
+    assert "training in" in second.stdout and "is complete" in second.stdout
+    for rel, stamp in stamps.items():
+        assert (out / rel).stat().st_mtime_ns == stamp, f"{rel} was redone"
