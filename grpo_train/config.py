@@ -29,7 +29,8 @@ class DataConfig:
 class SchedulerSection:
     """name: band | uniform | offline_band; lo/hi: target band; decay: forgetting per step;
     max_prior_k: cap on the offline prior; refresh_every: steps between re-estimates of a subset
-    (0 = never); refresh_size / refresh_k: how many problems, samples each."""
+    (0 = never); refresh_drift: also refresh when a batch's pass rate is further than this from the
+    band centre; refresh_size / refresh_k: how many problems, samples each."""
 
     name: str = "band"
     lo: float = 0.2
@@ -37,6 +38,7 @@ class SchedulerSection:
     decay: float = 0.995
     max_prior_k: float = 8.0
     refresh_every: int = 0
+    refresh_drift: float = 0.25
     refresh_size: int = 64
     refresh_k: int = 4
 

@@ -159,3 +159,27 @@ class RolloutBatcher:
             logger.warning("batch under-filled: %d of %d informative groups after %d rounds; training on what is there",
                            kept_total, want_total, batch.rounds)
         return batch
+
+
+def refresh_estimates(batcher: RolloutBatcher, size: int, k: int) -> int:
+    """Re-estimate a subset of the pool with the current policy (as the profiler does): the
+    scheduler's stalest problems and those nearest the band edges get k fresh samples each, and
+    the outcomes update the scheduler. Returns the number of rollouts spent (count them: they are
+    real sampling cost). With several ranks every rank refreshes its share of the same subset."""
+    idx = batcher.scheduler.refresh_candidates(size)
+    if idx.size == 0:
+        return 0
+    mine = idx[batcher.rank :: batcher.world_size]
+    ids = [batcher.prompt_ids(int(i)) for i in mine]
+    outs = batcher.engine.generate(ids, k, batcher.sampling)
+    golds = [batcher.answers[int(i)] for i, g in zip(mine, outs, strict=True) for _ in g]
+    verdicts = batcher.verifier.verify(golds, [c.text for g in outs for c in g])
+    correct = np.array([v.correct for v in verdicts], dtype=float).reshape(len(mine), k).sum(axis=1)
+    local = {int(i): int(c) for i, c in zip(mine, correct, strict=True)}
+    if batcher.world_size > 1 and batcher.all_gather is not None:
+        merged: dict[int, int] = {}
+        for part in batcher.all_gather(local):
+            merged.update(part)
+        local = merged
+    batcher.scheduler.update(idx, np.array([local[int(i)] for i in idx]), k)
+    return int(idx.size) * k

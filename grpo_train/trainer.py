@@ -28,7 +28,7 @@ from grpo_data import io
 from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt
 from grpo_data.scheduler import make_scheduler
 from grpo_train.config import TrainConfig, dump_config
-from grpo_train.rollout import RolloutBatcher
+from grpo_train.rollout import RolloutBatcher, refresh_estimates
 
 logger = logging.getLogger(__name__)
 
@@ -198,6 +198,14 @@ class Trainer:
                   "generated_groups": batch.generated_groups, "n_correct": batch.n_correct}
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
             counts = {k: sum(part[k] for part in self._all_gather(counts)) for k in counts}
+        refresh_rollouts = 0
+        sc = self.cfg.scheduler
+        # decided from gathered counts, so every rank makes the same decision
+        drifted = abs(counts["n_correct"] / max(1, counts["generated_rollouts"]) - (sc.lo + sc.hi) / 2) > sc.refresh_drift
+        if sc.refresh_every and hasattr(self.scheduler, "refresh_candidates") and (
+                self.step % sc.refresh_every == 0 or drifted):
+            refresh_rollouts = refresh_estimates(self.batcher, sc.refresh_size, sc.refresh_k)
+        self.totals["rollouts_generated"] += refresh_rollouts  # refresh samples are real sampling cost
         informative_rollouts = counts["informative_groups"] * self.cfg.rollout.group_size
         self.totals["rollouts_generated"] += counts["generated_rollouts"]
         self.totals["informative_rollouts"] += informative_rollouts
@@ -217,7 +225,7 @@ class Trainer:
             "gen_tokens_per_s": batch.gen_tokens / max(batch.gen_seconds, 1e-9),
             "completion_len_mean": float(np.mean(lens)) if lens else 0.0,
             "completion_len_max": int(max(lens)) if lens else 0,
-            "weight_sync_s": sync_s, "step_seconds": time.monotonic() - t0, "verify_seconds": batch.verify_seconds,
+            "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0, "verify_seconds": batch.verify_seconds,
             "band_occupancy": sched.get("band_occupancy", float("nan")),
             **{k: v for k, v in sched.items() if k in ("band_lo", "band_hi")},
             **info,

@@ -227,3 +227,28 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     evals = [r for r in records if r["kind"] == "eval"]
     assert evals[-1]["heldout_problems"] == 16
     assert (out / "checkpoints" / "step-000002" / "hf" / "model.safetensors").exists()
+
+
+def test_refresh_calls_the_engine_only_for_the_chosen_subset():
+    from grpo_data.scheduler import BandScheduler
+    from grpo_train.rollout import refresh_estimates
+
+    batcher, _ = make_batcher([2])
+    sched = BandScheduler(50, offline=(np.full(50, 8.0), np.full(50, 16.0)))
+    batcher.scheduler = sched
+    seen = []
+    real_generate = batcher.engine.generate
+
+    def recording(prompts, n, sampling):
+        seen.append((list(map(tuple, prompts)), n))
+        return real_generate(prompts, n, sampling)
+
+    batcher.engine.generate = recording
+    chosen = sched.refresh_candidates(6)
+    spent = refresh_estimates(batcher, size=6, k=4)
+    assert spent == 24 and len(seen) == 1 and seen[0][1] == 4
+    assert seen[0][0] == [tuple(batcher.prompt_ids(int(i))) for i in chosen]
+    a, b = sched.posterior(chosen)  # prior 1+1, offline 8 of 16 capped to 4+4, refresh 4 more samples
+    np.testing.assert_allclose(a + b, 2 + 8 + 4)
+    others = sched.posterior(np.setdiff1d(np.arange(50), chosen))
+    np.testing.assert_allclose(others[0] + others[1], 2 + 8)
