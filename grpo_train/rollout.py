@@ -97,10 +97,10 @@ class RolloutBatcher:
             self._ids[i] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return self._ids[i]
 
-    def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch) -> list[Group]:
+    def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch, n: int | None = None) -> list[Group]:
         ids = [self.prompt_ids(int(i)) for i in idx]
         t0 = time.monotonic()
-        outs = self.engine.generate(ids, self.group_size, self.sampling)
+        outs = self.engine.generate(ids, n or self.group_size, self.sampling)
         batch.gen_seconds += time.monotonic() - t0
         t0 = time.monotonic()
         golds = [self.answers[int(i)] for i, g in zip(idx, outs, strict=True) for _ in g]
@@ -169,17 +169,6 @@ def refresh_estimates(batcher: RolloutBatcher, size: int, k: int) -> int:
     idx = batcher.scheduler.refresh_candidates(size)
     if idx.size == 0:
         return 0
-    mine = idx[batcher.rank :: batcher.world_size]
-    ids = [batcher.prompt_ids(int(i)) for i in mine]
-    outs = batcher.engine.generate(ids, k, batcher.sampling)
-    golds = [batcher.answers[int(i)] for i, g in zip(mine, outs, strict=True) for _ in g]
-    verdicts = batcher.verifier.verify(golds, [c.text for g in outs for c in g])
-    correct = np.array([v.correct for v in verdicts], dtype=float).reshape(len(mine), k).sum(axis=1)
-    local = {int(i): int(c) for i, c in zip(mine, correct, strict=True)}
-    if batcher.world_size > 1 and batcher.all_gather is not None:
-        merged: dict[int, int] = {}
-        for part in batcher.all_gather(local):
-            merged.update(part)
-        local = merged
-    batcher.scheduler.update(idx, np.array([local[int(i)] for i in idx]), k)
+    groups = batcher._generate_groups(batcher._share(idx), RolloutBatch(), n=k)
+    batcher.scheduler.update(idx, batcher._gather_outcomes(groups, idx), k)
     return int(idx.size) * k
