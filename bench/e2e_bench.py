@@ -34,12 +34,18 @@ def rollouts_to_reach(evals: list[dict], target: float) -> float | None:
 
 
 def run_arm(name: str, overrides: list[str], base: list[str], out: Path) -> dict:
-    from grpo_train.config import load_config
-    from grpo_train.trainer import train
+    """One training run in its own process (`grpo train`): engines and process groups start clean."""
+    import subprocess
+    import sys
 
-    cfg = load_config(None, base + overrides + [f"run.out={out / name}"])
+    args = [a for item in base + overrides + [f"run.out={out / name}"] for a in ("-o", item)]
     start = time.monotonic()
-    train(cfg, resume=False)
+    log = out / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", *args], stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"arm {name} failed (exit {proc.returncode}); see {log}")
     records = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
