@@ -205,6 +205,8 @@ class DeepSpeedLearner:
         """An HF export (safetensors + tokenizer) that vLLM and transformers load by path."""
         folder = Path(folder)
         weights = dict(self.named_weights())
+        if getattr(self.engine.module.config, "tie_word_embeddings", False):
+            weights.pop("lm_head.weight", None)  # tied to the embeddings; saved once, as transformers does
         if self.rank == 0:
             self.engine.module.save_pretrained(folder, state_dict=weights, safe_serialization=True)
             self.tokenizer.save_pretrained(folder)
