@@ -102,6 +102,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     if limit:
         problems = problems.sort("id").head(limit)
     key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": problems.height, "cfg": cfg.to_dict()}
+    key = json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
     stamp = out.with_suffix(".inputs.json")
     if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
         print(f"profile {out} is up to date")
