@@ -31,6 +31,27 @@ def summary_lines(name: str, r: dict) -> list[str]:
         lines.append(f"- sample(512)+update on {t['pool']:,} problems: mean {_fmt(t['mean_ms'])} ms, median "
                      f"{_fmt(t['median_ms'])} ms (goal <= 5 ms)")
         return lines
+    if name == "warmstart":
+        return [f"- warm start: {_fmt(r['warm_start_seconds'])} s (goal <= 300 s)",
+                f"- spread over {r['problems_sampled']} training problems, k={r['k']}: <= 0.1: {_fmt(r['share_le_0.1'])}, "
+                f">= 0.9: {_fmt(r['share_ge_0.9'])}, 0.2-0.8: {_fmt(r['share_0.2_0.8'])} (goals 0.25 / 0.25 / 0.20)"]
+    if name == "profile":
+        t, a = r["throughput"], r["adaptive"]
+        return [f"- vLLM {_fmt(t['vllm_samples_per_s'])} vs HF generate {_fmt(t['hf_samples_per_s'])} samples/s: "
+                f"{_fmt(t['ratio_vllm_over_hf'])}x (goal >= 5x)",
+                f"- adaptive: {a['samples_adaptive']} samples vs {a['samples_fixed_k16']} for k=16 "
+                f"({_fmt(a['savings_vs_k16'])}x fewer, goal >= 3x); band agreement with k=64: adaptive "
+                f"{_fmt(a['agreement_adaptive_vs_k64'])}, fixed k=16 {_fmt(a['agreement_fixed_k16_vs_k64'])} (goal >= 0.95)"]
+    if name == "e2e":
+        lines = []
+        for s in r["seeds"]:
+            reach = s["rollouts_to_target"]
+            lines.append(f"- seed {s['seed']}: held-out {_fmt(s['initial_accuracy'])} -> target {_fmt(s['target'])}; "
+                         f"rollouts to target: A (band) {_fmt(reach['A_band'])}, B (uniform+DAPO) {_fmt(reach['B_uniform_dapo'])}; "
+                         f"informative ratio A {_fmt(s['arms']['A_band']['informative_rollout_ratio'])}, "
+                         f"B {_fmt(s['arms']['B_uniform_dapo']['informative_rollout_ratio'])}")
+        lines.append(f"- B/A rollout ratio: mean {_fmt(r['ratio_B_over_A_mean'])}, range {r['ratio_B_over_A_spread']} (goal >= 2)")
+        return lines
     return [f"- {k}: {_fmt(v)}" for k, v in r.items() if isinstance(v, (int, float, str)) and k != "benchmark"]
 
 

@@ -20,6 +20,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import math
+
+import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
@@ -75,6 +78,42 @@ def gold_is_parseable(gold: str, timeout_s: int = 2) -> Verdict:
     return Verdict(True, "ok")
 
 
+MAX_LOG10_MAGNITUDE = 10_000  # numbers beyond 10^10000 are not answers; comparing them can hang sympy
+
+
+def _log10_magnitude(expr) -> float:
+    """Upper estimate of log10|value| of a numeric power tower / factorial; 0 for anything else."""
+    if isinstance(expr, sympy.Pow) and not expr.free_symbols:
+        base, exp = expr.args
+        exp_log = _log10_magnitude(exp)
+        if exp_log > 300:
+            return math.inf
+        try:
+            e = float(abs(exp)) if exp_log == 0 else 10.0**exp_log
+            b = abs(float(base)) if not isinstance(base, sympy.Pow) else 10.0 ** min(_log10_magnitude(base), 300)
+        except (TypeError, ValueError, OverflowError):
+            return 0.0
+        return e * math.log10(b) if b > 1 else 0.0
+    if isinstance(expr, sympy.factorial) and not expr.free_symbols:
+        try:
+            n = float(expr.args[0])
+        except (TypeError, ValueError):
+            return 0.0
+        return n * math.log10(max(n, 1.0))  # log10(n!) <= n log10 n
+    return 0.0
+
+
+def too_large(parsed) -> bool:
+    """True when a parsed answer contains a number too large to compare (9^9^9^9, 10^{10^9}, 10^8!)."""
+    for item in parsed:
+        if not isinstance(item, sympy.Basic):
+            continue
+        for node in item.atoms(sympy.Pow, sympy.factorial):
+            if _log10_magnitude(node) > MAX_LOG10_MAGNITUDE:
+                return True
+    return False
+
+
 def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000) -> Verdict:
     """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric)."""
     gold_check = gold_is_parseable(gold, timeout_s)
@@ -90,6 +129,8 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
         return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
     if not pred_parsed:
         return Verdict(False, "no_answer")
+    if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
+        return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
     try:
         ok = verify(list(gold_parsed), pred_parsed, timeout_seconds=timeout_s, raise_on_error=True)
     except TimeoutException:

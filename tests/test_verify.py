@@ -177,3 +177,11 @@ def test_grpo_verify_cli(tmp_path):
     assert [v["id"] for v in verdicts] == ["a", "b", 2]
     assert "ok" in proc.stdout and "skipped lines     1" in proc.stdout
     assert "line 4" in proc.stderr
+
+
+@pytest.mark.parametrize(("pred", "reason"), [
+    ("\\boxed{9^{9^{9^{9}}}}", "error"), ("\\boxed{10^{10^{9}}}", "error"), ("\\boxed{100000000!}", "error"),
+    ("\\boxed{2^{2^{33}}}", "error"), ("\\boxed{2^{10}}", "ok"), ("\\boxed{10^{100}}", "wrong"), ("\\boxed{5!}", "wrong"),
+])
+def test_numbers_too_large_to_compare_are_refused_without_sympy(pred, reason):
+    assert verify_answer("1024", pred).reason == reason

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "run benchmarks (verify, scheduler, profile, e2e, all); results to bench/results/"
+HELP = "run benchmarks (verify, scheduler, warmstart, profile, e2e, all); results to bench/results/"
 
-BENCHES = ("verify", "scheduler", "profile", "e2e")
+BENCHES = ("verify", "scheduler", "warmstart", "profile", "e2e")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,6 +33,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
             cfg = dataclasses.replace(cfg, n_problems=4000, lr=0.003, max_steps=1500)
         result = {"simulation": scheduler_sim.run(cfg),
                   "timing": scheduler_sim.timing(n=100_000 if quick else 1_000_000)}
+    elif name == "warmstart":
+        from bench import warmstart_bench
+
+        result = warmstart_bench.run(quick=quick)
     elif name == "profile":
         from bench import profile_bench
 
