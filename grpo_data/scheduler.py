@@ -171,12 +171,18 @@ class BandScheduler:
         in_band = int(np.count_nonzero((mean >= self.lo) & (mean <= self.hi) & ~self.used))
         self._in_band_available = in_band
 
+    def _offerable(self) -> np.ndarray:
+        """Problems that may be offered now (not yet this epoch, under without_replacement)."""
+        return np.flatnonzero(~self.used) if self.cfg.without_replacement else np.arange(self.n)
+
     def _propose(self, m: int) -> np.ndarray:
+        """Up to m distinct offerable candidates, drawn in proportion to the proposal scores."""
         if self._cdf is None:
-            pool = np.flatnonzero(~self.used) if self.cfg.without_replacement else np.arange(self.n)
+            pool = self._offerable()
             return self.rng.choice(pool, size=min(m, pool.size), replace=False)
         u = self.rng.random(m)
-        return np.unique(np.minimum(np.searchsorted(self._cdf, u), self.n - 1))
+        cand = np.unique(np.minimum(np.searchsorted(self._cdf, u), self.n - 1))
+        return cand[~self.used[cand]] if self.cfg.without_replacement else cand
 
     def _maybe_adjust_band(self, batch: int) -> None:
         need = self.cfg.min_in_band_frac * batch
@@ -206,16 +212,11 @@ class BandScheduler:
             self._rescore()
             self._maybe_adjust_band(batch)
         cand = self._propose(batch * self.cfg.oversample)
-        if self.cfg.without_replacement:
-            cand = cand[~self.used[cand]]
         if self._scored_at != self.step and cand.size and np.mean(self._in_band_mask(cand)) < 0.5:
             self._rescore()  # proposals went stale since the last rescore: what was in band is solved
             cand = self._propose(batch * self.cfg.oversample)
-            if self.cfg.without_replacement:
-                cand = cand[~self.used[cand]]
         if cand.size < batch:  # proposal exhausted (stale scores): top up uniformly from the rest
-            rest = np.flatnonzero(~self.used) if self.cfg.without_replacement else np.arange(self.n)
-            rest = np.setdiff1d(rest, cand, assume_unique=False)
+            rest = np.setdiff1d(self._offerable(), cand, assume_unique=False)
             cand = np.concatenate([cand, self.rng.choice(rest, size=min(rest.size, batch - cand.size), replace=False)])
         a, b = self.posterior(cand)
         draw = self.rng.beta(a, b)  # Thompson: one plausible pass rate per candidate
