@@ -54,8 +54,3 @@ def write_parquet(path: str | os.PathLike, df: pl.DataFrame, metadata: dict[str,
         df.write_parquet(tmp, metadata=metadata)
 
     return _atomic(path, write)
-
-
-def read_jsonl(path: str | os.PathLike) -> list[dict]:
-    with open(path, encoding="utf-8") as fh:
-        return [json.loads(line) for line in fh if line.strip()]

@@ -61,14 +61,6 @@ def user_prompt(question: str) -> list[dict]:
     return [{"role": "user", "content": question}]
 
 
-def last_user_content(messages: list[dict]) -> str:
-    """The question text of a chat prompt: the content of its last user message."""
-    for m in reversed(messages):
-        if m["role"] == "user":
-            return m["content"]
-    return messages[-1]["content"] if messages else ""
-
-
 def empty_table() -> pl.DataFrame:
     return pl.DataFrame(schema=SCHEMA)
 

@@ -87,8 +87,9 @@ def sha256_file(path: Path) -> str:
 
 def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path, edges: Sequence[float] = DEFAULT_EDGES,
                  fmt: str = "native", source: str = "", profile_meta: dict | None = None,
-                 rejected: dict[str, int] | None = None) -> dict:
-    """Write the bucketed set atomically; returns the manifest."""
+                 rejected: dict[str, int] | None = None, extra: dict | None = None) -> dict:
+    """Write the bucketed set atomically; returns the manifest. `extra` keys are added to the
+    manifest (e.g. a pipeline's record of the inputs it was built from)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     edges = check_edges(edges)
@@ -116,6 +117,7 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
             "source": source, "profile": profile_meta or {},
             "unprofiled": unprofiled, "rejected": rejected or {},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            **(extra or {}),
         }
         io.write_json(tmp / MANIFEST, manifest)  # last: a folder without it is not a shard set
         old = out.parent / f".{out.name}.old-{os.getpid()}"

@@ -18,9 +18,8 @@ megabyte of rambling must not cost a megabyte of regex work. Gold answers are ba
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
-
 import math
+from dataclasses import dataclass
 
 import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify

@@ -28,7 +28,6 @@ from pathlib import Path
 import polars as pl
 
 from grpo_data import io
-from grpo_data.problems import last_user_content
 from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -233,11 +232,3 @@ def bootstrap(world_train: pl.DataFrame, out_dir: str | Path, cfg: BootstrapConf
     tmp.rename(out)
     logger.info("warm start done in %.0fs -> %s", time.monotonic() - start, out)
     return out
-
-
-def sft_ids(world_train: pl.DataFrame, cfg: BootstrapConfig) -> set[str]:
-    return set(sft_split(world_train, cfg.sft_share, cfg.seed)["id"].to_list())
-
-
-def question_of(row_prompt: list[dict]) -> str:
-    return last_user_content(row_prompt)

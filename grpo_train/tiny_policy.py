@@ -14,7 +14,7 @@ vLLM's CPU attention supports.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 PAD, EOS, BOS_CHAT = "<|endoftext|>", "<|im_end|>", "<|im_start|>"
 WORDS = ("assistant", "system", "user")
@@ -86,7 +86,3 @@ def build_model(tokenizer, cfg: TinyModelConfig, seed: int):
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
     return Qwen2ForCausalLM(config)
-
-
-def model_config_dict(cfg: TinyModelConfig) -> dict:
-    return asdict(cfg)

@@ -121,11 +121,11 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     return out
 
 
-def run_pipeline(path: str | Path, quick: bool = False, stop_after: str | None = None) -> dict:
+def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     """Run every stage; returns the summary dict (also written to OUT/summary.json)."""
     from grpo_data.cards import write_card
     from grpo_data.profiler import read_profile
-    from grpo_data.shards import read_manifest, write_shards
+    from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
     from grpo_train.config import dump_config, load_config
     from pipelines.plots import write_plots
 
@@ -162,18 +162,15 @@ def run_pipeline(path: str | Path, quick: bool = False, stop_after: str | None =
     shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"), **s}
     try:
         current = read_manifest(shards_dir).get("pipeline_key")
-    except Exception:
+    except ShardIntegrityError:  # no complete set yet
         current = None
     if current != shard_key:
-        manifest = write_shards(pl.read_parquet(paths["train"]), prof_table, shards_dir, s.get("edges", (0, .1, .3, .7, .9, 1)),
-                                s.get("format", "native"), source=str(paths["train"]), profile_meta=prof_meta)
-        manifest["pipeline_key"] = shard_key
-        io.write_json(shards_dir / "manifest.json", manifest)
+        write_shards(pl.read_parquet(paths["train"]), prof_table, shards_dir, s.get("edges", (0, .1, .3, .7, .9, 1)),
+                     s.get("format", "native"), source=str(paths["train"]), profile_meta=prof_meta,
+                     extra={"pipeline_key": shard_key})
     card_name = spec.get("card", {}).get("name", spec.get("name", "dataset"))
     card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md")
     timings["shards"] = time.monotonic() - t
-    if stop_after == "shards":
-        return {"card": str(card)}
 
     t = _stage("train (scheduled GRPO)")
     tree = spec.get("train", {})
