@@ -22,12 +22,18 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 f"slowdown {_fmt(r['slowdown_mixed_vs_clean'])}x (goal <= 2x); workers replaced: {r['workers_replaced']}"]
     if name == "scheduler":
         sim, t = r["simulation"], r["timing"]
-        lines = [f"- {arm}: rollouts to target {_fmt(a['rollouts_to_target'])}, informative-rollout ratio "
-                 f"{_fmt(a['informative_rollout_ratio'])}" for arm, a in sim["arms"].items()]
-        u = sim["arms"]["uniform"]
-        lines.append(f"- uniform zero-variance rate {_fmt(u['zero_variance_rate'])} vs analytic p^G+(1-p)^G "
-                     f"{_fmt(u['zero_variance_analytic'])}")
-        lines.append(f"- band vs uniform+DAPO: {_fmt(sim['band_vs_dapo_rollout_ratio'])}x fewer rollouts (goal >= 3x)")
+        lines = []
+        for seed in sim["seeds"]:
+            lines += [f"- seed {seed['seed']}, {arm}: rollouts to target {_fmt(a['rollouts_to_target'])}, "
+                      f"informative-rollout ratio {_fmt(a['informative_rollout_ratio'])}" for arm, a in seed["arms"].items()]
+            u = seed["arms"]["uniform"]
+            lines.append(f"- seed {seed['seed']}: uniform zero-variance rate {_fmt(u['zero_variance_rate'])} vs analytic "
+                         f"p^G+(1-p)^G {_fmt(u['zero_variance_analytic'])}; band vs uniform+DAPO "
+                         f"{_fmt(seed['band_vs_dapo_rollout_ratio'])}x fewer rollouts")
+        ratio, inf = sim["band_vs_dapo_rollout_ratio"], sim["band_informative_ratio"]
+        lines.append(f"- over {len(sim['seeds'])} seeds: band vs uniform+DAPO {_fmt(ratio['mean'])}x fewer rollouts "
+                     f"(min {_fmt(ratio['min'])}x; goal >= 3x); band informative-rollout ratio mean {_fmt(inf['mean'])}, "
+                     f"min {_fmt(inf['min'])} (goal >= 0.9)")
         lines.append(f"- sample(512)+update on {t['pool']:,} problems: mean {_fmt(t['mean_ms'])} ms, median "
                      f"{_fmt(t['median_ms'])} ms (goal <= 5 ms)")
         return lines

@@ -16,13 +16,21 @@ BandScheduler, step by step:
 - Prior: offline profile counts with their strength capped at `max_prior_k` pseudo-samples, so
   online evidence can override a stale offline estimate; unprofiled problems start from the weak
   `base_prior`.
-- Forgetting: evidence decays by `decay` per policy step (`tick()`, once per optimizer step; lazily:
-  each problem remembers when it was last folded), so a problem solved 500 steps ago is not
-  assumed still solved.
+- Forgetting: what is known about a problem loses strength by `decay` per policy step (`tick()`,
+  once per optimizer step; lazily: each problem remembers when it was last rebased), down to the
+  base prior's strength, so a problem solved 500 steps ago is not assumed still solved. The mean
+  is kept: a forgotten problem is uncertain, not assumed to sit at 0.5.
+- Sharing strength (when `groups` are given, e.g. the dataset's level crossed with the offline
+  bucket, see `difficulty_groups`): each group carries a drift, a shift of its members' pass rates
+  in logit space, estimated by damped Newton steps from the residuals of every observed group of
+  answers. A problem's posterior mean moves with its group's drift since its evidence was recorded
+  (fully near 0.5, less in the tails, `drift_focus`), so what the policy learns on a few problems
+  moves the estimates of neighbours nobody sampled: the frontier is followed, not rediscovered.
 - Selection: candidates are proposed in proportion to a cached learnability score (recomputed every
   `rescore_every` steps, or sooner when most proposals turn out stale; O(batch log N) to draw
-  from), then Thompson sampling on the candidates' current posteriors keeps the `batch` whose draws
-  lie in the band, closest to its centre.
+  from); this random proposal is the exploration. Among the candidates, those whose posterior mean
+  (`selection="mean"`) or Thompson draw (`selection="thompson"`) lies in the band are kept first,
+  ordered by a random key scaled by their distance from the band's centre.
   With `without_replacement`, a problem is not offered twice within an epoch.
 - Dry band: when fewer than `batch` problems are likely in band, the band widens by `widen_step`
   (logged), up to [0, 1]; it narrows back when the band refills.
@@ -71,26 +79,40 @@ class BandConfig:
     """Settings of BandScheduler.
 
     lo, hi:              target band for the pass rate (default centred on 0.5).
-    decay:               per-policy-step factor on old evidence (0.995: half-life about 140 steps).
+    decay:               per-policy-step factor on the strength of old evidence (0.99: half-life
+                         about 70 steps).
     max_prior_k:         cap on the offline profile's weight, in pseudo-samples.
-    base_prior:          Beta prior of problems without a profile (and what evidence decays toward).
-    oversample:          candidates proposed per slot before Thompson selection.
+    base_prior:          Beta prior of problems without a profile (its strength is the floor that
+                         forgetting decays toward).
+    oversample:          candidates proposed per slot before selection.
     rescore_every:       steps between full recomputations of the proposal scores.
     without_replacement: offer each problem at most once per epoch.
     min_in_band_frac:    below this fraction of `batch` problems likely in band, widen the band.
     widen_step:          how much each widening adds on both sides.
+    share:               with groups given, track a logit drift per group (False: ignore groups).
+    drift_rate:          damping of each Newton step on a group's drift (0-1).
+    drift_kappa:         pseudo-information added to each step's denominator (shrinks small groups).
+    drift_focus:         a problem moves by drift * (4 m (1 - m)) ** drift_focus at posterior mean m:
+                         problems deep in a tail move less than the group's frontier.
+    selection:           "mean" ranks candidates by their posterior mean (in band first, nearer the
+                         centre mostly first); "thompson" ranks one posterior draw per candidate.
     """
 
     lo: float = 0.2
     hi: float = 0.8
-    decay: float = 0.995
+    decay: float = 0.99
     max_prior_k: float = 8.0
     base_prior: tuple[float, float] = (1.0, 1.0)
-    oversample: int = 4
+    oversample: int = 8
     rescore_every: int = 50
     without_replacement: bool = False
     min_in_band_frac: float = 1.0
     widen_step: float = 0.05
+    share: bool = True
+    drift_rate: float = 0.5
+    drift_kappa: float = 4.0
+    drift_focus: float = 1.0
+    selection: str = "mean"
 
     def __post_init__(self) -> None:
         if not 0 <= self.lo < self.hi <= 1:
@@ -99,6 +121,10 @@ class BandConfig:
             raise ValueError(f"decay must be in (0, 1], got {self.decay}")
         if self.oversample < 1 or self.rescore_every < 1:
             raise ValueError("oversample and rescore_every must be >= 1")
+        if not 0 <= self.drift_rate <= 1 or self.drift_kappa <= 0 or self.drift_focus < 0:
+            raise ValueError("drift_rate must be in [0, 1], drift_kappa > 0 and drift_focus >= 0")
+        if self.selection not in ("mean", "thompson"):
+            raise ValueError(f"selection must be mean or thompson, got {self.selection!r}")
 
 
 def prior_from_profile(n_correct, k, max_prior_k: float, base: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -108,6 +134,39 @@ def prior_from_profile(n_correct, k, max_prior_k: float, base: tuple[float, floa
     k = np.nan_to_num(np.asarray(k, dtype=np.float64))
     scale = np.where(k > 0, np.minimum(1.0, max_prior_k / np.maximum(k, 1e-12)), 0.0)
     return c * scale, (k - c) * scale
+
+
+def difficulty_groups(n: int, offline: tuple[np.ndarray, np.ndarray] | None = None, level=None,
+                      buckets: int = 5) -> np.ndarray:
+    """Group id per problem for sharing strength: the offline pass-rate bucket (`buckets` equal
+    widths; unprofiled problems get their own bucket), crossed with `level` when given (missing
+    levels, NaN or negative, form their own level)."""
+    bucket = np.full(n, buckets, dtype=np.int64)
+    if offline is not None:
+        c, k = (np.asarray(x, dtype=np.float64) for x in offline)
+        seen = np.isfinite(k) & (k > 0)
+        rate = np.where(seen, np.nan_to_num(c) / np.where(seen, k, 1.0), 0.0)
+        bucket = np.where(seen, np.minimum((rate * buckets).astype(np.int64), buckets - 1), buckets)
+    if level is None:
+        return bucket
+    lv = np.asarray(level, dtype=np.float64)
+    lv = np.where(np.isfinite(lv) & (lv >= 0), lv, -1.0)
+    _, lv_id = np.unique(lv, return_inverse=True)
+    return lv_id.astype(np.int64) * (buckets + 1) + bucket
+
+
+def logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-9, 1 - 1e-9)
+    return np.log(p) - np.log1p(-p)
+
+
+def drift_step(p_hat: np.ndarray, n_correct: np.ndarray, group_size: np.ndarray, group: np.ndarray,
+               n_groups: int, kappa: float) -> np.ndarray:
+    """Newton step on each group's logit shift from one batch of outcomes: the summed residual
+    c - G p over the summed Fisher information G p (1 - p), plus kappa, per group."""
+    resid = np.bincount(group, weights=n_correct - group_size * p_hat, minlength=n_groups)
+    info = np.bincount(group, weights=group_size * p_hat * (1.0 - p_hat), minlength=n_groups)
+    return resid / (info + kappa)
 
 
 def learnability(a: np.ndarray, b: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -123,16 +182,21 @@ class BandScheduler:
     name = "band"
 
     def __init__(self, n: int, cfg: BandConfig = BandConfig(), seed: int = 0,
-                 offline: tuple[np.ndarray, np.ndarray] | None = None) -> None:
+                 offline: tuple[np.ndarray, np.ndarray] | None = None, groups: np.ndarray | None = None) -> None:
         if n < 1:
             raise ValueError("the problem pool is empty")
         self.n, self.cfg = n, cfg
         self.rng = np.random.default_rng(seed)
-        if offline is not None:
-            self.succ, self.fail = prior_from_profile(*offline, cfg.max_prior_k, cfg.base_prior)
-        else:
-            self.succ, self.fail = np.zeros(n), np.zeros(n)
-        self.last = np.zeros(n, dtype=np.int64)  # step at which succ/fail were last decayed
+        self.sharing = cfg.share and groups is not None
+        groups = np.zeros(n, dtype=np.int64) if groups is None else np.asarray(groups)
+        if groups.shape != (n,) or not np.issubdtype(groups.dtype, np.integer) or groups.min() < 0:
+            raise ValueError(f"groups must be {n} non-negative integers, one per problem")
+        _, self.group = np.unique(groups, return_inverse=True)
+        self.drift = np.zeros(int(self.group.max()) + 1)  # each group's logit shift since the start
+        self.anchor = np.zeros(n)  # the group's drift when the problem's posterior was last rebased
+        s0, f0 = prior_from_profile(*offline, cfg.max_prior_k, cfg.base_prior) if offline is not None else (np.zeros(n), np.zeros(n))
+        self.a, self.b = cfg.base_prior[0] + s0, cfg.base_prior[1] + f0  # Beta posterior as of step `last`
+        self.last = np.zeros(n, dtype=np.int64)
         self.used = np.zeros(n, dtype=bool)  # offered in the current epoch
         self.step = 0
         self.epoch = 0
@@ -144,15 +208,23 @@ class BandScheduler:
         self.last_batch_in_band = float("nan")
 
     # ------------------------------------------------------------ posterior
-    def _decayed(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        factor = self.cfg.decay ** (self.step - self.last[idx])
-        return self.succ[idx] * factor, self.fail[idx] * factor
-
     def posterior(self, idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Current Beta(a, b) of `idx` (all problems when None), forgetting applied."""
-        idx = np.arange(self.n) if idx is None else np.asarray(idx)
-        s, f = self._decayed(idx)
-        return self.cfg.base_prior[0] + s, self.cfg.base_prior[1] + f
+        """Current Beta(a, b) of `idx` (all problems when None). Forgetting decays the strength of
+        what was known (down to the base prior's) and keeps its mean; sharing moves the mean by the
+        group's drift since it was recorded."""
+        idx = slice(None) if idx is None else np.asarray(idx)  # a slice: views, no 1M-row gathers
+        a, b = self.a[idx], self.b[idx]
+        total = a + b
+        floor = float(sum(self.cfg.base_prior))
+        fade = np.exp((self.step - self.last[idx]) * np.log(self.cfg.decay))
+        strength = np.where(total > floor, floor + (total - floor) * fade, total)
+        m0 = a / total
+        if self.sharing:
+            tails = 4.0 * m0 * (1.0 - m0)
+            focus = tails if self.cfg.drift_focus == 1.0 else tails**self.cfg.drift_focus
+            shift = (self.drift[self.group[idx]] - self.anchor[idx]) * focus
+            m0 = 1.0 / (1.0 + np.exp(np.log(b) - np.log(a) - shift))  # logit(a / total) + shift
+        return strength * m0, strength * (1.0 - m0)
 
     def pass_rate(self, idx: np.ndarray | None = None) -> np.ndarray:
         a, b = self.posterior(idx)
@@ -180,7 +252,7 @@ class BandScheduler:
         if self._cdf is None:
             pool = self._offerable()
             return self.rng.choice(pool, size=min(m, pool.size), replace=False)
-        u = self.rng.random(m)
+        u = np.sort(self.rng.random(m))  # sorted queries: searchsorted walks the cdf in order (cache-friendly)
         cand = np.unique(np.minimum(np.searchsorted(self._cdf, u), self.n - 1))
         return cand[~self.used[cand]] if self.cfg.without_replacement else cand
 
@@ -219,10 +291,15 @@ class BandScheduler:
             rest = np.setdiff1d(self._offerable(), cand, assume_unique=False)
             cand = np.concatenate([cand, self.rng.choice(rest, size=min(rest.size, batch - cand.size), replace=False)])
         a, b = self.posterior(cand)
-        draw = self.rng.beta(a, b)  # Thompson: one plausible pass rate per candidate
+        if self.cfg.selection == "thompson":
+            draw = self.rng.beta(a, b)  # one plausible pass rate per candidate
+        else:
+            draw = a / (a + b)
         centre = (self.lo + self.hi) / 2
         inside = (draw >= self.lo) & (draw <= self.hi)
-        key = np.where(inside, 0.0, 1.0) + np.abs(draw - centre)  # in-band first, then nearest the centre
+        # in-band first; within, nearer the centre usually first but not always (a random key scaled
+        # by the distance), so the batch spreads over the band instead of the same few problems
+        key = np.where(inside, 0.0, 1.0) + np.abs(draw - centre) * self.rng.random(draw.size)
         order = np.argsort(key, kind="stable")[:batch]
         chosen = cand[order]
         mean = a[order] / (a[order] + b[order])
@@ -240,12 +317,15 @@ class BandScheduler:
         idx = np.asarray(idx, dtype=np.int64)
         c = np.asarray(n_correct, dtype=np.float64)
         g = np.broadcast_to(np.asarray(group_size, dtype=np.float64), c.shape)
-        s, f = self._decayed(idx)  # fold the pending decay in before adding new evidence
-        self.succ[idx] = s
-        self.fail[idx] = f
+        a, b = self.posterior(idx)  # rebase to now: forgetting and drift folded in
+        if self.sharing:  # the group drift learns from how well the posteriors predicted these outcomes
+            grp = self.group[idx]
+            self.drift += self.cfg.drift_rate * drift_step(a / (a + b), c, g, grp, self.drift.size, self.cfg.drift_kappa)
+            self.anchor[idx] = self.drift[grp]  # fresh evidence describes the policy as it is now
+        self.a[idx], self.b[idx] = a, b
         self.last[idx] = self.step
-        np.add.at(self.succ, idx, c)
-        np.add.at(self.fail, idx, g - c)
+        np.add.at(self.a, idx, c)
+        np.add.at(self.b, idx, g - c)
 
     def tick(self) -> None:
         self.step += 1
@@ -260,7 +340,8 @@ class BandScheduler:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / ".scheduler.tmp.npz"
         cdf = self._cdf if self._cdf is not None else np.zeros(0)
-        np.savez(tmp, succ=self.succ, fail=self.fail, last=self.last, used=self.used, cdf=cdf)
+        np.savez(tmp, a=self.a, b=self.b, last=self.last, used=self.used, cdf=cdf,
+                 group=self.group, drift=self.drift, anchor=self.anchor)
         tmp.replace(folder / "scheduler.npz")
         io.write_json(folder / "scheduler.json", {
             "name": self.name, "n": self.n, "config": asdict(self.cfg), "step": self.step, "epoch": self.epoch,
@@ -275,7 +356,8 @@ class BandScheduler:
             raise ValueError(f"{folder}: scheduler state is {meta['name']} over {meta['n']} problems, "
                              f"not {self.name} over {self.n}")
         with np.load(folder / "scheduler.npz", allow_pickle=False) as z:
-            self.succ, self.fail, self.last, self.used = z["succ"], z["fail"], z["last"], z["used"]
+            self.a, self.b, self.last, self.used = z["a"], z["b"], z["last"], z["used"]
+            self.group, self.drift, self.anchor = z["group"], z["drift"], z["anchor"]
             self._cdf = z["cdf"] if z["cdf"].size else None
         self.step, self.epoch, self.widenings = meta["step"], meta["epoch"], meta["widenings"]
         self.lo, self.hi = meta["lo"], meta["hi"]
@@ -375,13 +457,14 @@ class OfflineBandScheduler(UniformScheduler):
 SCHEDULERS = {"band": BandScheduler, "uniform": UniformScheduler, "offline_band": OfflineBandScheduler}
 
 
-def make_scheduler(name: str, n: int, seed: int = 0, offline=None, **kwargs) -> Scheduler:
-    """A scheduler by name; `offline` is (n_correct, k) per problem (NaN where unprofiled)."""
+def make_scheduler(name: str, n: int, seed: int = 0, offline=None, groups=None, **kwargs) -> Scheduler:
+    """A scheduler by name; `offline` is (n_correct, k) per problem (NaN where unprofiled); `groups`
+    (band only) is a difficulty group id per problem, by default the offline pass-rate bucket."""
     if name not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {name!r}; choose one of: {', '.join(SCHEDULERS)}")
     if name == "band":
         cfg = BandConfig(**kwargs) if kwargs else BandConfig()
-        return BandScheduler(n, cfg, seed=seed, offline=offline)
+        return BandScheduler(n, cfg, seed=seed, offline=offline, groups=groups)
     if name == "offline_band":
         return OfflineBandScheduler(n, seed=seed, offline=offline, **kwargs)
     return UniformScheduler(n, seed=seed, **kwargs)

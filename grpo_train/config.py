@@ -30,17 +30,20 @@ class SchedulerSection:
     """name: band | uniform | offline_band; lo/hi: target band; decay: forgetting per step;
     max_prior_k: cap on the offline prior; refresh_every: steps between re-estimates of a subset
     (0 = never); refresh_drift: also refresh when a batch's pass rate is further than this from the
-    band centre; refresh_size / refresh_k: how many problems, samples each."""
+    band centre; refresh_size / refresh_k: how many problems, samples each; groups: `level` shares
+    strength within difficulty groups (the data's level crossed with the offline pass-rate bucket;
+    needs a `level` column), `none` keeps every problem's estimate to itself."""
 
     name: str = "band"
     lo: float = 0.2
     hi: float = 0.8
-    decay: float = 0.995
+    decay: float = 0.99
     max_prior_k: float = 8.0
     refresh_every: int = 0
     refresh_drift: float = 0.25
     refresh_size: int = 64
     refresh_k: int = 4
+    groups: str = "level"
 
 
 @dataclass(frozen=True)
@@ -144,6 +147,8 @@ class TrainConfig:
             (self.optim.minibatches >= 1, "optim.minibatches must be >= 1"),
             (self.scheduler.name in ("band", "uniform", "offline_band"),
              f"scheduler.name must be band, uniform or offline_band, got {self.scheduler.name!r}"),
+            (self.scheduler.groups in ("level", "none"),
+             f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
             (self.scheduler.name != "offline_band" or self.data.profile,
              "scheduler.name=offline_band needs data.profile (an offline profile of data.train)"),
             (self.rollout.temperature > 0, "rollout.temperature must be > 0: greedy groups have no variance"),

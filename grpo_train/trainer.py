@@ -26,7 +26,7 @@ import torch
 
 from grpo_data import io
 from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt
-from grpo_data.scheduler import make_scheduler
+from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_train.config import TrainConfig, dump_config
 from grpo_train.rollout import RolloutBatcher, refresh_estimates
 
@@ -46,6 +46,17 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None) -> tuple[np
         logger.info("scheduler prior: %d of %d problems have no offline profile (weak prior)", missing, problems.height)
     return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
             joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy())
+
+
+def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
+    """Difficulty groups for the band scheduler to share strength within (None: no sharing)."""
+    if sc.name != "band" or sc.groups == "none":
+        return None
+    if "level" not in problems.columns or problems["level"].null_count() == problems.height:
+        logger.info("scheduler: the data has no level column; estimates are not shared between problems")
+        return None
+    level = problems["level"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    return difficulty_groups(problems.height, offline, level)
 
 
 class MetricsLog:
@@ -145,8 +156,9 @@ class Trainer:
         sc = cfg.scheduler
         kwargs = ({"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k}
                   if sc.name == "band" else {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {})
-        self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed,
-                                        offline=offline_counts(self.problems, cfg.data.profile), **kwargs)
+        offline = offline_counts(self.problems, cfg.data.profile)
+        self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
+                                        groups=scheduler_groups(self.problems, offline, sc), **kwargs)
         self.step = 0
         self.totals = {"rollouts_generated": 0, "informative_rollouts": 0, "groups_generated": 0}
         ckpt = latest_checkpoint(self.run_dir) if resume else None

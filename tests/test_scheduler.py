@@ -6,6 +6,8 @@ import pytest
 from grpo_data.scheduler import (
     BandConfig,
     BandScheduler,
+    difficulty_groups,
+    drift_step,
     OfflineBandScheduler,
     UniformScheduler,
     learnability,
@@ -20,22 +22,26 @@ def test_prior_strength_is_capped_and_unprofiled_is_weak():
     np.testing.assert_allclose(f, [4, 4, 0])
 
 
-def test_update_adds_counts_and_decay_forgets():
-    """Evidence decays by `decay` for every scheduler step after it was recorded."""
+def test_update_adds_counts_and_decay_forgets_strength_not_mean():
+    """Per scheduler step, the strength above the base prior's (2) decays by `decay`; the mean stays."""
     sched = BandScheduler(3, BandConfig(decay=0.5), offline=([8, 0, 4], [8, 8, 8]))
     a, b = sched.posterior()
     np.testing.assert_allclose(a, [9, 1, 5])
     np.testing.assert_allclose(b, [1, 9, 5])
-    sched.update(np.array([0]), np.array([0]), 8)  # problem 0 failed 8 of 8
-    sched.tick()  # one policy step: everything recorded so far decays once
+    sched.update(np.array([0]), np.array([0]), 8)  # problem 0 failed 8 of 8: Beta(9, 9)
+    sched.tick()  # one policy step: strength 18 -> 2 + 16 * 0.5, strength 10 -> 2 + 8 * 0.5
     a, b = sched.posterior()
-    np.testing.assert_allclose(a, [1 + 8 * 0.5, 1 + 0, 1 + 4 * 0.5])
-    np.testing.assert_allclose(b, [1 + 8 * 0.5, 1 + 8 * 0.5, 1 + 4 * 0.5])
-    sched.update(np.array([2]), np.array([2]), 4)
+    np.testing.assert_allclose(a, [5, 0.6, 3])
+    np.testing.assert_allclose(b, [5, 5.4, 3])
+    sched.update(np.array([2]), np.array([2]), 4)  # Beta(3, 3) + 2 of 4 = Beta(5, 5)
     sched.tick()
     a, b = sched.posterior()
-    np.testing.assert_allclose(a, [1 + 8 * 0.25, 1, 1 + (2 + 2) * 0.5])
-    np.testing.assert_allclose(b, [1 + 8 * 0.25, 1 + 8 * 0.25, 1 + (2 + 2) * 0.5])
+    np.testing.assert_allclose(a, [3, 0.4, 3])
+    np.testing.assert_allclose(b, [3, 3.6, 3])
+    for _ in range(60):
+        sched.tick()
+    np.testing.assert_allclose(sched.pass_rate(), [0.5, 0.1, 0.5])  # forgotten: uncertain, not 0.5
+    np.testing.assert_allclose(sum(sched.posterior()), [2, 2, 2])
 
 
 def test_online_evidence_overrides_stale_offline_estimate():
@@ -44,6 +50,46 @@ def test_online_evidence_overrides_stale_offline_estimate():
         sched.update(np.array([0]), np.array([4]), 8)
         sched.tick()
     assert 0.4 < sched.pass_rate()[0] < 0.75
+
+
+def test_difficulty_groups_cross_level_with_offline_bucket():
+    offline = ([0, 8, 16, np.nan, 3], [16, 16, 16, np.nan, 16])
+    np.testing.assert_array_equal(difficulty_groups(5, offline, buckets=4), [0, 2, 3, 4, 0])
+    grouped = difficulty_groups(5, offline, level=[1, 1, 2, np.nan, 2], buckets=4)
+    # same level and bucket share a group; a missing level is a level of its own
+    assert len(set(grouped.tolist())) == 5
+    same = difficulty_groups(3, ([0, 0, 0], [8, 8, 8]), level=[3, 3, 4])
+    assert same[0] == same[1] != same[2]
+
+
+def test_drift_step_is_a_newton_step_on_the_logit_shift():
+    p = np.array([0.5, 0.5, 0.2])
+    step = drift_step(p, n_correct=np.array([6.0, 6.0, 1.0]), group_size=np.full(3, 8.0),
+                      group=np.array([0, 0, 1]), n_groups=2, kappa=1.0)
+    # group 0: residual (6-4)*2 = 4 over information 2*8*0.25 + 1 = 5; group 1: (1-1.6) / (8*0.16 + 1)
+    np.testing.assert_allclose(step, [4 / 5, -0.6 / 2.28])
+
+
+def test_sharing_moves_unsampled_neighbours_only_in_their_group():
+    """The policy improved on group 0: its unsampled members' estimates rise, group 1's stay."""
+    n = 200
+    offline = (np.full(n, 2.0), np.full(n, 16.0))  # every problem at about 1/8 offline
+    groups = np.repeat([0, 1], n // 2)
+    sched = BandScheduler(n, BandConfig(), seed=0, offline=offline, groups=groups)
+    before = sched.pass_rate()
+    for _ in range(5):
+        sched.update(np.arange(20), np.full(20, 5), 8)  # 20 problems of group 0 now solve 5 of 8
+        sched.tick()
+    after = sched.pass_rate()
+    assert after[20:100].min() > before[20:100].max() + 0.1  # unsampled members of group 0 moved up
+    np.testing.assert_allclose(after[100:], before[100:])  # the other group did not move
+    plain = BandScheduler(n, BandConfig(), seed=0, offline=offline)  # without groups: no sharing
+    for _ in range(5):
+        plain.update(np.arange(20), np.full(20, 5), 8)
+        plain.tick()
+    np.testing.assert_allclose(plain.pass_rate()[20:], before[20:])
+    with pytest.raises(ValueError, match="non-negative integers"):
+        BandScheduler(n, offline=offline, groups=np.full(n, -1))
 
 
 def test_learnability_peaks_in_band():
@@ -69,15 +115,16 @@ def test_band_selection_concentrates_on_in_band_problems():
     assert np.mean((p[uniform] >= 0.2) & (p[uniform] <= 0.8)) < 0.4
 
 
-def test_thompson_sampling_still_explores():
+@pytest.mark.parametrize(("selection", "coverage"), [("thompson", 0.5), ("mean", 0.25)])
+def test_selection_still_explores(selection, coverage):
     p, c, k = known_pool()
-    sched = BandScheduler(p.size, BandConfig(max_prior_k=32, without_replacement=False), seed=0, offline=(c, k))
+    sched = BandScheduler(p.size, BandConfig(max_prior_k=32, selection=selection), seed=0, offline=(c, k))
     seen = set()
     for _ in range(20):
         seen.update(sched.sample(64).tolist())
     in_band = set(np.flatnonzero((c / k >= 0.2) & (c / k <= 0.8)).tolist())
     # not the same 64 problems again and again: it spreads over the in-band set
-    assert len(seen & in_band) > 0.5 * min(len(in_band), 20 * 64)
+    assert len(seen & in_band) > coverage * min(len(in_band), 20 * 64)
 
 
 def test_without_replacement_within_an_epoch():
@@ -89,14 +136,16 @@ def test_without_replacement_within_an_epoch():
 
 def test_save_load_gives_identical_next_samples(tmp_path):
     p, c, k = known_pool(2000)
-    a = BandScheduler(p.size, BandConfig(), seed=5, offline=(c, k))
+    groups = np.arange(p.size) % 7
+    a = BandScheduler(p.size, BandConfig(), seed=5, offline=(c, k), groups=groups)
     for _ in range(7):
         idx = a.sample(32)
         a.update(idx, np.random.default_rng(0).binomial(8, p[idx]), 8)
         a.tick()
     a.save(tmp_path)
-    b = BandScheduler(p.size, BandConfig(), seed=99, offline=(c, k))
+    b = BandScheduler(p.size, BandConfig(), seed=99, offline=(c, k), groups=groups)
     b.load(tmp_path)
+    np.testing.assert_allclose(a.drift, b.drift)
     for _ in range(3):
         ia, ib = a.sample(32), b.sample(32)
         np.testing.assert_array_equal(ia, ib)
