@@ -6,10 +6,10 @@ import pytest
 from grpo_data.scheduler import (
     BandConfig,
     BandScheduler,
-    difficulty_groups,
-    drift_step,
     OfflineBandScheduler,
     UniformScheduler,
+    difficulty_groups,
+    drift_step,
     learnability,
     make_scheduler,
     prior_from_profile,
