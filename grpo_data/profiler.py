@@ -32,7 +32,15 @@ import polars as pl
 
 from grpo_data import io
 from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt, template_hash
-from grpo_data.stats import JEFFREYS, StoppingRule, beta_mean, credible_interval, fit_grid_prior, posterior
+from grpo_data.stats import (
+    JEFFREYS,
+    StoppingRule,
+    beta_mean,
+    credible_interval,
+    fit_grid_prior,
+    posterior,
+    row_priors,
+)
 from grpo_data.verify import REASONS
 
 logger = logging.getLogger(__name__)
@@ -53,6 +61,8 @@ class ProfileConfig:
     sampling / prompt: the shared generation definition (grpo_data.prompting).
     chunk_size: problems per flushed chunk (the most a crash can lose).
     seed:       engine seed, recorded in the metadata.
+    prior_groups: adaptive mode's empirical-Bayes prior: "level" fits one per level (when the
+                problems have a `level` column; shrunk toward the pool's), "none" one for the pool.
     """
 
     k: int = 16
@@ -61,15 +71,18 @@ class ProfileConfig:
     prompt: PromptConfig = field(default_factory=PromptConfig)
     chunk_size: int = 64
     seed: int = 0
+    prior_groups: str = "level"
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.chunk_size < 1:
             raise ValueError("k and chunk_size must be >= 1")
+        if self.prior_groups not in ("level", "none"):
+            raise ValueError(f"prior_groups must be level or none, got {self.prior_groups!r}")
 
     def to_dict(self) -> dict:
         return {"k": self.k, "rule": asdict(self.rule) if self.rule else None,
                 "sampling": self.sampling.to_dict(), "prompt": asdict(self.prompt),
-                "chunk_size": self.chunk_size, "seed": self.seed}
+                "chunk_size": self.chunk_size, "seed": self.seed, "prior_groups": self.prior_groups}
 
 
 def parts_dir(out: str | Path) -> Path:
@@ -144,11 +157,13 @@ def _sample_round(engine, verifier, prompts: list[str], golds: list[str], n_each
 
 
 def profile_chunk(engine, verifier, prompts: list[str], golds: list[str], cfg: ProfileConfig,
-                  history: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[list[dict], int]:
+                  history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+                  groups: np.ndarray | None = None) -> tuple[list[dict], int]:
     """Profile rows (without ids) for one chunk, and the number of samples drawn.
 
     Adaptive decisions use an empirical-Bayes grid prior fitted to this chunk's counts together
-    with `history` (n_correct, k of problems profiled before), so it sharpens as the run goes."""
+    with `history` (n_correct, k, group of problems profiled before), so it sharpens as the run
+    goes; with `groups` (one key per prompt, e.g. its level) one prior per group."""
     tallies = [_Tally() for _ in prompts]
     if cfg.rule is None:
         samples = _sample_round(engine, verifier, prompts, golds, [cfg.k] * len(prompts), cfg.sampling, tallies)
@@ -158,8 +173,12 @@ def profile_chunk(engine, verifier, prompts: list[str], golds: list[str], cfg: P
         while True:
             c = np.array([t.correct for t in tallies])
             k = np.array([t.k for t in tallies])
-            hc, hk = history if history is not None else (np.zeros(0), np.zeros(0))
-            weights = fit_grid_prior(np.concatenate([hc, c]), np.concatenate([hk, k]))
+            hc, hk, hg = history if history is not None else (np.zeros(0), np.zeros(0), np.zeros(0))
+            if groups is None:
+                weights = fit_grid_prior(np.concatenate([hc, c]), np.concatenate([hk, k]))
+            else:
+                every = np.concatenate([hg, groups])
+                weights = row_priors(np.concatenate([hc, c]), np.concatenate([hk, k]), every)[hc.size :]
             more = rule.undecided(c, k, weights)
             if not more.any():
                 break
@@ -205,6 +224,16 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
     }
 
 
+def prior_group_keys(problems: pl.DataFrame, cfg: ProfileConfig) -> dict[str, float] | None:
+    """id -> level (NaN where missing) for per-level adaptive priors, or None (one pool prior)."""
+    if cfg.rule is None or cfg.prior_groups == "none" or "level" not in problems.columns:
+        return None
+    if problems["level"].null_count() == problems.height:
+        return None
+    levels = problems["level"].cast(pl.Float64).fill_null(-1.0).to_list()
+    return dict(zip(problems["id"].to_list(), levels, strict=True))
+
+
 def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,
                      shard: tuple[int, int] = (0, 1), metadata: dict | None = None,
                      progress: bool = True, on_chunk: Callable[[int], None] | None = None) -> dict:
@@ -214,7 +243,10 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     mine = shard_slice(problems, shard)
     done = finished_parts(out)
     todo = mine.filter(~pl.col("id").is_in(done["id"].implode()))
+    group_of = prior_group_keys(problems, cfg)  # id -> group key, or None
     hist_c, hist_k = done["n_correct"].to_numpy(), done["k"].to_numpy()
+    hist_g = (np.array([group_of[i] for i in done["id"].to_list()], dtype=np.float64) if group_of is not None
+              else np.zeros(done.height))
     logger.info("profile shard %d/%d: %d problems, %d already done, %d to go",
                 shard[0], shard[1], mine.height, mine.height - todo.height, todo.height)
     pdir = parts_dir(out)
@@ -225,10 +257,14 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
     for chunk_no, chunk in enumerate(todo.iter_slices(cfg.chunk_size)):
         prompts = [render_prompt(engine.tokenizer, m, cfg.prompt) for m in chunk["prompt"].to_list()]
-        rows, samples = profile_chunk(engine, verifier, prompts, chunk["answer"].to_list(), cfg, (hist_c, hist_k))
+        groups = (np.array([group_of[i] for i in chunk["id"].to_list()], dtype=np.float64)
+                  if group_of is not None else None)
+        rows, samples = profile_chunk(engine, verifier, prompts, chunk["answer"].to_list(), cfg,
+                                      (hist_c, hist_k, hist_g), groups)
         samples_total += samples
         hist_c = np.concatenate([hist_c, [r["n_correct"] for r in rows]])
         hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
+        hist_g = np.concatenate([hist_g, groups if groups is not None else np.zeros(len(rows))])
         table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)])
         first = chunk["id"][0]
         io.write_parquet(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}-{first}.parquet", table.select(PROFILE_COLUMNS))

@@ -28,19 +28,19 @@ class VLLMEngine:
 
     def __init__(self, model: str, seed: int = 0, enforce_eager: bool = True, max_model_len: int | None = None,
                  trust_remote_code: bool = False, dtype: str = "auto", gpu_memory_utilization: float = 0.4,
-                 **_ignored) -> None:
+                 max_num_seqs: int | None = None, **_ignored) -> None:
         set_vllm_env_defaults()
         from vllm import LLM
 
         start = time.monotonic()
         self.model_path = model
-        extra = {}
+        extra = {"max_num_seqs": max_num_seqs} if max_num_seqs else {}  # None: vLLM's default (256 on CPU)
         world = _launched_world_size()
         if world > 1:
             # under torchrun/deepspeed: one engine per rank, each generating for its own prompts,
             # inside the launcher's process group (vLLM's "external launcher" data parallelism)
-            extra = {"distributed_executor_backend": "external_launcher", "data_parallel_size": world,
-                     "tensor_parallel_size": 1}
+            extra |= {"distributed_executor_backend": "external_launcher", "data_parallel_size": world,
+                      "tensor_parallel_size": 1}
             gpu_memory_utilization = min(gpu_memory_utilization, 0.9 / world)
         self.llm = LLM(
             model=model, seed=seed, enforce_eager=enforce_eager, max_model_len=max_model_len,

@@ -97,7 +97,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
         k=int(pcfg.get("k", 16)), rule=StoppingRule() if pcfg.get("adaptive", True) else None, seed=seed,
         sampling=SamplingConfig(temperature=float(pcfg.get("temperature", 1.0)), max_tokens=int(pcfg.get("max_tokens", 32))),
         prompt=PromptConfig(system_prompt=pcfg.get("system_prompt"), instruction_suffix=pcfg.get("instruction_suffix", "")),
-        chunk_size=int(pcfg.get("chunk_size", 256)))
+        chunk_size=int(pcfg.get("chunk_size", 256)), prior_groups=str(pcfg.get("prior_groups", "level")))
     problems = pl.read_parquet(train)
     if limit:
         problems = problems.sort("id").head(limit)

@@ -67,7 +67,7 @@ def _pool(rng):
 def test_stopping_rule_error_rate_by_simulation(empirical):
     """Band decisions against the true pass rate: errors concentrate near the band edges."""
     rng = np.random.default_rng(2)
-    rule = StoppingRule(confidence=0.95) if empirical else StoppingRule()
+    rule = StoppingRule(confidence=0.95 if empirical else 0.9, screen_k=4, step_k=4)
     p = _pool(rng)
     c, k, w = simulate(rule, p, rng, empirical=empirical)
     truth = (p >= rule.lo) & (p <= rule.hi)
@@ -90,3 +90,46 @@ def test_empirical_prior_recovers_a_bimodal_pool_and_saves_samples():
     _, k_emp, _ = simulate(rule, _pool(rng), rng, empirical=True)
     _, k_flat, _ = simulate(rule, _pool(rng), rng, empirical=False)
     assert k_emp.mean() < 0.7 * k_flat.mean()
+
+
+def test_grid_prior_fit_on_distinct_counts_equals_the_fit_on_every_row():
+    from grpo_data.stats import GRID, _likelihood
+
+    rng = np.random.default_rng(4)
+    c, k = rng.binomial(8, _pool(rng)[:500]), np.full(500, 8)
+    lik, w = _likelihood(c, k, GRID), np.full(GRID.size, 1 / GRID.size)
+    for _ in range(300):  # EM over every row, as written in the textbook
+        post = lik * w
+        post /= post.sum(axis=1, keepdims=True)
+        w = post.mean(axis=0)
+    w = (1 - 1e-3) * w + 1e-3 / GRID.size
+    np.testing.assert_allclose(fit_grid_prior(c, k), w / w.sum(), atol=1e-10)
+
+
+def test_group_priors_fit_each_group_and_shrink_small_ones_to_the_pool():
+    from grpo_data.stats import fit_group_priors, row_priors
+
+    rng = np.random.default_rng(5)
+    p = np.concatenate([np.zeros(500), np.ones(500), np.full(5, 0.5)])
+    groups = np.concatenate([np.zeros(500), np.ones(500), np.full(5, 2.0)])
+    c, k = rng.binomial(8, p), np.full(p.shape, 8)
+    keys, w = fit_group_priors(c, k, groups, shrink=20)
+    np.testing.assert_array_equal(keys, [0, 1, 2])
+    assert w[0, 0] > 0.9 and w[1, -1] > 0.9  # each large group speaks for itself
+    assert w[2, 0] > 0.3 and w[2, -1] > 0.3  # five problems: mostly the pool's two modes
+    rows = row_priors(c, k, groups)
+    assert rows.shape == (p.size, w.shape[1]) and np.allclose(rows[600], w[1])
+
+
+def test_per_level_priors_save_samples_at_the_same_accuracy():
+    """Levels that tell easy from hard let a 2-sample screen settle most problems."""
+    rng = np.random.default_rng(6)
+    levels = np.repeat(np.arange(6), 500)
+    p = np.clip(np.concatenate([rng.uniform(0.95, 1, 1000), rng.uniform(0.3, 0.7, 1000), rng.uniform(0, 0.05, 1000)]), 0, 1)
+    rule = StoppingRule()
+    truth = (p >= rule.lo) & (p <= rule.hi)
+    c, k, w = simulate(rule, p, np.random.default_rng(7), empirical=True, groups=levels)
+    c0, k0, w0 = simulate(rule, p, np.random.default_rng(7), empirical=True)
+    assert np.mean(rule.in_band(c, k, w) == truth) >= np.mean(rule.in_band(c0, k0, w0) == truth) - 0.01
+    assert np.mean(rule.in_band(c, k, w) == truth) >= 0.97
+    assert k.mean() < 0.8 * k0.mean()

@@ -30,10 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, default=16, help="samples per problem (fixed mode)")
     parser.add_argument("--adaptive", action="store_true", help="sequential sampling toward the band")
     parser.add_argument("--band", default="0.2,0.8", help="target band lo,hi (default 0.2,0.8)")
-    parser.add_argument("--confidence", type=float, default=0.9, help="adaptive decision confidence")
-    parser.add_argument("--screen-k", type=int, default=4, help="adaptive: first samples per problem")
-    parser.add_argument("--step-k", type=int, default=4, help="adaptive: samples added per round")
+    parser.add_argument("--confidence", type=float, default=0.8, help="adaptive decision confidence")
+    parser.add_argument("--screen-k", type=int, default=2, help="adaptive: first samples per problem")
+    parser.add_argument("--step-k", type=int, default=2, help="adaptive: samples added per round")
     parser.add_argument("--max-k", type=int, default=32, help="adaptive: most samples per problem")
+    parser.add_argument("--prior-groups", choices=("level", "none"), default="level",
+                        help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--max-tokens", type=int, default=32)
@@ -45,6 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--merge", action="store_true", help="only merge finished shard parts into --out")
     parser.add_argument("--limit", type=int, default=None, help="profile only the first N problems (by id)")
     parser.add_argument("--no-enforce-eager", action="store_true", help="let vLLM compile (slow start)")
+    parser.add_argument("--max-num-seqs", type=int, default=None,
+                        help="vLLM: most sequences decoded together (default: vLLM's; small models gain from 1024)")
     parser.add_argument("--trust-remote-code", action="store_true")
     parser.add_argument("--workers", type=int, default=None, help="verifier processes")
 
@@ -70,7 +74,7 @@ def profile_config(args: argparse.Namespace):
     rule = StoppingRule(lo=lo, hi=hi, confidence=args.confidence, screen_k=args.screen_k, step_k=args.step_k,
                         max_k=args.max_k) if args.adaptive else None
     return ProfileConfig(
-        k=args.k, rule=rule, chunk_size=args.chunk_size, seed=args.seed,
+        k=args.k, rule=rule, chunk_size=args.chunk_size, seed=args.seed, prior_groups=args.prior_groups,
         sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
         prompt=PromptConfig(system_prompt=args.system_prompt, instruction_suffix=args.instruction_suffix),
     )
@@ -108,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
     from grpo_data.engines import make_engine
 
     engine = make_engine(engine_name, args.model, seed=args.seed + shard[0],
-                         enforce_eager=not args.no_enforce_eager, trust_remote_code=args.trust_remote_code)
+                         enforce_eager=not args.no_enforce_eager, trust_remote_code=args.trust_remote_code,
+                         **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}))
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig()
     with VerifierPool(pool_cfg) as pool:
         meta = run_metadata(engine, cfg, args.data, {"deadline_s": pool_cfg.deadline_s, "timeout_s": pool_cfg.timeout_s})
