@@ -9,6 +9,8 @@ Design, chosen for learnability on 2 CPU cores:
 - the SFT set is a per-level share of the training pool (easy levels seen more, hard levels less),
   drawn deterministically from the seed; the rest of the pool is what RL must generalize to;
 - AdamW, linear warmup then cosine decay, fixed number of steps; batches padded to their longest row.
+  No attention mask is passed: with right padding and causal attention no real token attends to a
+  pad, so the loss is the same and SDPA takes its faster causal path (about 10% per step).
 
 The result is cached: `bootstrap.json` beside the weights records a hash of every input (world
 table, config, code version); a rerun with the same inputs returns at once, changed inputs rebuild.
@@ -32,12 +34,12 @@ from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
 
 logger = logging.getLogger(__name__)
 
-BOOTSTRAP_VERSION = 2  # bump when the recipe changes, so caches rebuild
+BOOTSTRAP_VERSION = 5  # bump when the recipe changes, so caches rebuild
 ANSWER_TEMPLATE = "\\boxed{{{answer}}}"
 
 
 def default_sft_share() -> dict[int, float]:
-    return {1: 0.8, 2: 0.7, 3: 0.7, 4: 0.7, 5: 0.7, 6: 0.3, 7: 0.1, 8: 0.05}
+    return {1: 1.0, 2: 1.0, 3: 1.0, 4: 0.7, 5: 0.7, 6: 0.3, 7: 0.1, 8: 0.05}
 
 
 def default_teacher_error() -> dict[int, float]:
@@ -67,7 +69,7 @@ class BootstrapConfig:
     model: TinyModelConfig = field(default_factory=TinyModelConfig)
     sft_share: dict[int, float] = field(default_factory=default_sft_share)
     teacher_error: dict[int, float] = field(default_factory=default_teacher_error)
-    steps: int = 1400
+    steps: int = 1100
     batch_size: int = 128
     lr: float = 3e-3
     warmup_steps: int = 50
@@ -182,10 +184,10 @@ def train_sft(model, tokenizer, examples, cfg: BootstrapConfig, progress: bool =
             order += fresh
         batch = [realize(examples[i], tokenizer, cfg.teacher_error, rng) for i in order[: cfg.batch_size]]
         del order[: cfg.batch_size]
-        input_ids, attention, labels = collate(batch, tokenizer.pad_token_id)
+        input_ids, _, labels = collate(batch, tokenizer.pad_token_id)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
-        loss = model(input_ids=input_ids, attention_mask=attention, labels=labels).loss
+        loss = model(input_ids=input_ids, labels=labels).loss  # right padding + causal: no mask needed
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -17,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PAD, EOS, BOS_CHAT = "<|endoftext|>", "<|im_end|>", "<|im_start|>"
-WORDS = ("assistant", "system", "user")
+# merged into one token each, as a real BPE vocabulary has them: the chat roles, and the words every
+# question opens with ("\u0120" is byte-level BPE's space), so prompts are 6 tokens shorter. The
+# answer's `\boxed{` stays 7 tokens on purpose: those positions come after the expression, and a
+# 4-layer model computes in them before it writes the digits (merging "boxed" measurably cost it
+# accuracy on the middle levels)
+WORDS = ("assistant", "system", "user", "What", "\u0120is")
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
