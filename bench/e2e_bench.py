@@ -76,7 +76,7 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
-def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1), target_gain: float = 0.02,
+def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), target_gain: float = 0.02,
         workdir: str = "runs/bench-e2e") -> dict:
     from bench.common import RESULTS
     from pipelines.pipeline import profile_stage
@@ -89,7 +89,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1), target_gain: float
     base = [f"model={policy}", f"data.train={paths['train']}", f"data.heldout={paths['heldout']}",
             f"data.profile={profile}", "rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4",
             "rollout.dynamic_resampling=true", "optim.lr=0.0001", "optim.minibatches=1", f"run.max_rollouts={budget}",
-            "run.steps=100000", f"run.eval_every={5 if quick else 10}", "run.eval_k=4", "run.save_every=0",
+            "run.steps=100000", f"run.eval_every={5 if quick else 10}", f"run.eval_k={4 if quick else 8}", "run.save_every=0",
             "run.progress=false"]
     out = Path(workdir)
     result = {"budget_rollouts": budget, "target_gain": target_gain, "seeds": []}

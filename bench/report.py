@@ -47,9 +47,15 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 f"samples/s: {_fmt(t['ratio_vllm_over_hf'])}x (goal >= 5x)",
                 f"- generation alone: vLLM {_fmt(t.get('generation_only_vllm_samples_per_s'))} vs HF "
                 f"{_fmt(t.get('generation_only_hf_samples_per_s'))} samples/s: {_fmt(t.get('generation_only_ratio'))}x",
-                f"- adaptive: {a['samples_adaptive']} samples vs {a['samples_fixed_k16']} for k=16 "
+                f"- adaptive (per-level prior): {a['samples_adaptive']} samples vs {a['samples_fixed_k16']} for k=16 "
                 f"({_fmt(a['savings_vs_k16'])}x fewer, goal >= 3x); band agreement with k=64: adaptive "
-                f"{_fmt(a['agreement_adaptive_vs_k64'])}, fixed k=16 {_fmt(a['agreement_fixed_k16_vs_k64'])} (goal >= 0.95)"]
+                f"{_fmt(a['agreement_adaptive_vs_k64'])}, fixed k=16 {_fmt(a['agreement_fixed_k16_vs_k64'])} (goal >= 0.95)",
+                f"- adaptive with one pool prior: {_fmt(a.get('savings_vs_k16_pool_prior'))}x fewer, agreement "
+                f"{_fmt(a.get('agreement_adaptive_pool_prior_vs_k64'))}",
+                f"- what is possible against a noisy k=64 reference: an oracle knowing every pass rate agrees "
+                f"{_fmt(a.get('oracle_ceiling_vs_k64'))}; on the {_fmt(a.get('reference_sure_share'))} of problems whose "
+                f"reference is sure (90% interval inside or outside the band): "
+                + ", ".join(f"{k} {_fmt(v)}" for k, v in (a.get('agreement_on_sure_reference') or {}).items())]
     if name == "e2e":
         lines = []
         for s in r["seeds"]:
