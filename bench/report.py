@@ -71,9 +71,9 @@ def summary_lines(name: str, r: dict) -> list[str]:
                      f"{_fmt(r['ratio_B_over_A_mean'])} (goal >= 2)"
                      + (f"; did not reach the target within {r['budget_rollouts']} rollouts: {'; '.join(missed)}" if missed else ""))
         for s in r["seeds"]:
-            finals = {a: v["evals"][-1]["heldout_accuracy"] for a, v in s["arms"].items()}
-            lines.append(f"- seed {s['seed']} held-out accuracy at the budget: "
-                         + ", ".join(f"{a} {_fmt(x)}" for a, x in finals.items()))
+            lines.append(f"- seed {s['seed']} held-out accuracy at the budget (best along the way): " + ", ".join(
+                f"{a} {_fmt(v['evals'][-1]['heldout_accuracy'])} ({_fmt(max(e['heldout_accuracy'] for e in v['evals']))})"
+                for a, v in s["arms"].items()))
         return lines
     return [f"- {k}: {_fmt(v)}" for k, v in r.items() if isinstance(v, (int, float, str)) and k != "benchmark"]
 
