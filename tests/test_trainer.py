@@ -259,7 +259,7 @@ def test_zero3_bf16_step_and_full_export(tmp_path, warm_policy):
     """ZeRO-3 partitions parameters; the HF export and the vLLM sync must gather them whole."""
     policy, world = warm_policy
     train = tmp_path / "train.parquet"
-    world["train"].write_parquet(train)
+    world["train"].filter(pl.col("level").is_in([4, 5])).write_parquet(train)  # unsure levels: mixed groups
     out = tmp_path / "z3"
     cmd = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={policy}", "-o", f"data.train={train}",
            "-o", "data.heldout=null", "-o", f"run.out={out}", "-o", "run.steps=1", "-o", "run.save_every=1",
