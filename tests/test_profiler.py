@@ -64,6 +64,30 @@ def scripted_problems(n=40):
     return to_table(rows), rates
 
 
+def test_adaptive_per_level_prior_decides_in_band_problems_better(tmp_path, pool):
+    """A level that holds the in-band problems keeps a 0/2 or 2/2 screen of a p=0.5 problem from
+    being taken for an extreme one; the prior is refitted with the history of earlier chunks."""
+    from grpo_data.stats import row_priors
+
+    problems, rates = scripted_problems(120)
+    level = [int(round(2 * rates[f"q{i}"][1])) for i in range(120)]  # unsolved 0, in band 1, solved 2
+    problems = problems.with_columns(pl.Series("level", level, dtype=problems.schema["level"]))
+    rule = StoppingRule()
+    right = {}
+    for groups in ("level", "none"):
+        out = tmp_path / f"{groups}.parquet"
+        cfg = ProfileConfig(rule=rule, chunk_size=40, prior_groups=groups)
+        profile_problems(problems, ScriptedEngine(rates), pool, cfg, out, progress=False)
+        table = merge_parts(out)
+        true = np.array([rates[f"q{int(i[2:])}"][1] for i in table["id"]])
+        c, k = table["n_correct"].to_numpy(), table["k"].to_numpy()
+        lv = np.array([int(round(2 * r)) for r in true]) if groups == "level" else None
+        decided = rule.in_band(c, k, row_priors(c, k, lv))
+        assert table.height == 120 and k[np.isin(true, (0.0, 1.0))].max() <= 8
+        right[groups] = np.mean(decided[true == 0.5])
+    assert right["level"] >= 0.9 and right["level"] > right["none"]
+
+
 def test_summarize_problem_row():
     row = summarize_problem(4, 16, [10, 12], 2, {"ok": 4, "wrong": 12})
     assert row["pass_rate"] == 0.25 and row["post_a"] == 4.5 and row["post_b"] == 12.5
