@@ -155,11 +155,6 @@ def difficulty_groups(n: int, offline: tuple[np.ndarray, np.ndarray] | None = No
     return lv_id.astype(np.int64) * (buckets + 1) + bucket
 
 
-def logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-9, 1 - 1e-9)
-    return np.log(p) - np.log1p(-p)
-
-
 def drift_step(p_hat: np.ndarray, n_correct: np.ndarray, group_size: np.ndarray, group: np.ndarray,
                n_groups: int, kappa: float) -> np.ndarray:
     """Newton step on each group's logit shift from one batch of outcomes: the summed residual
