@@ -12,6 +12,7 @@ summary.md and plots (*.png).
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import logging
 import shutil
@@ -180,12 +181,20 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     io.write_text(tmp_cfg, yaml.safe_dump({"train": tree}))
     cfg = load_config(tmp_cfg, overrides)
     run_dir = Path(cfg.run.out)
+    from grpo_data.profiler import weights_hash
     from grpo_train.trainer import latest_checkpoint
 
+    # resume only a run of the same inputs: a new warm start or profile under the same paths starts over
+    key = {"config": dump_config(cfg), "weights": weights_hash(str(model)),
+           "profile": hashlib.sha256(Path(profile).read_bytes()).hexdigest()}
+    stamp = run_dir / "pipeline-key.json"
+    if run_dir.exists() and (not stamp.exists() or json.loads(stamp.read_text()) != key):
+        print(f"inputs of {run_dir} changed since it was trained: training starts over")
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    io.write_json(stamp, key)
     ckpt = latest_checkpoint(run_dir)
-    done = (ckpt is not None and json.loads((ckpt / "state.json").read_text())["step"] >= cfg.run.steps
-            and (run_dir / "resolved_config.yaml").exists()
-            and (run_dir / "resolved_config.yaml").read_text() == dump_config(cfg))
+    done = ckpt is not None and json.loads((ckpt / "state.json").read_text())["step"] >= cfg.run.steps
     if done:
         print(f"training in {run_dir} is complete")
     else:
