@@ -124,6 +124,8 @@ class VerifierPool:
         self._ctx.set_forkserver_preload(["grpo_data.verify"])
         self._workers = [_Worker(self._ctx, cfg) for _ in range(cfg.workers)]
         self.replaced = 0  # workers killed and replaced so far
+        self._answered = False  # some worker has returned a result
+        self._early_deaths = 0  # workers that died before any worker returned a result
 
     def __enter__(self) -> VerifierPool:
         return self
@@ -175,7 +177,7 @@ class VerifierPool:
                         w.conn.send((seq, kind, gold, pred))
                     except (BrokenPipeError, OSError):  # worker died between items: replace, retry item
                         todo.appendleft(seq)
-                        self._replace(w)
+                        self._died(w)
             busy = [w for w in self._workers if w.seq is not None]
             if not busy:
                 continue
@@ -187,8 +189,9 @@ class VerifierPool:
                         seq, correct, reason, detail = w.conn.recv()
                     except (EOFError, OSError):
                         done[w.seq] = Verdict(False, "error", "worker died")
-                        self._replace(w)
+                        self._died(w)
                         continue
+                    self._answered = True
                     done[seq] = Verdict(correct, reason, detail)
                     w.seq = None
                 elif time.monotonic() - w.started_at >= self.config.deadline_s:
@@ -198,6 +201,21 @@ class VerifierPool:
             for i in unique[key]:
                 results[i] = done[seq]
         return results  # type: ignore[return-value]
+
+    def _died(self, worker: _Worker) -> None:
+        """A worker's pipe closed: replace it, unless no worker has ever lived to answer. That is
+        nearly always a script without a main guard: every forkserver worker re-imports the main
+        module, tries to start processes of its own and exits, so every verdict would be an error."""
+        if not self._answered:
+            self._early_deaths += 1
+            if self._early_deaths >= 3:
+                self.close()
+                raise RuntimeError(
+                    "verifier workers exit as they start, before returning any result (3 in a row). "
+                    "If this runs from a script, put the code that creates the VerifierPool (or a "
+                    "Trainer, or a profiling run) under `if __name__ == \"__main__\":`: each worker "
+                    "re-imports the main module. Otherwise see the workers' messages above.") from None
+        self._replace(worker)
 
     def _replace(self, worker: _Worker) -> None:
         logger.warning("verifier worker pid %s killed and replaced (item %s)", worker.process.pid, worker.seq)

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -135,6 +136,25 @@ def test_dead_worker_is_replaced():
         verdicts = p.verify(["1", "2"], ["\\boxed{1}", "\\boxed{2}"])
         assert [v.reason for v in verdicts] == ["ok", "ok"]
         assert p.replaced == 1
+
+
+def test_script_without_main_guard_gets_a_clear_error(tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text("from grpo_data.verify_pool import VerifierPool\n"
+                      "pool = VerifierPool(workers=1)\n"
+                      "print(pool.verify(['1'] * 5, [str(i) for i in range(5)]))\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode != 0
+    assert "verifier workers exit as they start" in proc.stderr and '__name__ == "__main__"' in proc.stderr
+    # the same script, guarded, judges every answer
+    script.write_text("from grpo_data.verify_pool import VerifierPool\n"
+                      "if __name__ == '__main__':\n"
+                      "    with VerifierPool(workers=1) as pool:\n"
+                      "        print([v.reason for v in pool.verify(['1'] * 2, ['1', '2'])])\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "['ok', 'wrong']" in proc.stdout
 
 
 def test_memory_cap_turns_into_error_not_crash():
