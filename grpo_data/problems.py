@@ -82,3 +82,10 @@ def validate_table(df: pl.DataFrame, where: str) -> None:
         )
     if df["id"].n_unique() != df.height:
         raise ValueError(f"{where}: duplicate ids in the problem table")
+
+
+def level_array(problems: pl.DataFrame):
+    """Each problem's level as float64 (NaN where missing), or None when the table has no levels."""
+    if "level" not in problems.columns or problems["level"].null_count() == problems.height:
+        return None
+    return problems["level"].cast(pl.Float64).fill_null(float("nan")).to_numpy()

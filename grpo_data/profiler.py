@@ -31,6 +31,7 @@ import numpy as np
 import polars as pl
 
 from grpo_data import io
+from grpo_data.problems import level_array
 from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt, template_hash
 from grpo_data.stats import (
     JEFFREYS,
@@ -226,12 +227,10 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
 
 def prior_group_keys(problems: pl.DataFrame, cfg: ProfileConfig) -> dict[str, float] | None:
     """id -> level (NaN where missing) for per-level adaptive priors, or None (one pool prior)."""
-    if cfg.rule is None or cfg.prior_groups == "none" or "level" not in problems.columns:
+    levels = level_array(problems) if cfg.rule is not None and cfg.prior_groups != "none" else None
+    if levels is None:
         return None
-    if problems["level"].null_count() == problems.height:
-        return None
-    levels = problems["level"].cast(pl.Float64).fill_null(-1.0).to_list()
-    return dict(zip(problems["id"].to_list(), levels, strict=True))
+    return dict(zip(problems["id"].to_list(), np.nan_to_num(levels, nan=-1.0).tolist(), strict=True))
 
 
 def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,
