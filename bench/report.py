@@ -36,6 +36,10 @@ def summary_lines(name: str, r: dict) -> list[str]:
                      f"min {_fmt(inf['min'])} (goal >= 0.9)")
         lines.append(f"- sample(512)+update on {t['pool']:,} problems: mean {_fmt(t['mean_ms'])} ms, median "
                      f"{_fmt(t['median_ms'])} ms (goal <= 5 ms)")
+        if "timing_band_epochs" in r:
+            te = r["timing_band_epochs"]
+            lines.append(f"- the same with band epochs (the trainer's setting): mean {_fmt(te['mean_ms'])} ms, "
+                         f"median {_fmt(te['median_ms'])} ms")
         return lines
     if name == "warmstart":
         return [f"- warm start: {_fmt(r['warm_start_seconds'])} s (goal <= 300 s)",
@@ -74,6 +78,8 @@ def summary_lines(name: str, r: dict) -> list[str]:
             lines.append(f"- seed {s['seed']} held-out accuracy at the budget (best along the way): " + ", ".join(
                 f"{a} {_fmt(v['evals'][-1]['heldout_accuracy'])} ({_fmt(max(e['heldout_accuracy'] for e in v['evals']))})"
                 for a, v in s["arms"].items()))
+            lines.append(f"- seed {s['seed']} distinct problems trained: " + ", ".join(
+                f"{a} {v.get('distinct_problems_trained', 'n/a')} in {v['steps']} steps" for a, v in s["arms"].items()))
         return lines
     return [f"- {k}: {_fmt(v)}" for k, v in r.items() if isinstance(v, (int, float, str)) and k != "benchmark"]
 

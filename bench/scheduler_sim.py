@@ -82,9 +82,12 @@ def run_arm(arm: str, cfg: SimConfig) -> dict:
     offline_c = rng.binomial(cfg.offline_k, learner.pass_rate())
     offline = (offline_c, np.full(cfg.n_problems, cfg.offline_k))
     sched_name = {"uniform": "uniform", "uniform+dapo": "uniform", "offline_band": "offline_band", "band": "band",
-                  "band_nogroups": "band"}[arm]
-    groups = difficulty_groups(cfg.n_problems, offline, learner.level) if arm == "band" else None
-    sched = make_scheduler(sched_name, cfg.n_problems, seed=cfg.seed + 1, offline=offline, groups=groups)
+                  "band_nogroups": "band", "band_epochs": "band"}[arm]
+    groups = difficulty_groups(cfg.n_problems, offline, learner.level) if arm in ("band", "band_epochs") else None
+    # band_epochs: the trainer's setting (each likely-in-band problem once before any repeat); this
+    # learner cannot memorize a problem, so it shows only what spreading over the band costs
+    extra = {"without_replacement": True, "epoch": "band"} if arm == "band_epochs" else {}
+    sched = make_scheduler(sched_name, cfg.n_problems, seed=cfg.seed + 1, offline=offline, groups=groups, **extra)
     drop = arm != "uniform"
     generated = informative = 0
     zero_var_uniform, analytic = [], []
@@ -133,7 +136,7 @@ def run_arm(arm: str, cfg: SimConfig) -> dict:
     return out
 
 
-ARMS = ("uniform", "uniform+dapo", "offline_band", "band", "band_nogroups")
+ARMS = ("uniform", "uniform+dapo", "offline_band", "band", "band_nogroups", "band_epochs")
 
 
 def run(cfg: SimConfig = SimConfig(), seeds: tuple[int, ...] = (0, 1, 2)) -> dict:
@@ -154,14 +157,15 @@ def run(cfg: SimConfig = SimConfig(), seeds: tuple[int, ...] = (0, 1, 2)) -> dic
     }
 
 
-def timing(n: int = 1_000_000, batch: int = 512, reps: int = 200, seed: int = 0) -> dict:
-    """Wall time of sample(batch) + update(...) + tick() on an n-problem pool, with difficulty groups."""
+def timing(n: int = 1_000_000, batch: int = 512, reps: int = 200, seed: int = 0, **band) -> dict:
+    """Wall time of sample(batch) + update(...) + tick() on an n-problem pool, with difficulty groups;
+    `band` are BandConfig settings (none: the library defaults)."""
     rng = np.random.default_rng(seed)
     p = np.concatenate([rng.uniform(0, 0.05, n // 2), rng.uniform(0.95, 1, n // 4), rng.uniform(0, 1, n - n // 2 - n // 4)])
     k = np.full(n, 16)
     offline = (rng.binomial(16, p), k)
     level = np.clip(((1 - p + rng.normal(0, 0.1, n)) * 5).astype(int), 0, 4)  # a noisy 5-level label
-    sched = make_scheduler("band", n, seed=seed, offline=offline, groups=difficulty_groups(n, offline, level))
+    sched = make_scheduler("band", n, seed=seed, offline=offline, groups=difficulty_groups(n, offline, level), **band)
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()

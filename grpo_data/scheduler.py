@@ -31,7 +31,10 @@ BandScheduler, step by step:
   from); this random proposal is the exploration. Among the candidates, those whose posterior mean
   (`selection="mean"`) or Thompson draw (`selection="thompson"`) lies in the band are kept first,
   ordered by a random key scaled by their distance from the band's centre.
-  With `without_replacement`, a problem is not offered twice within an epoch.
+  With `without_replacement`, a problem is not offered twice within an epoch; with `epoch="band"`
+  the epoch ends once the problems not yet offered hold fewer than a batch likely in band, so every
+  problem in band is trained once before any is trained again (the trainer's default: a policy
+  trained again and again on the same few hundred problems memorizes them).
 - Dry band: when fewer than `batch` problems are likely in band, the band widens by `widen_step`
   (logged), up to [0, 1]; it narrows back when the band refills.
 """
@@ -87,6 +90,9 @@ class BandConfig:
     oversample:          candidates proposed per slot before selection.
     rescore_every:       steps between full recomputations of the proposal scores.
     without_replacement: offer each problem at most once per epoch.
+    epoch:               with without_replacement, when an epoch ends: "pool" once every problem
+                         was offered (a dataloader's epoch, band-first order); "band" once fewer
+                         than a batch of the problems not yet offered are likely in band.
     min_in_band_frac:    below this fraction of `batch` problems likely in band, widen the band.
     widen_step:          how much each widening adds on both sides.
     share:               with groups given, track a logit drift per group (False: ignore groups).
@@ -96,6 +102,9 @@ class BandConfig:
                          problems deep in a tail move less than the group's frontier.
     selection:           "mean" ranks candidates by their posterior mean (in band first, nearer the
                          centre mostly first); "thompson" ranks one posterior draw per candidate.
+    explore:             share of every batch drawn uniformly from the whole pool, whatever its
+                         estimates say (replay): keeps the easy and the hard ends in training and
+                         their estimates fresh, at the cost of groups that are often all-equal.
     """
 
     lo: float = 0.2
@@ -113,6 +122,8 @@ class BandConfig:
     drift_kappa: float = 4.0
     drift_focus: float = 1.0
     selection: str = "mean"
+    explore: float = 0.0
+    epoch: str = "band"
 
     def __post_init__(self) -> None:
         if not 0 <= self.lo < self.hi <= 1:
@@ -123,6 +134,10 @@ class BandConfig:
             raise ValueError("oversample and rescore_every must be >= 1")
         if not 0 <= self.drift_rate <= 1 or self.drift_kappa <= 0 or self.drift_focus < 0:
             raise ValueError("drift_rate must be in [0, 1], drift_kappa > 0 and drift_focus >= 0")
+        if not 0 <= self.explore <= 1:
+            raise ValueError(f"explore must be in [0, 1], got {self.explore}")
+        if self.epoch not in ("pool", "band"):
+            raise ValueError(f"epoch must be pool or band, got {self.epoch!r}")
         if self.selection not in ("mean", "thompson"):
             raise ValueError(f"selection must be mean or thompson, got {self.selection!r}")
 
@@ -267,7 +282,11 @@ class BandScheduler:
             self._rescore()
 
     def _new_epoch_if_needed(self, batch: int) -> None:
-        if self.cfg.without_replacement and self.n - int(self.used.sum()) < batch:
+        if not self.cfg.without_replacement:
+            return
+        pool_done = self.n - int(self.used.sum()) < batch
+        band_done = self.cfg.epoch == "band" and self._scored_at >= 0 and self._in_band_available < batch
+        if pool_done or (band_done and self.used.any()):
             self.used[:] = False
             self.epoch += 1
             self._scored_at = -1
@@ -279,8 +298,14 @@ class BandScheduler:
             self._rescore()
             self._maybe_adjust_band(batch)
         cand = self._propose(batch * self.cfg.oversample)
-        if self._scored_at != self.step and cand.size and np.mean(self._in_band_mask(cand)) < 0.5:
-            self._rescore()  # proposals went stale since the last rescore: what was in band is solved
+        hits = int(np.count_nonzero(self._in_band_mask(cand))) if cand.size else 0
+        if self._scored_at != self.step and cand.size and (hits < 0.5 * cand.size or hits < min(batch, self._in_band_available)):
+            # proposals went stale since the last rescore: what was in band is solved, or offered
+            self._rescore()
+            self._new_epoch_if_needed(batch)
+            if self._scored_at < 0:  # a new epoch began: every problem is offerable again
+                self._rescore()
+            self._maybe_adjust_band(batch)
             cand = self._propose(batch * self.cfg.oversample)
         if cand.size < batch:  # proposal exhausted (stale scores): top up uniformly from the rest
             rest = np.setdiff1d(self._offerable(), cand, assume_unique=False)
@@ -295,12 +320,17 @@ class BandScheduler:
         # in-band first; within, nearer the centre usually first but not always (a random key scaled
         # by the distance), so the batch spreads over the band instead of the same few problems
         key = np.where(inside, 0.0, 1.0) + np.abs(draw - centre) * self.rng.random(draw.size)
-        order = np.argsort(key, kind="stable")[:batch]
+        n_explore = int(round(self.cfg.explore * batch))
+        order = np.argsort(key, kind="stable")[: batch - n_explore]
         chosen = cand[order]
         mean = a[order] / (a[order] + b[order])
-        self.last_batch_in_band = float(np.mean((mean >= self.lo) & (mean <= self.hi)))
+        self.last_batch_in_band = float(np.mean((mean >= self.lo) & (mean <= self.hi))) if order.size else float("nan")
+        if n_explore:
+            rest = np.setdiff1d(self._offerable(), chosen)
+            chosen = np.concatenate([chosen, self.rng.choice(rest, size=min(rest.size, n_explore), replace=False)])
         if self.cfg.without_replacement:
             self.used[chosen] = True
+            self._in_band_available -= int(np.count_nonzero(inside[order]))  # offered: no longer available
         return chosen
 
     def _in_band_mask(self, idx: np.ndarray) -> np.ndarray:

@@ -32,7 +32,10 @@ class SchedulerSection:
     (0 = never); refresh_drift: also refresh when a batch's pass rate is further than this from the
     band centre; refresh_size / refresh_k: how many problems, samples each; groups: `level` shares
     strength within difficulty groups (the data's level crossed with the offline pass-rate bucket;
-    needs a `level` column), `none` keeps every problem's estimate to itself."""
+    needs a `level` column), `none` keeps every problem's estimate to itself; explore: share of
+    each batch drawn uniformly from the pool (band only); without_replacement: offer each problem
+    at most once per epoch (band only); epoch: `pool` ends an epoch when every problem was offered,
+    `band` when the problems not yet offered hold fewer than a batch likely in band."""
 
     name: str = "band"
     lo: float = 0.2
@@ -44,6 +47,9 @@ class SchedulerSection:
     refresh_size: int = 64
     refresh_k: int = 4
     groups: str = "level"
+    explore: float = 0.0
+    without_replacement: bool = True
+    epoch: str = "band"
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,7 @@ class TrainConfig:
             (self.optim.minibatches >= 1, "optim.minibatches must be >= 1"),
             (self.scheduler.name in ("band", "uniform", "offline_band"),
              f"scheduler.name must be band, uniform or offline_band, got {self.scheduler.name!r}"),
+            (self.scheduler.epoch in ("pool", "band"), f"scheduler.epoch must be pool or band, got {self.scheduler.epoch!r}"),
             (self.scheduler.groups in ("level", "none"),
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
             (self.scheduler.name != "offline_band" or self.data.profile,

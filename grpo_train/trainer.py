@@ -8,7 +8,8 @@ Run folder (`run.out`):
     metrics.jsonl            one JSON object per step (and per evaluation, "kind": "eval")
     tb/                      the same metrics for tensorboard
     checkpoints/step-NNNNNN/ hf/ (save_pretrained export), ds/ (DeepSpeed state), scheduler/,
-                             state.json (step, counters), rng.npz (python/numpy/torch RNG states)
+                             state.json (step, counters), rng.npz (python/numpy/torch RNG states),
+                             trained.npz (groups trained per problem)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import polars as pl
 import torch
 
 from grpo_data import io
+from grpo_data.problems import level_array
 from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt
 from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_train.config import TrainConfig, dump_config
@@ -52,10 +54,10 @@ def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
     """Difficulty groups for the band scheduler to share strength within (None: no sharing)."""
     if sc.name != "band" or sc.groups == "none":
         return None
-    if "level" not in problems.columns or problems["level"].null_count() == problems.height:
+    level = level_array(problems)
+    if level is None:
         logger.info("scheduler: the data has no level column; estimates are not shared between problems")
         return None
-    level = problems["level"].cast(pl.Float64).fill_null(float("nan")).to_numpy()
     return difficulty_groups(problems.height, offline, level)
 
 
@@ -114,6 +116,20 @@ def evaluate(engine, verifier, tokenizer, heldout: pl.DataFrame, k: int, samplin
     return out
 
 
+def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray | None) -> dict:
+    """What the step trained on: distinct problems trained so far (and their share of the pool),
+    the mean times each was trained, and this step's groups per level (when the data has levels)."""
+    seen = times_trained > 0
+    out = {"distinct_problems_trained": int(seen.sum()), "pool_coverage": float(seen.mean()),
+           "times_trained_mean": float(times_trained[seen].mean()) if seen.any() else 0.0}
+    if levels is not None and trained.size:
+        lv = levels[trained]
+        out["trained_level_mean"] = float(np.nanmean(lv)) if np.isfinite(lv).any() else float("nan")
+        values, counts = np.unique(lv[np.isfinite(lv)].astype(np.int64), return_counts=True)
+        out.update({f"trained_groups_level_{v}": int(c) for v, c in zip(values, counts, strict=True)})
+    return out
+
+
 def latest_checkpoint(run_dir: Path) -> Path | None:
     ckpts = sorted((run_dir / "checkpoints").glob("step-*"))
     ckpts = [c for c in ckpts if (c / "state.json").exists()]
@@ -154,11 +170,14 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
         sc = cfg.scheduler
-        kwargs = ({"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k}
+        kwargs = ({"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
+                   "without_replacement": sc.without_replacement, "epoch": sc.epoch}
                   if sc.name == "band" else {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {})
         offline = offline_counts(self.problems, cfg.data.profile)
         self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
                                         groups=scheduler_groups(self.problems, offline, sc), **kwargs)
+        self.levels = level_array(self.problems)
+        self.times_trained = np.zeros(self.problems.height, dtype=np.int64)  # groups trained per problem
         self.step = 0
         self.totals = {"rollouts_generated": 0, "informative_rollouts": 0, "groups_generated": 0}
         ckpt = latest_checkpoint(self.run_dir) if resume else None
@@ -222,6 +241,10 @@ class Trainer:
         self.totals["rollouts_generated"] += counts["generated_rollouts"]
         self.totals["informative_rollouts"] += informative_rollouts
         self.totals["groups_generated"] += counts["generated_groups"]
+        trained = np.array([g.problem for g in batch.groups], dtype=np.int64)
+        if self.world > 1:
+            trained = np.concatenate(self._all_gather(trained))
+        np.add.at(self.times_trained, trained, 1)
         lens = [len(c.token_ids) for g in batch.groups for c in g.completions]
         kept_rewards = [r for g in batch.groups for r in g.rewards]
         sched = self.scheduler.stats()
@@ -240,6 +263,7 @@ class Trainer:
             "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0, "verify_seconds": batch.verify_seconds,
             "band_occupancy": sched.get("band_occupancy", float("nan")),
             **{k: v for k, v in sched.items() if k in ("band_lo", "band_hi")},
+            **coverage(self.times_trained, trained, self.levels),
             **info,
         }
         return record
@@ -309,6 +333,7 @@ class Trainer:
         if self.is_main:
             self.scheduler.save(tmp / "scheduler")
             np.savez(tmp / "rng.npz", **_rng_state())
+            np.savez(tmp / "trained.npz", times_trained=self.times_trained)
             io.write_json(tmp / "state.json", {"step": self.step, "totals": self.totals})
             if final.exists():
                 shutil.rmtree(final)
@@ -324,6 +349,9 @@ class Trainer:
         self.scheduler.load(ckpt / "scheduler")
         with np.load(ckpt / "rng.npz", allow_pickle=False) as z:
             _set_rng_state(z)
+        if (ckpt / "trained.npz").exists():  # checkpoints written before this file existed lack it
+            with np.load(ckpt / "trained.npz", allow_pickle=False) as z:
+                self.times_trained = z["times_trained"].copy()
         self.step = state["step"]
         self.totals = state["totals"]
         logger.info("resumed from %s at step %d", ckpt, self.step)

@@ -127,11 +127,43 @@ def test_selection_still_explores(selection, coverage):
     assert len(seen & in_band) > coverage * min(len(in_band), 20 * 64)
 
 
+def test_explore_share_is_drawn_from_the_whole_pool():
+    p, c, k = known_pool()
+    out_of_band = (p < 0.2) | (p > 0.8)
+    sched = BandScheduler(p.size, BandConfig(max_prior_k=32, explore=0.25), seed=0, offline=(c, k))
+    batches = [sched.sample(64) for _ in range(20)]
+    assert all(np.unique(b).size == 64 for b in batches)
+    picked = np.concatenate(batches)
+    # 48 of 64 come from the band; the other 16 are uniform, so about as out-of-band as the pool
+    expected = (48 * 0.0 + 16 * out_of_band.mean()) / 64
+    assert abs(out_of_band[picked].mean() - expected) < 0.06
+    with pytest.raises(ValueError, match="explore"):
+        BandConfig(explore=1.5)
+
+
 def test_without_replacement_within_an_epoch():
     sched = BandScheduler(100, BandConfig(without_replacement=True), seed=1)
     first = np.concatenate([sched.sample(25) for _ in range(4)])
     assert np.unique(first).size == 100
     assert sched.sample(25).size == 25 and sched.epoch == 1
+
+
+@pytest.mark.parametrize("epoch", ["band", "pool"])
+def test_epoch_ends_when_the_band_or_the_pool_is_used_up(epoch):
+    # 100 problems at p = 0.5, 1900 solved or hopeless, all known from a strong offline profile
+    p = np.concatenate([np.full(100, 0.5), np.zeros(1000), np.ones(900)])
+    k = np.full(p.size, 32)
+    sched = BandScheduler(p.size, BandConfig(max_prior_k=32, epoch=epoch), seed=0, offline=(p * k, k))
+    first = []
+    for _ in range(4):  # one batch per policy step
+        first.append(sched.sample(25))
+        sched.tick()
+    assert set(np.concatenate(first).tolist()) == set(range(100)) and sched.epoch == 0  # the band, once each
+    nxt = sched.sample(25)
+    if epoch == "band":  # a new epoch over the band, before any hopeless or solved problem
+        assert sched.epoch == 1 and np.all(nxt < 100)
+    else:  # a dataloader's epoch: the rest of the pool comes before any repeat
+        assert sched.epoch == 0 and np.all(nxt >= 100)
 
 
 def test_save_load_gives_identical_next_samples(tmp_path):

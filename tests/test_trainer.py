@@ -13,6 +13,7 @@ import torch
 from grpo_train.config import dump_config, load_config
 from grpo_train.learner import build_tensors
 from grpo_train.rollout import Group, RolloutBatcher
+from grpo_train.trainer import coverage
 
 
 def test_config_overrides_unknown_keys_and_bad_combinations(tmp_path):
@@ -103,6 +104,17 @@ def test_without_dynamic_resampling_every_group_is_kept():
     assert len(batch.groups) == 4 and batch.rounds == 1
 
 
+def test_coverage_counts_problems_and_levels():
+    times = np.array([2, 0, 1, 0, 1])
+    levels = np.array([1.0, 1.0, 2.0, np.nan, 3.0])
+    out = coverage(times, np.array([0, 2, 0, 4]), levels)
+    assert out["distinct_problems_trained"] == 3 and out["pool_coverage"] == pytest.approx(0.6)
+    assert out["times_trained_mean"] == pytest.approx(4 / 3)
+    assert out["trained_level_mean"] == pytest.approx(7 / 4)
+    assert (out["trained_groups_level_1"], out["trained_groups_level_2"], out["trained_groups_level_3"]) == (2, 1, 1)
+    assert "trained_level_mean" not in coverage(times, np.array([0]), None)
+
+
 def test_build_tensors_positions_and_masks():
     from grpo_data.engines import Completion
 
@@ -169,7 +181,8 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     assert [r["step"] for r in train_steps] == [1, 2]
     for key in ("reward_mean", "batch_pass_rate", "zero_variance_fraction", "informative_rollout_ratio",
                 "rollouts_generated", "gen_tokens_per_s", "train_tokens_per_s", "clip_fraction", "entropy",
-                "completion_len_mean", "weight_sync_s", "band_occupancy"):
+                "completion_len_mean", "weight_sync_s", "band_occupancy", "distinct_problems_trained",
+                "trained_level_mean"):
         assert key in train_steps[-1], key
     assert train_steps[1]["rollouts_generated"] > train_steps[0]["rollouts_generated"] > 0
     evals = [r for r in records if r["kind"] == "eval"]
@@ -191,6 +204,9 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4]
     assert records[-1]["rollouts_generated"] > train_steps[-1]["rollouts_generated"]
+    # the count of problems trained so far resumes from the checkpoint, it does not restart at 0
+    distinct = [r["distinct_problems_trained"] for r in records if r["kind"] == "train"]
+    assert distinct == sorted(distinct) and distinct[2] >= distinct[1] > 0
     last = out / "checkpoints" / "step-000004"
     assert json.loads((last / "state.json").read_text())["step"] == 4
     assert json.loads((last / "scheduler" / "scheduler.json").read_text())["step"] == 4

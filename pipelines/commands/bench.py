@@ -31,8 +31,9 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         cfg = scheduler_sim.SimConfig()
         if quick:
             cfg = dataclasses.replace(cfg, n_problems=4000, lr=0.003, max_steps=1500)
-        result = {"simulation": scheduler_sim.run(cfg),
-                  "timing": scheduler_sim.timing(n=100_000 if quick else 1_000_000)}
+        n = 100_000 if quick else 1_000_000
+        result = {"simulation": scheduler_sim.run(cfg), "timing": scheduler_sim.timing(n=n),
+                  "timing_band_epochs": scheduler_sim.timing(n=n, without_replacement=True, epoch="band")}
     elif name == "warmstart":
         from bench import warmstart_bench
 
