@@ -33,6 +33,17 @@ def rollouts_to_reach(evals: list[dict], target: float) -> float | None:
     return None
 
 
+def _level_totals(trains: list[dict]) -> dict[str, int]:
+    """Groups trained per level over the whole run."""
+    totals: dict[str, int] = {}
+    for r in trains:
+        for k, v in r.items():
+            if k.startswith("trained_groups_level_"):
+                level = k.removeprefix("trained_groups_level_")
+                totals[level] = totals.get(level, 0) + v
+    return dict(sorted(totals.items(), key=lambda kv: int(kv[0])))
+
+
 def run_arm(name: str, overrides: list[str], base: list[str], out: Path) -> dict:
     """One training run in its own process (`grpo train`): engines and process groups start clean."""
     import subprocess
@@ -46,12 +57,18 @@ def run_arm(name: str, overrides: list[str], base: list[str], out: Path) -> dict
         proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", *args], stdout=fh, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         raise RuntimeError(f"arm {name} failed (exit {proc.returncode}); see {log}")
+    import yaml
+
+    resolved = yaml.safe_load((out / name / "resolved_config.yaml").read_text())
     records = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
     return {"evals": [{k: r[k] for k in ("step", "rollouts_generated", "heldout_accuracy")} for r in evals],
             "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"], "steps": trains[-1]["step"],
-            "rollouts_generated": trains[-1]["rollouts_generated"], "seconds": time.monotonic() - start}
+            "rollouts_generated": trains[-1]["rollouts_generated"], "seconds": time.monotonic() - start,
+            "scheduler": resolved["scheduler"], "distinct_problems_trained": trains[-1]["distinct_problems_trained"],
+            "final_by_level": {k: v for k, v in evals[-1].items() if k.startswith("heldout_accuracy_level_")},
+            "trained_groups_by_level": _level_totals(trains)}
 
 
 def plot(result: dict, path: Path) -> Path:

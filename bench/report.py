@@ -78,10 +78,23 @@ def summary_lines(name: str, r: dict) -> list[str]:
             lines.append(f"- seed {s['seed']} held-out accuracy at the budget (best along the way): " + ", ".join(
                 f"{a} {_fmt(v['evals'][-1]['heldout_accuracy'])} ({_fmt(max(e['heldout_accuracy'] for e in v['evals']))})"
                 for a, v in s["arms"].items()))
+            lines.append(f"- seed {s['seed']} held-out accuracy at 5k / 10k / 20k rollouts: " + ", ".join(
+                f"{a} " + " / ".join(_fmt(accuracy_at(v["evals"], x)) for x in (5_000, 10_000, 20_000))
+                for a, v in s["arms"].items()))
             lines.append(f"- seed {s['seed']} distinct problems trained: " + ", ".join(
                 f"{a} {v.get('distinct_problems_trained', 'n/a')} in {v['steps']} steps" for a, v in s["arms"].items()))
         return lines
     return [f"- {k}: {_fmt(v)}" for k, v in r.items() if isinstance(v, (int, float, str)) and k != "benchmark"]
+
+
+def accuracy_at(evals: list[dict], rollouts: float) -> float | None:
+    """Held-out accuracy after `rollouts` rollouts, linear between evaluations (None past the last)."""
+    for prev, cur in zip(evals, evals[1:]):
+        x0, x1 = prev["rollouts_generated"], cur["rollouts_generated"]
+        if x0 <= rollouts <= x1:
+            w = (rollouts - x0) / max(x1 - x0, 1)
+            return prev["heldout_accuracy"] + w * (cur["heldout_accuracy"] - prev["heldout_accuracy"])
+    return None
 
 
 def write_readme(out_dir: Path | None = None) -> Path:
