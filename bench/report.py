@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from bench.common import RESULTS
+from bench.e2e_bench import rollouts_to_reach
 from grpo_data import io
 
 
@@ -81,6 +82,12 @@ def summary_lines(name: str, r: dict) -> list[str]:
             lines.append(f"- seed {s['seed']} held-out accuracy at 5k / 10k / 20k rollouts: " + ", ".join(
                 f"{a} " + " / ".join(_fmt(accuracy_at(v["evals"], x)) for x in (5_000, 10_000, 20_000))
                 for a, v in s["arms"].items()))
+            a_ev, b_ev = s["arms"]["A_band"]["evals"], s["arms"]["B_uniform_dapo"]["evals"]
+            b_final = b_ev[-1]["heldout_accuracy"]
+            a_reach = rollouts_to_reach(a_ev, b_final)
+            lines.append(f"- seed {s['seed']}: A reaches B's accuracy at the budget ({_fmt(b_final)}) after "
+                         f"{_fmt(a_reach)} rollouts" + (f", {_fmt(b_ev[-1]['rollouts_generated'] / a_reach)}x fewer"
+                                                         if a_reach else ""))
             lines.append(f"- seed {s['seed']} distinct problems trained: " + ", ".join(
                 f"{a} {v.get('distinct_problems_trained', 'n/a')} in {v['steps']} steps" for a, v in s["arms"].items()))
         return lines
@@ -104,7 +111,8 @@ def write_readme(out_dir: Path | None = None) -> Path:
     for path in sorted(folder.glob("*.json")):
         r = json.loads(path.read_text())
         m = r.get("machine", {})
-        parts += [f"## {r.get('benchmark', path.stem)}", "",
+        title = r.get("benchmark", path.stem) + (f" ({r['variant']})" if r.get("variant") else "")
+        parts += [f"## {title}", "",
                   f"Machine: {m.get('cpu_model', m.get('processor'))}, {m.get('cpus')} CPUs, {m.get('mem_total')}; "
                   f"finished {r.get('finished')}.", ""]
         parts += summary_lines(r.get("benchmark", path.stem), r) + [""]

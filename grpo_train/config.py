@@ -27,7 +27,10 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class SchedulerSection:
-    """name: band | uniform | offline_band; lo/hi: target band; decay: forgetting per step;
+    """name: band | uniform | offline_band; lo/hi: target band (0.2-0.95: GRPO's std-normalized
+    advantage makes a 7-of-8 group teach as hard as a 4-of-8 one, and with hi 0.8 the scheduler
+    dropped problems before the policy had consolidated them: the e2e ablations in bench/README.md);
+    decay: forgetting per step;
     max_prior_k: cap on the offline prior; refresh_every: steps between re-estimates of a subset
     (0 = never); refresh_drift: also refresh when a batch's pass rate is further than this from the
     band centre; refresh_size / refresh_k: how many problems, samples each; groups: `level` shares
@@ -39,7 +42,7 @@ class SchedulerSection:
 
     name: str = "band"
     lo: float = 0.2
-    hi: float = 0.8
+    hi: float = 0.95  # see the docstring: a problem stays in training until it is nearly solved
     decay: float = 0.99
     max_prior_k: float = 8.0
     refresh_every: int = 0
