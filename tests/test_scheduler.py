@@ -153,7 +153,8 @@ def test_epoch_ends_when_the_band_or_the_pool_is_used_up(epoch):
     # 100 problems at p = 0.5, 1900 solved or hopeless, all known from a strong offline profile
     p = np.concatenate([np.full(100, 0.5), np.zeros(1000), np.ones(900)])
     k = np.full(p.size, 32)
-    sched = BandScheduler(p.size, BandConfig(max_prior_k=32, epoch=epoch), seed=0, offline=(p * k, k))
+    cfg = BandConfig(max_prior_k=32, without_replacement=True, epoch=epoch)
+    sched = BandScheduler(p.size, cfg, seed=0, offline=(p * k, k))
     first = []
     for _ in range(4):  # one batch per policy step
         first.append(sched.sample(25))
