@@ -38,9 +38,8 @@ from grpo_data.stats import (
     StoppingRule,
     beta_mean,
     credible_interval,
-    fit_grid_prior,
-    fit_group_priors,
     posterior,
+    row_priors,
 )
 from grpo_data.verify import REASONS
 
@@ -175,11 +174,9 @@ def profile_chunk(engine, verifier, prompts: list[str], golds: list[str], cfg: P
             c = np.array([t.correct for t in tallies])
             k = np.array([t.k for t in tallies])
             hc, hk, hg = history if history is not None else (np.zeros(0), np.zeros(0), np.zeros(0))
-            if groups is None:
-                weights = fit_grid_prior(np.concatenate([hc, c]), np.concatenate([hk, k]))
-            else:  # one prior per group, fitted on everything so far; rows only for this chunk
-                keys, table = fit_group_priors(np.concatenate([hc, c]), np.concatenate([hk, k]), np.concatenate([hg, groups]))
-                weights = table[np.searchsorted(keys, groups)]
+            # one prior per group (when given), fitted on everything so far; rows only for this chunk
+            weights = row_priors(np.concatenate([hc, c]), np.concatenate([hk, k]),
+                                 None if groups is None else np.concatenate([hg, groups]), rows=groups)
             more = rule.undecided(c, k, weights)
             if not more.any():
                 break

@@ -167,13 +167,14 @@ class StoppingRule:
         return self.band_prob(n_correct, k, weights) >= 0.5
 
 
-def row_priors(n_correct, k, groups=None) -> np.ndarray:
+def row_priors(n_correct, k, groups=None, rows=None) -> np.ndarray:
     """Empirical-Bayes grid prior for every problem: the pool's (G,), or with `groups` one row
-    per problem from its group's fit (N, G)."""
+    per problem from its group's fit (N, G). `rows` (group keys, default `groups`) picks the rows
+    returned: fit on everything, rows only for the problems at hand."""
     if groups is None:
         return fit_grid_prior(n_correct, k)
     keys, weights = fit_group_priors(n_correct, k, groups)
-    return weights[np.searchsorted(keys, np.asarray(groups))]
+    return weights[np.searchsorted(keys, np.asarray(groups if rows is None else rows))]
 
 
 def simulate(rule: StoppingRule, pass_rates: np.ndarray, rng: np.random.Generator,

@@ -119,6 +119,9 @@ def test_group_priors_fit_each_group_and_shrink_small_ones_to_the_pool():
     assert w[2, 0] > 0.3 and w[2, -1] > 0.3  # five problems: mostly the pool's two modes
     rows = row_priors(c, k, groups)
     assert rows.shape == (p.size, w.shape[1]) and np.allclose(rows[600], w[1])
+    # rows for a few problems only, from the fit on all of them
+    some = row_priors(c, k, groups, rows=np.array([2.0, 0.0]))
+    assert some.shape == (2, w.shape[1]) and np.allclose(some, w[[2, 0]])
 
 
 def test_per_level_priors_save_samples_at_the_same_accuracy():
