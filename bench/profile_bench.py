@@ -46,19 +46,21 @@ def run(quick: bool = False, workdir: str = "runs/bench-profile") -> dict:
     n_tp = 64 if quick else 256
     tp_problems = train.sample(n=n_tp, seed=1)
     out = {"policy": str(policy)}
-    from grpo_data.prompting import render_prompt
+    from grpo_data.engines import EngineSettings
+    from grpo_data.prompting import encode_prompt, resolve_stops
 
     def gen_only(engine) -> float:
         """Generation alone (no verification): samples/s of engine.generate on the same prompts,
         after a small warm-up call (first-call setup is not throughput)."""
-        prompts = [render_prompt(engine.tokenizer, m) for m in tp_problems["prompt"].to_list()]
-        engine.generate(prompts[:8], 16, sampling)
+        prompts = [encode_prompt(engine.tokenizer, m) for m in tp_problems["prompt"].to_list()]
+        stops = resolve_stops(sampling, engine.tokenizer)
+        engine.generate(prompts[:8], 16, stops)
         start = time.monotonic()
-        engine.generate(prompts, 16, sampling)
+        engine.generate(prompts, 16, stops)
         return n_tp * 16 / (time.monotonic() - start)
 
     with VerifierPool() as pool:
-        vllm = make_engine("vllm", str(policy), seed=0, max_num_seqs=1024)  # a 1M model: decode many sequences at once
+        vllm = make_engine("vllm", str(policy), seed=0, settings=EngineSettings(max_num_seqs=1024))  # a 1M model: decode many sequences at once
         vllm_gen = gen_only(vllm)
         cfg16 = ProfileConfig(k=16, sampling=sampling, chunk_size=n_tp)
         _, v_s, v_n = _profile(tp_problems, vllm, pool, cfg16, work / "tp-vllm.parquet")

@@ -4,9 +4,9 @@
     groups = engine.generate(prompts, n=16, sampling=SamplingConfig(temperature=1.0, max_tokens=32))
     # groups[i] is a list of n Completion for prompts[i]
 
-Prompts are finished strings from `grpo_data.prompting.render_prompt`, or their token ids (what a
-trainer passes, so the learner scores exactly the tokens the engine saw): every engine sees exactly
-the same input. vLLM lives in `grpo_data.vllm_engine` (the only module importing vllm); the
+Prompts are token ids from `grpo_data.prompting.encode_prompt` (what profiling, training and
+evaluation all pass, so the learner scores exactly the tokens the engine saw, with exactly the
+template's special tokens), or finished strings (tokenized with no special tokens added). vLLM lives in `grpo_data.vllm_engine` (the only module importing vllm); the
 transformers engine here is the reference and the fallback.
 """
 
@@ -29,14 +29,16 @@ ENGINES = ("vllm", "hf")
 class Completion:
     """One sampled answer.
 
-    text:          decoded completion, special tokens dropped.
-    token_ids:     completion token ids (EOS included when generated).
-    finish_reason: "stop" (EOS or a stop string) or "length" (hit max_tokens: truncated).
+    text:          decoded completion, special tokens dropped, cut before a stop string.
+    token_ids:     completion token ids (the stop token included when one ended it).
+    finish_reason: "stop" (a stop token or string) or "length" (hit max_tokens: truncated).
+    logprobs:      log-prob of each token under the sampling distribution (when asked for).
     """
 
     text: str
     token_ids: tuple[int, ...]
     finish_reason: str
+    logprobs: tuple[float, ...] | None = None
 
     @property
     def truncated(self) -> bool:
@@ -55,7 +57,42 @@ class GenerationEngine(Protocol):
         """Replace the engine's weights in place (for RL), from (name, tensor) pairs."""
         ...
 
+    def sleep(self) -> None:
+        """Release generation memory (KV cache) while the learner trains; no-op where unsupported."""
+        ...
+
+    def wake_up(self) -> None: ...
+
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """vLLM engine settings (the HF engine ignores them); `rollout.vllm` in a train config, the same
+    flags on `grpo profile`. None means: the sensible value for the device kind.
+
+    gpu_memory_utilization: share of each rank's own GPU for vLLM's weights and KV cache; only ranks
+                            that share one device split it.
+    max_model_len:          longest prompt + completion (None: the model's own limit).
+    enforce_eager:          skip compilation / CUDA graphs (None: eager on CPU, graphs on GPU).
+    dtype:                  weights and activations dtype ("auto": the model's).
+    max_num_seqs:           most sequences decoded together (None: vLLM's default).
+    enable_sleep_mode:      release the KV cache and offload weights while DeepSpeed trains, wake
+                            before generating (None: on for GPU; a no-op on CPU, so off there).
+    """
+
+    gpu_memory_utilization: float = 0.5
+    max_model_len: int | None = None
+    enforce_eager: bool | None = None
+    dtype: str = "auto"
+    max_num_seqs: int | None = None
+    enable_sleep_mode: bool | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ValueError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
+        if self.max_model_len is not None and self.max_model_len < 2:
+            raise ValueError(f"max_model_len must be >= 2, got {self.max_model_len}")
 
 
 def check_model_path(model: str) -> None:
@@ -88,7 +125,20 @@ def check_sampling(n: int, sampling: SamplingConfig) -> None:
         raise ValueError("greedy sampling (temperature 0) gives identical samples: use n=1 or temperature > 0")
 
 
-def make_engine(name: str, model: str, seed: int = 0, **kwargs) -> GenerationEngine:
+def engine_settings(values: dict | None) -> EngineSettings:
+    """EngineSettings from a mapping (a config's `vllm:` section); unknown keys are errors."""
+    import dataclasses
+
+    values = dict(values or {})
+    accepted = [f.name for f in dataclasses.fields(EngineSettings)]
+    unknown = sorted(set(values) - set(accepted))
+    if unknown:
+        raise ValueError(f"unknown vllm setting(s) {unknown}; accepted: {', '.join(accepted)}")
+    return EngineSettings(**values)
+
+
+def make_engine(name: str, model: str, seed: int = 0, settings: EngineSettings = EngineSettings(),
+                **kwargs) -> GenerationEngine:
     """An engine by name ("vllm" or "hf"); unknown names and missing model paths fail here."""
     if name not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; choose one of: {', '.join(ENGINES)}")
@@ -96,8 +146,48 @@ def make_engine(name: str, model: str, seed: int = 0, **kwargs) -> GenerationEng
     if name == "vllm":
         from grpo_data.vllm_engine import VLLMEngine
 
-        return VLLMEngine(model, seed=seed, **kwargs)
+        return VLLMEngine(model, seed=seed, settings=settings, **kwargs)
     return HFEngine(model, seed=seed, **kwargs)
+
+
+def pin_local_device() -> None:
+    """Under a launcher (torchrun sets LOCAL_RANK) with independent engines per rank (profiling),
+    make this rank see only its own GPU, so every rank's engine does not land on device 0. Must run
+    before CUDA is initialized; a no-op without LOCAL_RANK."""
+    local = os.environ.get("LOCAL_RANK")
+    if local is None or int(os.environ.get("LOCAL_WORLD_SIZE", os.environ.get("WORLD_SIZE", "1"))) <= 1:
+        return
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    devices = visible.split(",") if visible else None
+    if devices is None:
+        import torch  # device count without initializing a CUDA context
+
+        count = torch.cuda.device_count()
+        if count == 0:
+            return
+        devices = [str(i) for i in range(count)]
+    os.environ["CUDA_VISIBLE_DEVICES"] = devices[int(local) % len(devices)]
+
+
+def cut_at_stop(ids: list[int], text_of, stop_ids: tuple[int, ...], stop: tuple[str, ...], max_tokens: int,
+                pad_id: int | None) -> tuple[list[int], str, str]:
+    """A completion from raw generated ids, as vLLM reports it: ids up to and including the first stop
+    token, text cut before the first stop string, finish reason "stop" or "length"."""
+    stop_set = set(stop_ids)
+    for j, t in enumerate(ids):
+        if t in stop_set:
+            ids = ids[: j + 1]
+            return ids, _cut_text(text_of(ids), stop)[0], "stop"
+    if pad_id is not None:
+        while ids and ids[-1] == pad_id:  # HF pads sequences that finished on a stop string
+            ids = ids[:-1]
+    text, stopped = _cut_text(text_of(ids), stop)
+    return ids, text, "stop" if stopped or len(ids) < max_tokens else "length"
+
+
+def _cut_text(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
+    hits = [text.find(s) for s in stop if s and s in text]
+    return (text[: min(hits)], True) if hits else (text, False)
 
 
 class HFEngine:
@@ -124,11 +214,11 @@ class HFEngine:
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
         self._seed = seed
 
-    def generate(self, prompts: list[str], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
+    def generate(self, prompts: list[str] | list[list[int]], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
         import torch
 
         check_sampling(n, sampling)
-        eos = self.tokenizer.eos_token_id
+        stop_ids = sampling.stop_token_ids if sampling.stop_token_ids is not None else (self.tokenizer.eos_token_id,)
         per_batch = max(1, self.batch_size // n)
         out: list[list[Completion]] = []
         for start in range(0, len(prompts), per_batch):
@@ -143,22 +233,24 @@ class HFEngine:
                 gen = self.model.generate(
                     **enc, do_sample=sampling.temperature > 0, temperature=sampling.temperature or None,
                     top_p=sampling.top_p, top_k=0, max_new_tokens=sampling.max_tokens, num_return_sequences=n,
-                    pad_token_id=self.tokenizer.pad_token_id, eos_token_id=eos,
-                    stop_strings=list(sampling.stop) or None,
-                    tokenizer=self.tokenizer if sampling.stop else None,
+                    pad_token_id=self.tokenizer.pad_token_id, eos_token_id=list(stop_ids),
+                    stop_strings=list(sampling.stop) or None, tokenizer=self.tokenizer if sampling.stop else None,
+                    output_scores=sampling.logprobs, return_dict_in_generate=True,
                 )
-            new = gen[:, enc["input_ids"].shape[1] :].tolist()  # (len(chunk) * n, <= max_tokens)
+            width = enc["input_ids"].shape[1]
+            new = gen.sequences[:, width:]  # (len(chunk) * n, <= max_tokens)
+            if sampling.logprobs:  # scores are the processed logits (temperature, top-p) each token was drawn from
+                steps = torch.stack(gen.scores, dim=1).float().log_softmax(-1)  # (rows, steps, V)
+                token_logp = steps.gather(-1, new[:, : steps.size(1), None]).squeeze(-1).tolist()
+            rows = new.tolist()
             for i in range(len(chunk)):
                 group = []
-                for ids in new[i * n : (i + 1) * n]:
-                    if eos in ids:
-                        ids = ids[: ids.index(eos) + 1]
-                        reason = "stop"
-                    else:
-                        ids = [t for t in ids if t != self.tokenizer.pad_token_id]
-                        reason = "length" if len(ids) >= sampling.max_tokens else "stop"
-                    text = self.tokenizer.decode(ids, skip_special_tokens=True)
-                    group.append(Completion(text, tuple(ids), reason))
+                for r in range(i * n, (i + 1) * n):
+                    ids, text, reason = cut_at_stop(
+                        rows[r], lambda x: self.tokenizer.decode(x, skip_special_tokens=True), tuple(stop_ids),
+                        sampling.stop, sampling.max_tokens, self.tokenizer.pad_token_id)
+                    lp = tuple(token_logp[r][: len(ids)]) if sampling.logprobs else None
+                    group.append(Completion(text, tuple(ids), reason, lp))
                 out.append(group)
         return out
 
@@ -167,6 +259,12 @@ class HFEngine:
 
         with torch.no_grad():
             self.model.load_state_dict(dict(named_tensors), strict=False)
+
+    def sleep(self) -> None:
+        pass
+
+    def wake_up(self) -> None:
+        pass
 
     def close(self) -> None:
         self.model = None
@@ -177,3 +275,34 @@ def set_vllm_env_defaults() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+    install_engine_log_filters()
+
+
+class _DropMessages(logging.Filter):
+    def __init__(self, fragments: tuple[str, ...]) -> None:
+        super().__init__()
+        self.fragments = fragments
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(f in message for f in self.fragments)
+
+
+# Messages vLLM prints on every step of an in-process RL loop that say nothing is wrong, each filtered
+# on the one logger that emits it (the cause is vLLM's, the behaviour it reports is the right one):
+ENGINE_NOISE = {
+    # reload_weights counts the rotary cos/sin cache as loadable; a checkpoint (and HF state dict)
+    # never holds it, so vLLM puts its own cache back, which is correct
+    "vllm.model_executor.model_loader.reload.layerwise": ("RotaryEmbedding: Failed to load weights",),
+    # the CPU worker replaces torch.set_num_threads process-wide; in-process, vLLM's own prompt
+    # renderer then calls it for every request and is told it is skipped (threads stay bound)
+    "vllm.v1.worker.cpu_worker": ("`torch.set_num_threads` after the thread binding",),
+}
+
+
+def install_engine_log_filters() -> None:
+    """Drop exactly the ENGINE_NOISE messages (idempotent)."""
+    for name, fragments in ENGINE_NOISE.items():
+        log = logging.getLogger(name)
+        if not any(isinstance(f, _DropMessages) for f in log.filters):
+            log.addFilter(_DropMessages(fragments))

@@ -32,7 +32,8 @@ import polars as pl
 
 from grpo_data import io
 from grpo_data.problems import level_array
-from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt, template_hash
+from grpo_data.prompting import PromptConfig, SamplingConfig, resolve_stops, template_hash
+from grpo_data.rollouts import RolloutSampler
 from grpo_data.stats import (
     JEFFREYS,
     StoppingRule,
@@ -83,6 +84,38 @@ class ProfileConfig:
         return {"k": self.k, "rule": asdict(self.rule) if self.rule else None,
                 "sampling": self.sampling.to_dict(), "prompt": asdict(self.prompt),
                 "chunk_size": self.chunk_size, "seed": self.seed, "prior_groups": self.prior_groups}
+
+
+# Every option a profile run takes, with its one default: `grpo profile` flags and a pipeline's
+# `profile:` section both go through `profile_options` (engine and vllm pick the engine, the rest
+# build the ProfileConfig).
+PROFILE_OPTIONS: dict[str, object] = {
+    "engine": None, "vllm": {}, "k": 16, "adaptive": False, "band": (0.2, 0.8), "confidence": 0.8,
+    "screen_k": 2, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
+    "max_tokens": 32, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
+    "chunk_size": 64, "seed": 0,
+}
+
+
+def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
+    """A ProfileConfig and the engine choice ({"engine", "vllm"}) from options named as in
+    PROFILE_OPTIONS; unknown names are errors that list the accepted ones."""
+    unknown = sorted(set(options) - set(PROFILE_OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown profile option(s) {unknown}; accepted: {', '.join(PROFILE_OPTIONS)}")
+    o = {**PROFILE_OPTIONS, **{k: v for k, v in options.items() if v is not None or k == "stop_token_ids"}}
+    band = o["band"].split(",") if isinstance(o["band"], str) else o["band"]
+    lo, hi = (float(x) for x in band)
+    rule = (StoppingRule(lo=lo, hi=hi, confidence=float(o["confidence"]), screen_k=int(o["screen_k"]),
+                         step_k=int(o["step_k"]), max_k=int(o["max_k"])) if o["adaptive"] else None)
+    stop_ids = None if o["stop_token_ids"] is None else tuple(int(i) for i in o["stop_token_ids"])
+    cfg = ProfileConfig(
+        k=int(o["k"]), rule=rule, chunk_size=int(o["chunk_size"]), seed=int(o["seed"]),
+        prior_groups=str(o["prior_groups"]),
+        sampling=SamplingConfig(temperature=float(o["temperature"]), top_p=float(o["top_p"]),
+                                max_tokens=int(o["max_tokens"]), stop=tuple(o["stop"]), stop_token_ids=stop_ids),
+        prompt=PromptConfig(system_prompt=o["system_prompt"], instruction_suffix=o["instruction_suffix"] or ""))
+    return cfg, {"engine": o["engine"], "vllm": dict(o["vllm"] or {})}
 
 
 def parts_dir(out: str | Path) -> Path:
@@ -136,40 +169,28 @@ class _Tally:
             self.reasons[v.reason] = self.reasons.get(v.reason, 0) + 1
 
 
-def _sample_round(engine, verifier, prompts: list[str], golds: list[str], n_each: list[int],
-                  sampling: SamplingConfig, tallies: list[_Tally]) -> int:
-    """Sample n_each[i] completions for each prompt (grouped by n), verify, add to tallies."""
-    total = 0
-    for n in sorted(set(n_each)):
-        idx = [i for i, m in enumerate(n_each) if m == n]
-        if n == 0 or not idx:
-            continue
-        groups = engine.generate([prompts[i] for i in idx], n, sampling)
-        flat_gold = [golds[i] for i, g in zip(idx, groups, strict=True) for _ in g]
-        flat_pred = [c.text for g in groups for c in g]
-        verdicts = verifier.verify(flat_gold, flat_pred)
-        pos = 0
-        for i, g in zip(idx, groups, strict=True):
-            tallies[i].add(g, verdicts[pos : pos + len(g)])
-            pos += len(g)
-        total += len(flat_pred)
-    return total
+def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], n_each: list[int],
+                  tallies: list[_Tally]) -> int:
+    """Sample n_each[i] completions for each prompt, verify, add to tallies; returns samples drawn."""
+    for tally, group in zip(tallies, sampler.sample(prompts, golds, n_each), strict=True):
+        tally.add(group.completions, group.verdicts)
+    return int(sum(n_each))
 
 
-def profile_chunk(engine, verifier, prompts: list[str], golds: list[str], cfg: ProfileConfig,
+def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], cfg: ProfileConfig,
                   history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                   groups: np.ndarray | None = None) -> tuple[list[dict], int]:
-    """Profile rows (without ids) for one chunk, and the number of samples drawn.
+    """Profile rows (without ids) for one chunk of encoded prompts, and the number of samples drawn.
 
     Adaptive decisions use an empirical-Bayes grid prior fitted to this chunk's counts together
     with `history` (n_correct, k, group of problems profiled before), so it sharpens as the run
     goes; with `groups` (one key per prompt, e.g. its level) one prior per group."""
     tallies = [_Tally() for _ in prompts]
     if cfg.rule is None:
-        samples = _sample_round(engine, verifier, prompts, golds, [cfg.k] * len(prompts), cfg.sampling, tallies)
+        samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies)
     else:
         rule = cfg.rule
-        samples = _sample_round(engine, verifier, prompts, golds, [rule.screen_k] * len(prompts), cfg.sampling, tallies)
+        samples = _sample_round(sampler, prompts, golds, [rule.screen_k] * len(prompts), tallies)
         while True:
             c = np.array([t.correct for t in tallies])
             k = np.array([t.k for t in tallies])
@@ -181,7 +202,7 @@ def profile_chunk(engine, verifier, prompts: list[str], golds: list[str], cfg: P
             if not more.any():
                 break
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
-            samples += _sample_round(engine, verifier, prompts, golds, extra, cfg.sampling, tallies)
+            samples += _sample_round(sampler, prompts, golds, extra, tallies)
     rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons) for t in tallies]
     return rows, samples
 
@@ -214,9 +235,11 @@ def package_versions() -> dict[str, str]:
 
 
 def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: dict) -> dict:
+    sampling = resolve_stops(cfg.sampling, engine.tokenizer)  # the stops the run really uses
     return {
         "model": engine.model_path, "weights_hash": weights_hash(engine.model_path), "engine": engine.name,
-        "template_hash": template_hash(engine.tokenizer, cfg.prompt), "config": cfg.to_dict(),
+        "template_hash": template_hash(engine.tokenizer, cfg.prompt),
+        "config": {**cfg.to_dict(), "sampling": sampling.to_dict()},
         "data": data_spec, "verifier": {"library": "math-verify", **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -249,13 +272,14 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
         io.write_json(pdir / "metadata.json", metadata)
+    sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling)
     start, samples_total = time.monotonic(), 0
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
     for chunk_no, chunk in enumerate(todo.iter_slices(cfg.chunk_size)):
-        prompts = [render_prompt(engine.tokenizer, m, cfg.prompt) for m in chunk["prompt"].to_list()]
+        prompts = [sampler.encode(m) for m in chunk["prompt"].to_list()]
         groups = (np.array([group_of[i] for i in chunk["id"].to_list()], dtype=np.float64)
                   if group_of is not None else None)
-        rows, samples = profile_chunk(engine, verifier, prompts, chunk["answer"].to_list(), cfg,
+        rows, samples = profile_chunk(sampler, prompts, chunk["answer"].to_list(), cfg,
                                       (hist_c, hist_k, hist_g), groups)
         samples_total += samples
         hist_c = np.concatenate([hist_c, [r["n_correct"] for r in rows]])

@@ -4,14 +4,20 @@
 - Seeded through the engine (`LLM(seed=...)`): per-request seeds crashed the CPU engine.
 - Runs in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`) so a trainer can push new weights with
   `load_weights` (`collective_rpc("reload_weights")`, then a prefix-cache reset).
+- `logprobs_mode="processed_logprobs"`: a sampled token's log-prob is under the distribution it was
+  drawn from (temperature and top-p applied), which is what the learner recomputes.
+- Settings per device kind (`EngineSettings`): eager and no sleep mode on CPU; CUDA graphs and sleep
+  mode (KV cache released while DeepSpeed trains) on GPU; each rank its own GPU's configured share.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import os
 import time
 
-from grpo_data.engines import Completion, check_sampling, set_vllm_env_defaults
+from grpo_data.engines import Completion, EngineSettings, check_sampling, set_vllm_env_defaults
 from grpo_data.prompting import SamplingConfig
 
 logger = logging.getLogger(__name__)
@@ -23,58 +29,98 @@ def _launched_world_size() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
+def ranks_per_device(world: int, local_world: int, devices: int) -> int:
+    """How many ranks share one GPU: 1 when every rank has its own (8 ranks on 8 GPUs)."""
+    if world <= 1 or devices <= 0:
+        return 1
+    return max(1, math.ceil(local_world / devices))
+
+
+def engine_kwargs(settings: EngineSettings, on_gpu: bool, sharing: int) -> dict:
+    """LLM(...) keyword arguments for the settings on this device kind (None = the kind's default)."""
+    eager = settings.enforce_eager if settings.enforce_eager is not None else not on_gpu
+    sleep = settings.enable_sleep_mode if settings.enable_sleep_mode is not None else on_gpu
+    out = {"enforce_eager": eager, "max_model_len": settings.max_model_len, "dtype": settings.dtype,
+           "gpu_memory_utilization": settings.gpu_memory_utilization / sharing,
+           "enable_sleep_mode": bool(sleep and on_gpu)}  # sleep mode is a no-op on CPU
+    if settings.max_num_seqs:
+        out["max_num_seqs"] = settings.max_num_seqs
+    return out
+
+
 class VLLMEngine:
     name = "vllm"
 
-    def __init__(self, model: str, seed: int = 0, enforce_eager: bool = True, max_model_len: int | None = None,
-                 trust_remote_code: bool = False, dtype: str = "auto", gpu_memory_utilization: float = 0.4,
-                 max_num_seqs: int | None = None, **_ignored) -> None:
+    def __init__(self, model: str, seed: int = 0, settings: EngineSettings = EngineSettings(),
+                 trust_remote_code: bool = False, **_ignored) -> None:
         set_vllm_env_defaults()
+        import torch
         from vllm import LLM
 
         start = time.monotonic()
         self.model_path = model
-        extra = {"max_num_seqs": max_num_seqs} if max_num_seqs else {}  # None: vLLM's default (256 on CPU)
+        on_gpu = torch.cuda.is_available()
         world = _launched_world_size()
+        sharing = ranks_per_device(world, int(os.environ.get("LOCAL_WORLD_SIZE", world)),
+                                   torch.cuda.device_count() if on_gpu else 0)
+        extra = engine_kwargs(settings, on_gpu, sharing)
         if world > 1:
             # under torchrun/deepspeed: one engine per rank, each generating for its own prompts,
             # inside the launcher's process group (vLLM's "external launcher" data parallelism)
             extra |= {"distributed_executor_backend": "external_launcher", "data_parallel_size": world,
                       "tensor_parallel_size": 1}
-            gpu_memory_utilization = min(gpu_memory_utilization, 0.9 / world)
-        self.llm = LLM(
-            model=model, seed=seed, enforce_eager=enforce_eager, max_model_len=max_model_len,
-            trust_remote_code=trust_remote_code, dtype=dtype, enable_prefix_caching=True,
-            gpu_memory_utilization=gpu_memory_utilization, **extra,
-        )
+        self.sleeping = False
+        self.sleep_enabled = extra["enable_sleep_mode"]
+        self.llm = LLM(model=model, seed=seed, trust_remote_code=trust_remote_code, enable_prefix_caching=True,
+                       logprobs_mode="processed_logprobs", **extra)
         self.tokenizer = self.llm.get_tokenizer()
-        logger.info("vLLM engine up in %.1fs (%s)", time.monotonic() - start, model)
+        logger.info("vLLM engine up in %.1fs (%s; eager=%s, sleep=%s, memory share %.2f)", time.monotonic() - start,
+                    model, extra["enforce_eager"], self.sleep_enabled, extra["gpu_memory_utilization"])
 
-    def generate(self, prompts: list[str], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
+    def generate(self, prompts: list[str] | list[list[int]], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
         from vllm import SamplingParams
 
         check_sampling(n, sampling)
+        self.wake_up()
         params = SamplingParams(
             n=n, temperature=sampling.temperature, top_p=sampling.top_p, max_tokens=sampling.max_tokens,
-            stop=list(sampling.stop) or None,
+            stop=list(sampling.stop) or None, logprobs=0 if sampling.logprobs else None,
+            stop_token_ids=list(sampling.stop_token_ids) if sampling.stop_token_ids is not None else None,
         )
         if prompts and not isinstance(prompts[0], str):
             from vllm.inputs import TokensPrompt
 
             prompts = [TokensPrompt(prompt_token_ids=list(p)) for p in prompts]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
-        return [
-            [Completion(o.text, tuple(o.token_ids), "length" if o.finish_reason == "length" else "stop")
-             for o in req.outputs]
-            for req in outputs
-        ]
+        return [[_completion(o, sampling.logprobs) for o in req.outputs] for req in outputs]
 
     def load_weights(self, named_tensors) -> None:
         """Push new weights into the live engine, then drop cached prefixes computed with the old ones."""
+        self.wake_up()
         dtype = self.llm.llm_engine.model_config.dtype  # e.g. bf16 on CPU: cast here, not per parameter inside
         weights = [(name, tensor.detach().to("cpu", dtype)) for name, tensor in named_tensors]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
 
+    def sleep(self) -> None:
+        """Offload weights and drop the KV cache while DeepSpeed trains (GPU, sleep mode on)."""
+        if self.sleep_enabled and not self.sleeping:
+            self.llm.sleep(level=1)
+            self.sleeping = True
+
+    def wake_up(self) -> None:
+        if self.sleeping:
+            self.llm.wake_up()
+            self.sleeping = False
+
     def close(self) -> None:
         self.llm = None
+
+
+def _completion(out, with_logprobs: bool) -> Completion:
+    """A vLLM CompletionOutput as a Completion; logprobs of the sampled tokens (processed mode)."""
+    ids = tuple(out.token_ids)
+    logprobs = None
+    if with_logprobs and out.logprobs is not None:
+        logprobs = tuple(float(out.logprobs[j][t].logprob) for j, t in enumerate(ids))
+    return Completion(out.text, ids, "length" if out.finish_reason == "length" else "stop", logprobs)

@@ -8,11 +8,14 @@ Unknown keys are errors naming the key and the accepted ones; each run writes it
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from grpo_data.engines import EngineSettings
 
 
 @dataclass(frozen=True)
@@ -55,13 +58,24 @@ class SchedulerSection:
     epoch: str = "band"
 
 
+OVERLONG = ("keep", "mask", "penalty")
+
+
 @dataclass(frozen=True)
 class RolloutConfig:
     """engine: vllm | hf; group_size: G answers per prompt; batch_groups: informative groups per
     step (per rank); max_rounds: resampling rounds before training on an under-filled batch;
     dynamic_resampling: drop zero-variance groups and ask for replacements; oversample: problems
     asked per missing group in a round; temperature/top_p/max_tokens: sampling (shared with the
-    profiler's definition); instruction_suffix/system_prompt: prompt construction."""
+    profiler's definition; every learner log-prob is of softmax(logits / temperature));
+    stop: stop strings; stop_token_ids: tokens that end an answer (null: the chat template's
+    end-of-turn token and EOS); overlong: what happens to answers that hit max_tokens: `keep`
+    (rewarded and trained like finished ones), `mask` (kept out of the loss: DAPO's overlong
+    filtering), `penalty` (DAPO's soft overlong punishment: reward minus up to overlong_penalty,
+    ramping linearly over the last overlong_buffer tokens of the budget);
+    instruction_suffix/system_prompt: prompt construction; vllm: engine settings
+    (grpo_data.engines.EngineSettings: gpu_memory_utilization, max_model_len, enforce_eager, dtype,
+    max_num_seqs, enable_sleep_mode; null means the device kind's default)."""
 
     engine: str = "vllm"
     group_size: int = 8
@@ -72,33 +86,54 @@ class RolloutConfig:
     temperature: float = 1.0
     top_p: float = 1.0
     max_tokens: int = 16
+    stop: tuple[str, ...] = ()
+    stop_token_ids: tuple[int, ...] | None = None
+    overlong: str = "keep"
+    overlong_buffer: int = 0
+    overlong_penalty: float = 1.0
     instruction_suffix: str = ""
     system_prompt: str | None = None
+    vllm: EngineSettings = field(default_factory=EngineSettings)
 
 
 @dataclass(frozen=True)
 class AlgoConfig:
-    """advantage: grpo | dr_grpo | rloo; aggregation: token_mean | seq_mean; clip_low/high: ratio
+    """advantage: grpo | dr_grpo | rloo; aggregation: token_mean | seq_mean | seq_sum_norm (each
+    sequence's token sum over max_tokens: Dr. GRPO's constant normalizer); null picks seq_sum_norm
+    for dr_grpo (so it has no length bias left) and token_mean otherwise; clip_low/high: ratio
     clip range (clip-higher); kl_beta: k3 KL coefficient (0 skips the reference model); eps: std
-    epsilon in advantages and the zero-variance test."""
+    epsilon in advantages and the zero-variance test; tis_cap: truncated importance sampling of the
+    rollout/learner mismatch, weights min(pi_learner / pi_rollout, tis_cap) per token (0 = off)."""
 
     advantage: str = "grpo"
-    aggregation: str = "token_mean"
+    aggregation: str | None = None
     clip_low: float = 0.2
     clip_high: float = 0.28
     kl_beta: float = 0.0
     eps: float = 1e-6
+    tis_cap: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.aggregation is None:
+            object.__setattr__(self, "aggregation", "seq_sum_norm" if self.advantage == "dr_grpo" else "token_mean")
 
 
 @dataclass(frozen=True)
 class OptimConfig:
-    """AdamW settings; minibatches: optimizer steps per rollout batch (old log-probs computed once)."""
+    """AdamW settings; minibatches: optimizer steps per rollout batch (old log-probs computed once);
+    micro_batch_tokens: most padded tokens (rows x longest row) per forward/backward, gradients
+    accumulate over micro-batches (memory follows this, not the batch); logit_chunk_tokens:
+    completion positions whose (chunk, vocabulary) logits exist at once; gradient_checkpointing:
+    recompute the decoder's activations in the backward pass (less memory, about a third more time)."""
 
     lr: float = 2e-4
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.99)
     grad_clip: float = 1.0
     minibatches: int = 1
+    micro_batch_tokens: int = 16384
+    logit_chunk_tokens: int = 1024
+    gradient_checkpointing: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,8 +148,10 @@ class DeepSpeedSection:
 class RunConfig:
     """steps: optimizer steps; max_rollouts: stop early once this many rollouts were generated
     (0 = no budget; for equal-budget comparisons); eval_every/save_every: in steps (0 = never);
-    keep_last: checkpoints kept; eval_k: samples per held-out problem; eval_limit: held-out
-    problems used (0 = all)."""
+    keep_last: newest checkpoints kept (0 = keep every one); eval_k: samples per held-out problem;
+    eval_limit: held-out problems used (0 = all); ranks: processes `grpo pipeline` launches
+    training with (`deepspeed --num_gpus RANKS --module pipelines.cli train ...`; `grpo train`
+    itself runs in however many processes its launcher started)."""
 
     out: str = "runs/train"
     steps: int = 40
@@ -127,6 +164,7 @@ class RunConfig:
     keep_last: int = 2
     threads: int = 2
     progress: bool = True
+    ranks: int = 1
 
 
 @dataclass(frozen=True)
@@ -162,6 +200,13 @@ class TrainConfig:
             (self.scheduler.name != "offline_band" or self.data.profile,
              "scheduler.name=offline_band needs data.profile (an offline profile of data.train)"),
             (self.rollout.temperature > 0, "rollout.temperature must be > 0: greedy groups have no variance"),
+            (self.rollout.overlong in OVERLONG, f"rollout.overlong must be one of {OVERLONG}, got {self.rollout.overlong!r}"),
+            (self.rollout.overlong != "penalty" or 0 < self.rollout.overlong_buffer <= self.rollout.max_tokens,
+             "rollout.overlong=penalty needs 0 < rollout.overlong_buffer <= rollout.max_tokens"),
+            (self.optim.micro_batch_tokens >= 1 and self.optim.logit_chunk_tokens >= 1,
+             "optim.micro_batch_tokens and optim.logit_chunk_tokens must be >= 1"),
+            (self.algo.tis_cap >= 0, "algo.tis_cap must be >= 0 (0 = off)"),
+            (self.run.keep_last >= 0 and self.run.ranks >= 1, "run.keep_last must be >= 0 and run.ranks >= 1"),
         ]
         for ok, msg in checks:
             if not ok:
@@ -200,12 +245,51 @@ def _set_dotted(tree: dict, dotted: str, value) -> None:
     node[keys[-1]] = value
 
 
+def pipeline_train_paths(spec: dict) -> dict:
+    """Where `grpo pipeline` writes what training reads, for a pipeline file's spec: the model it
+    names (or the warm start it builds), the data stage's tables, the profile and the run folder.
+    A pipeline file's `train:` section may set any of these itself."""
+    out = Path(spec.get("out", "runs/pipeline"))
+    data = out / ("world" if "world" in spec else "data")
+    return {"model": spec.get("model") or str(out / "policy-warm"),
+            "data": {"train": str(data / "train.parquet"), "heldout": str(data / "heldout.parquet"),
+                     "profile": str(out / "profile.parquet")},
+            "run": {"out": str(out / "train")}}
+
+
+def is_pipeline_spec(tree) -> bool:
+    return isinstance(tree, dict) and "train" in tree and ("world" in tree or "data" in tree)
+
+
+def _merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for k, v in extra.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def train_tree(spec: dict) -> dict:
+    """The train config tree of a pipeline spec: its `train:` section over the pipeline's paths."""
+    return _merge(pipeline_train_paths(spec), spec.get("train") or {})
+
+
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
-    """YAML file (optional) + `key.sub=value` overrides (values parsed as YAML scalars)."""
+    """YAML file (optional) + `key.sub=value` overrides (values parsed as YAML scalars).
+
+    The file is a bare train config, or a pipeline file (`grpo pipeline`): then its `train:` section,
+    with the model and data the pipeline names (`pipeline_train_paths`)."""
     tree = {}
     if path is not None:
         loaded = yaml.safe_load(Path(path).read_text()) or {}
-        tree = loaded.get("train", loaded) if isinstance(loaded, dict) else loaded
+        if is_pipeline_spec(loaded):
+            tree = train_tree(loaded)
+        else:
+            tree = loaded.get("train", loaded) if isinstance(loaded, dict) else loaded
+    return config_from_tree(tree, overrides)
+
+
+def config_from_tree(tree: dict, overrides: list[str] | None = None) -> TrainConfig:
+    tree = copy.deepcopy(tree)
     for item in overrides or []:
         if "=" not in item:
             raise ValueError(f"override {item!r} must look like key.sub=value")

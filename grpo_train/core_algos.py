@@ -15,16 +15,38 @@ Numerical choices, stated where they are made:
 - `rloo` subtracts the mean of the *other* G-1 rewards: A_i = G/(G-1) * (r_i - mean).
 - The surrogate clips the ratio to [1 - clip_low, 1 + clip_high] (clip-higher, DAPO).
 - KL is the k3 estimator exp(ref - logp) - (ref - logp) - 1 (>= 0, unbiased for KL(pi || ref)).
+- Aggregations divide by *global* counts (`LossNorm`: every micro-batch of the optimizer step, every
+  rank), so micro-batches and ranks add up to exactly the big-batch loss: each piece returns its
+  share, and the shares sum to the whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
 ADVANTAGES: dict[str, Callable[..., torch.Tensor]] = {}
-AGGREGATIONS: dict[str, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]] = {}
+AGGREGATIONS: dict[str, Callable[..., torch.Tensor]] = {}
+
+
+@dataclass(frozen=True)
+class LossNorm:
+    """Normalizers of one optimizer step, counted over all its micro-batches on all ranks.
+
+    tokens:     completion tokens that carry loss (mask sum).
+    sequences:  sequences with at least one such token.
+    max_tokens: the rollout's completion budget (Dr. GRPO's constant normalizer)."""
+
+    tokens: float
+    sequences: float
+    max_tokens: int
+
+    @staticmethod
+    def of(mask: torch.Tensor, max_tokens: int | None = None) -> LossNorm:
+        """The normalizer of a single batch: mask (B, T)."""
+        return LossNorm(float(mask.sum()), float((mask.sum(1) > 0).sum()), int(max_tokens or mask.size(1)))
 
 
 def register_advantage(name: str):
@@ -85,16 +107,27 @@ def zero_variance_groups(rewards: torch.Tensor, group_ids: torch.Tensor, eps: fl
 
 
 @register_aggregation("token_mean")
-def token_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean over every completion token of the batch (long answers weigh more). (B, T) -> ()."""
-    return (values * mask).sum() / mask.sum().clamp(min=1)
+def token_mean(values: torch.Tensor, mask: torch.Tensor, norm: LossNorm | None = None) -> torch.Tensor:
+    """Mean over every completion token of the step (long answers weigh more; DAPO). (B, T) -> ()."""
+    norm = norm or LossNorm.of(mask)
+    return (values * mask).sum() / max(norm.tokens, 1.0)
 
 
 @register_aggregation("seq_mean")
-def seq_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Mean over sequences of each sequence's token mean. (B, T) -> ()."""
-    per_seq = (values * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)  # (B,)
-    return per_seq.mean()
+def seq_mean(values: torch.Tensor, mask: torch.Tensor, norm: LossNorm | None = None) -> torch.Tensor:
+    """Mean over sequences of each sequence's token mean (GRPO's original; biased toward short
+    answers in the gradient per token). (B, T) -> ()."""
+    norm = norm or LossNorm.of(mask)
+    per_seq = (values * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1)  # (B,) 0 for fully masked rows
+    return per_seq.sum() / max(norm.sequences, 1.0)
+
+
+@register_aggregation("seq_sum_norm")
+def seq_sum_norm(values: torch.Tensor, mask: torch.Tensor, norm: LossNorm | None = None) -> torch.Tensor:
+    """Dr. GRPO: each sequence's token *sum* over a constant (the completion budget max_tokens), mean
+    over sequences. No division by a sequence's own length, so no length bias. (B, T) -> ()."""
+    norm = norm or LossNorm.of(mask)
+    return (values * mask).sum() / (max(norm.sequences, 1.0) * norm.max_tokens)
 
 
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
@@ -113,32 +146,55 @@ def policy_loss(
     aggregation: str = "token_mean",
     ref_logp: torch.Tensor | None = None,
     kl_beta: float = 0.0,
+    norm: LossNorm | None = None,
+    is_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """Clipped surrogate (+ beta * k3 KL). logp, old_logp, ref_logp, mask: (B, T); advantages: (B,).
 
-    Returns the scalar loss and metrics: clip_fraction (tokens whose ratio was clipped in the
-    direction that matters), kl, approx ratio mean."""
+    norm: global normalizers of the step (None: this batch alone). is_weights: (B, T) importance
+    weights for the rollout/learner mismatch (truncated IS, `tis_weights`), applied to the surrogate.
+
+    Returns this batch's share of the loss and metrics as token sums (`*_sum`, divide by the
+    token count to average over micro-batches): clip fraction (tokens whose ratio was clipped in the
+    direction that matters), ratio, kl."""
     agg = AGGREGATIONS[aggregation]
     ratio = torch.exp(logp - old_logp)  # (B, T)
     adv = advantages[:, None]  # (B, 1)
     unclipped = ratio * adv  # (B, T)
     clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * adv  # (B, T)
     per_token = -torch.minimum(unclipped, clipped)  # (B, T)
+    if is_weights is not None:
+        per_token = per_token * is_weights
     metrics = {}
     with torch.no_grad():
         was_clipped = (clipped < unclipped).float()  # (B, T) the min took the clipped branch
-        metrics["clip_fraction"] = float(token_mean(was_clipped, mask))
-        metrics["ratio_mean"] = float(token_mean(ratio, mask))
+        metrics["clip_fraction_sum"] = float((was_clipped * mask).sum())
+        metrics["ratio_sum"] = float((ratio * mask).sum())
     if kl_beta > 0:
         if ref_logp is None:
             raise ValueError("kl_beta > 0 needs ref_logp")
         kl = kl_k3(logp, ref_logp)  # (B, T)
         per_token = per_token + kl_beta * kl
-        metrics["kl"] = float(token_mean(kl.detach(), mask))
-    return agg(per_token, mask), metrics
+        metrics["kl_sum"] = float((kl.detach() * mask).sum())
+    return agg(per_token, mask, norm), metrics
+
+
+def tis_weights(old_logp: torch.Tensor, rollout_logp: torch.Tensor, cap: float) -> torch.Tensor:
+    """Truncated importance sampling (as verl and TRL offer): min(pi_learner / pi_rollout, cap) per
+    token, a constant (no gradient) that corrects for the sampler's numerics differing from the
+    learner's. old_logp, rollout_logp: (B, T) -> (B, T)."""
+    return torch.exp(old_logp - rollout_logp).clamp(max=cap).detach()
 
 
 def compute_advantages(name: str, rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     if name not in ADVANTAGES:
         raise ValueError(f"unknown advantage estimator {name!r}; choose one of: {', '.join(ADVANTAGES)}")
     return ADVANTAGES[name](rewards, group_ids, eps)
+
+
+def overlong_penalty(lengths: torch.Tensor, max_tokens: int, buffer: int, penalty: float = 1.0) -> torch.Tensor:
+    """DAPO's soft overlong punishment: 0 up to max_tokens - buffer tokens, then falling linearly to
+    -penalty at max_tokens (added to the reward). lengths: (B,) completion tokens -> (B,)."""
+    start = max_tokens - buffer
+    over = (lengths.to(torch.float64) - start).clamp(min=0) / max(buffer, 1)  # (B,) 0..1 inside the buffer
+    return -penalty * over.clamp(max=1.0)

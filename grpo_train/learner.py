@@ -2,11 +2,18 @@
 
 Holds the policy in a DeepSpeed engine (ZeRO 0-3, optional bf16; CPU accelerator where there is no
 GPU), a torch AdamW optimizer object (so no fused-Adam kernel has to be compiled), and, when the KL
-coefficient is non-zero, a frozen reference model. It recomputes old log-probs itself, so the
-importance ratio is exact rather than taken from the sampler.
+coefficient is non-zero, a frozen reference model. It recomputes old log-probs itself, under the
+rollout's temperature (`grpo_train.logprobs`), and logs how far they are from the engine's own
+(`logprob_diff_rollout`); truncated importance sampling (`algo.tis_cap`) corrects what remains.
 
-    learner = DeepSpeedLearner(model_path, optim, ds, algo, seed)
-    metrics = learner.update(batch)                 # one or more optimizer steps on a RolloutBatch
+Memory is bounded by the micro-batch, not the batch: every forward (old, reference, train) runs on
+micro-batches of at most `optim.micro_batch_tokens` padded tokens, the head runs on completion
+positions only, chunk by chunk. Gradients accumulate over micro-batches, and the loss of each is
+its share of the step's global loss (`core_algos.LossNorm`, counted over all ranks), so N ranks and
+any micro-batching make the same update as one rank on the union.
+
+    learner = DeepSpeedLearner(model_path, optim, ds, algo, seed, temperature=0.6, max_tokens=8192)
+    metrics = learner.update(groups)                # one or more optimizer steps on this rank's groups
     engine.load_weights(learner.named_weights())    # sync into the rollout engine
 """
 
@@ -15,13 +22,15 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from grpo_train.config import AlgoConfig, DeepSpeedSection, OptimConfig
-from grpo_train.core_algos import compute_advantages, policy_loss
+from grpo_train.core_algos import LossNorm, compute_advantages, policy_loss, tis_weights
+from grpo_train.logprobs import PaddedBatch, token_logprobs
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +54,11 @@ def ensure_distributed_env() -> None:
 
 def deepspeed_config(optim: OptimConfig, ds: DeepSpeedSection, world_size: int) -> dict:
     return {
-        "train_micro_batch_size_per_gpu": 1,  # one rollout batch = one micro-batch from DeepSpeed's view
+        # The learner owns accumulation: any number of micro-batches, then one `step()` (DeepSpeed's
+        # unmanaged mode), with the loss already divided by the step's global token/sequence count.
+        "train_micro_batch_size_per_gpu": 1,
         "gradient_accumulation_steps": 1,
+        "managed_gradient_accumulation": False,
         "train_batch_size": world_size,
         "gradient_clipping": optim.grad_clip,
         "zero_optimization": {"stage": ds.zero_stage},
@@ -56,61 +68,125 @@ def deepspeed_config(optim: OptimConfig, ds: DeepSpeedSection, world_size: int) 
     }
 
 
-def build_tensors(groups, pad_id: int):
-    """Right-padded tensors for a list of Groups.
+@dataclass(frozen=True)
+class Sequence:
+    """One sampled answer as the learner sees it.
 
-    Returns input_ids (B, L), attention (B, L), positions (B, T) of completion tokens in the
-    sequence, completion mask (B, T), rewards (B,), group ids (B,). B = groups x G."""
-    seqs, comp_lens, prompt_lens, rewards, gids = [], [], [], [], []
+    ids: prompt + completion token ids; prompt_len: tokens before the completion; reward: its
+    (shaped) reward; group: index of its group on this rank; train: whether it carries loss;
+    rollout_logp: the engine's log-prob of each completion token (None if it gave none)."""
+
+    ids: tuple[int, ...]
+    prompt_len: int
+    reward: float
+    group: int
+    train: bool
+    rollout_logp: tuple[float, ...] | None
+
+    @property
+    def completion_len(self) -> int:
+        return len(self.ids) - self.prompt_len
+
+
+def flatten_groups(groups) -> list[Sequence]:
+    """Groups (rollout.Group) -> one Sequence per answer, in group order."""
+    out = []
     for gi, g in enumerate(groups):
-        for comp, r in zip(g.completions, g.rewards, strict=True):
-            seqs.append(list(g.prompt_ids) + list(comp.token_ids))
-            prompt_lens.append(len(g.prompt_ids))
-            comp_lens.append(len(comp.token_ids))
-            rewards.append(float(r))
-            gids.append(gi)
-    B, L, T = len(seqs), max(len(s) for s in seqs), max(max(comp_lens), 1)
+        train = g.train_mask if g.train_mask is not None else [True] * len(g.completions)
+        for comp, r, t in zip(g.completions, g.rewards, train, strict=True):
+            out.append(Sequence(tuple(g.prompt_ids) + tuple(comp.token_ids), len(g.prompt_ids), float(r), gi,
+                                bool(t), comp.logprobs))
+    return out
+
+
+def pad_batch(seqs: list[Sequence], pad_id: int) -> PaddedBatch:
+    """Right-padded tensors for a micro-batch of sequences."""
+    B, L = len(seqs), max(len(s.ids) for s in seqs)
+    T = max(max(s.completion_len for s in seqs), 1)
     input_ids = torch.full((B, L), pad_id, dtype=torch.long)
     attention = torch.zeros((B, L), dtype=torch.long)
     positions = torch.zeros((B, T), dtype=torch.long)
-    mask = torch.zeros((B, T), dtype=torch.float32)
-    for i, (s, p, c) in enumerate(zip(seqs, prompt_lens, comp_lens, strict=True)):
-        input_ids[i, : len(s)] = torch.tensor(s)
-        attention[i, : len(s)] = 1
-        positions[i, :c] = torch.arange(p, p + c)
-        mask[i, :c] = 1.0
-    return input_ids, attention, positions, mask, torch.tensor(rewards), torch.tensor(gids)
+    token_mask = torch.zeros((B, T), dtype=torch.float32)
+    rollout_logp = torch.full((B, T), float("nan"), dtype=torch.float32)
+    for i, s in enumerate(seqs):
+        c = s.completion_len
+        input_ids[i, : len(s.ids)] = torch.tensor(s.ids)
+        attention[i, : len(s.ids)] = 1
+        positions[i, :c] = torch.arange(s.prompt_len, s.prompt_len + c)
+        token_mask[i, :c] = 1.0
+        if s.rollout_logp is not None and c:
+            rollout_logp[i, :c] = torch.tensor(s.rollout_logp[:c], dtype=torch.float32)
+    train = torch.tensor([s.train for s in seqs], dtype=torch.float32)[:, None]  # (B, 1)
+    return PaddedBatch(input_ids, attention, positions, token_mask * train, token_mask, rollout_logp)
 
 
-def completion_logprobs(model, input_ids, attention, positions, mask, with_entropy: bool = False):
-    """Log-prob of each completion token under `model`: (B, T) (0 where masked), and the mean
-    entropy of the predictive distributions at those positions."""
-    logits = model(input_ids=input_ids, attention_mask=attention).logits.float()  # (B, L, V)
-    prev = (positions - 1).clamp(min=0)  # (B, T) position whose logits predict each token
-    step_logits = logits.gather(1, prev[..., None].expand(-1, -1, logits.size(-1)))  # (B, T, V)
-    logp_all = torch.log_softmax(step_logits, dim=-1)  # (B, T, V)
-    tokens = input_ids.gather(1, positions)  # (B, T)
-    logp = logp_all.gather(-1, tokens[..., None]).squeeze(-1) * mask  # (B, T)
-    entropy = None
-    if with_entropy:
-        with torch.no_grad():
-            ent = -(logp_all.exp() * logp_all).sum(-1)  # (B, T)
-            entropy = float((ent * mask).sum() / mask.sum().clamp(min=1))
-    return logp, entropy
+def build_tensors(groups, pad_id: int):
+    """Right-padded tensors for a list of Groups: input_ids (B, L), attention (B, L), positions
+    (B, T), loss mask (B, T), rewards (B,), group ids (B,)."""
+    seqs = flatten_groups(groups)
+    b = pad_batch(seqs, pad_id)
+    return (b.input_ids, b.attention, b.positions, b.mask, torch.tensor([s.reward for s in seqs]),
+            torch.tensor([s.group for s in seqs]))
+
+
+def _pad_rows(rows: list[torch.Tensor], shape: torch.Size) -> torch.Tensor:
+    """Per-sequence 1-D tensors right-padded with 0 into `shape` (B, T)."""
+    out = torch.zeros(shape, dtype=torch.float32, device=rows[0].device)
+    for i, r in enumerate(rows):
+        out[i, : r.numel()] = r
+    return out
+
+
+def micro_batches(lengths: list[int], token_budget: int) -> list[list[int]]:
+    """Indices packed into micro-batches whose padded size (rows x longest row) stays within
+    `token_budget`; longest first, so rows of a micro-batch have similar lengths. A sequence longer
+    than the budget gets a micro-batch of its own."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    out: list[list[int]] = []
+    for i in order:
+        if out and (len(out[-1]) + 1) * lengths[out[-1][0]] <= token_budget:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
+def microbatch_loss(model, batch: PaddedBatch, advantages: torch.Tensor, old_logp: torch.Tensor,
+                    ref_logp: torch.Tensor | None, norm: LossNorm, algo: AlgoConfig, temperature: float,
+                    chunk_tokens: int) -> tuple[torch.Tensor, dict[str, float]]:
+    """This micro-batch's share of the step's loss (shares over micro-batches and ranks add up to the
+    big-batch loss) and its metric sums. advantages: (B,); old_logp, ref_logp: (B, T)."""
+    logp, entropy_sum = token_logprobs(model, batch, temperature, chunk_tokens, with_entropy=True)  # (B, T)
+    is_weights = None
+    if algo.tis_cap > 0:
+        have = torch.isfinite(batch.rollout_logp)
+        is_weights = torch.where(have, tis_weights(old_logp, batch.rollout_logp.nan_to_num(0.0), algo.tis_cap),
+                                 torch.ones_like(old_logp))  # (B, T)
+    loss, info = policy_loss(logp, old_logp, advantages, batch.mask, algo.clip_low, algo.clip_high, algo.aggregation,
+                             ref_logp, algo.kl_beta, norm=norm, is_weights=is_weights)
+    info["entropy_sum"] = entropy_sum
+    return loss, info
 
 
 class DeepSpeedLearner:
+    """The policy in a DeepSpeed engine. temperature: the rollout's sampling temperature (every
+    log-prob is of softmax(logits / T)); max_tokens: the rollout's completion budget (the
+    `seq_sum_norm` aggregation's constant)."""
+
     def __init__(self, model_path: str, optim: OptimConfig, ds: DeepSpeedSection, algo: AlgoConfig, seed: int = 0,
-                 trust_remote_code: bool = False) -> None:
+                 trust_remote_code: bool = False, temperature: float = 1.0, max_tokens: int = 1024) -> None:
         ensure_distributed_env()
         import deepspeed
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         torch.manual_seed(seed)
         self.algo, self.optim_cfg, self.ds_cfg = algo, optim, ds
+        self.temperature, self.max_tokens = temperature, max_tokens
         self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
                                                      dtype=torch.float32)
+        if optim.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
         other = [p for n, p in model.named_parameters() if p.ndim < 2]
         optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": optim.weight_decay},
@@ -136,60 +212,118 @@ class DeepSpeedLearner:
     def pad_id(self) -> int:
         return self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
 
-    def update(self, groups) -> dict[str, float]:
-        """Optimizer step(s) on the groups: old log-probs computed once, then `minibatches` steps."""
-        if not groups:  # an under-filled batch with nothing informative: same metric keys
-            if self.world_size > 1:  # the other ranks' gradient all-reduce needs this rank's steps
-                for _ in range(self.optim_cfg.minibatches):
-                    self._zero_step()
-            return {"loss": 0.0, "clip_fraction": 0.0, "entropy": float("nan"), "trained_sequences": 0,
-                    "train_tokens": 0, "train_tokens_per_s": 0.0, "train_seconds": 0.0, "advantage_abs_mean": 0.0}
-        input_ids, attention, positions, mask, rewards, gids = build_tensors(groups, self.pad_id)
-        tensors = [t.to(self.device) for t in (input_ids, attention, positions, mask)]
-        adv = compute_advantages(self.algo.advantage, rewards, gids, self.algo.eps).to(self.device)  # (B,)
-        self.engine.eval()
+    # ------------------------------------------------------------ collectives
+    def _all_reduce(self, values: list[float], op: str = "sum") -> list[float]:
+        if self.world_size == 1:
+            return values
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX if op == "max" else torch.distributed.ReduceOp.SUM)
+        return t.tolist()
+
+    def _synced(self, batches: list[list[int]]) -> list[list[int] | None]:
+        """The same number of micro-batches on every rank (ZeRO-3 gathers parameters in every forward,
+        ZeRO-2/3 reduce in every backward): ranks with fewer get None, a zero-loss stand-in."""
+        n = int(self._all_reduce([float(len(batches))], op="max")[0])
+        return batches + [None] * (n - len(batches))
+
+    def _stand_in(self) -> PaddedBatch:
+        """A one-token micro-batch whose loss is multiplied by 0: this rank joins the collectives."""
+        seq = Sequence((self.pad_id, self.pad_id), 1, 0.0, 0, False, None)
+        return pad_batch([seq], self.pad_id).to(self.device)
+
+    # ------------------------------------------------------------ log-probs
+    def _score(self, model, seqs: list[Sequence], synced: bool) -> list[torch.Tensor]:
+        """Each sequence's completion log-probs (no gradient), micro-batch by micro-batch."""
+        out: list[torch.Tensor | None] = [None] * len(seqs)
+        batches = micro_batches([len(s.ids) for s in seqs], self.optim_cfg.micro_batch_tokens)
         with torch.no_grad():
-            old_logp, _ = completion_logprobs(self.engine, *tensors)  # (B, T)
-            ref_logp = completion_logprobs(self.ref, *tensors)[0] if self.ref is not None else None
-        self.engine.train()
-        B = input_ids.size(0)
-        order = np.arange(B)
-        # the same number of optimizer steps on every rank (DeepSpeed all-reduces in each)
-        chunks = np.array_split(order, self.optim_cfg.minibatches)
-        metrics: dict[str, list[float]] = {"loss": [], "clip_fraction": [], "entropy": [], "kl": [], "grad_norm": []}
-        start = time.monotonic()
-        for chunk in chunks:
-            if chunk.size == 0:
-                self._zero_step()
-                continue
-            sel = torch.as_tensor(chunk, device=self.device)
-            ids, att, pos, m = (t[sel] for t in tensors)
-            logp, entropy = completion_logprobs(self.engine, ids, att, pos, m, with_entropy=True)
-            loss, info = policy_loss(logp, old_logp[sel], adv[sel], m, self.algo.clip_low, self.algo.clip_high,
-                                     self.algo.aggregation, ref_logp[sel] if ref_logp is not None else None,
-                                     self.algo.kl_beta)
-            self.engine.backward(loss)
-            self.engine.step()
-            metrics["loss"].append(loss.item())
-            metrics["clip_fraction"].append(info["clip_fraction"])
-            metrics["entropy"].append(entropy)
-            if "kl" in info:
-                metrics["kl"].append(info["kl"])
-            norm = self.engine.get_global_grad_norm()
-            if norm is not None:
-                metrics["grad_norm"].append(float(norm))
-        seconds = time.monotonic() - start
-        out = {k: float(np.mean(v)) for k, v in metrics.items() if v}
-        out.update({"trained_sequences": B, "train_tokens": int(attention.sum()),
-                    "train_tokens_per_s": float(attention.sum()) / max(seconds, 1e-9), "train_seconds": seconds,
-                    "advantage_abs_mean": float(adv.abs().mean())})
+            for mb in (self._synced(batches) if synced else batches):
+                if mb is None:
+                    token_logprobs(model, self._stand_in(), self.temperature, self.optim_cfg.logit_chunk_tokens)
+                    continue
+                logp, _ = token_logprobs(model, pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device),
+                                         self.temperature, self.optim_cfg.logit_chunk_tokens)  # (b, T)
+                for row, i in enumerate(mb):
+                    out[i] = logp[row, : seqs[i].completion_len]
         return out
 
-    def _zero_step(self) -> None:
-        """A step with zero gradient, so a rank with nothing to train still joins the collectives."""
-        loss = sum(p.sum() for p in self.engine.module.parameters() if p.requires_grad) * 0.0
-        self.engine.backward(loss)
-        self.engine.step()
+    def score(self, groups) -> list[torch.Tensor]:
+        """Old log-probs of every answer in `groups` under the current policy (for tests and tools)."""
+        self.engine.eval()
+        return self._score(self.engine.module, flatten_groups(groups), synced=True)
+
+    # ------------------------------------------------------------ the update
+    def update(self, groups) -> dict[str, float]:
+        """Optimizer step(s) on this rank's groups, together with every other rank's: old log-probs
+        computed once, then `minibatches` steps, each over micro-batches of at most
+        `micro_batch_tokens` padded tokens, with the loss normalized by the step's global counts."""
+        seqs = flatten_groups(groups)
+        start = time.monotonic()
+        adv = (compute_advantages(self.algo.advantage, torch.tensor([s.reward for s in seqs]),
+                                  torch.tensor([s.group for s in seqs]), self.algo.eps).to(self.device)
+               if seqs else torch.zeros(0, device=self.device))  # (B,)
+        self.engine.eval()
+        old = self._score(self.engine.module, seqs, synced=True)
+        ref = self._score(self.ref, seqs, synced=False) if self.ref is not None else None
+        self.engine.train()
+        sums = dict.fromkeys(("loss", "clip_fraction_sum", "kl_sum", "entropy_sum", "ratio_sum", "loss_tokens",
+                              "tokens", "sequences", "diff_sum", "diff_count", "adv_abs_sum"), 0.0)
+        grad_norms, steps = [], 0
+        for chunk in np.array_split(np.arange(len(seqs)), self.optim_cfg.minibatches):
+            local = [seqs[i] for i in chunk]
+            tokens, nseq = self._all_reduce([float(sum(s.completion_len for s in local if s.train)),
+                                             float(sum(1 for s in local if s.train and s.completion_len))])
+            if tokens == 0:  # nothing to learn on any rank: no step (an Adam step on zero grads still moves)
+                continue
+            norm = LossNorm(tokens, nseq, self.max_tokens)
+            batches = [[int(chunk[j]) for j in mb] for mb in micro_batches([len(s.ids) for s in local],
+                                                                            self.optim_cfg.micro_batch_tokens)]
+            for mb in self._synced(batches):
+                if mb is None:
+                    logp, _ = token_logprobs(self.engine.module, self._stand_in(), self.temperature,
+                                             self.optim_cfg.logit_chunk_tokens)
+                    self.engine.backward(logp.sum() * 0.0, scale_wrt_gas=False)
+                    continue
+                batch = pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device)
+                old_t = _pad_rows([old[i] for i in mb], batch.mask.shape)  # (b, T)
+                ref_t = _pad_rows([ref[i] for i in mb], batch.mask.shape) if ref is not None else None
+                loss, info = microbatch_loss(self.engine.module, batch, adv[mb], old_t, ref_t, norm, self.algo,
+                                             self.temperature, self.optim_cfg.logit_chunk_tokens)
+                # DeepSpeed averages gradients over ranks; the loss is already a share of the global sum
+                self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
+                have = torch.isfinite(batch.rollout_logp) & batch.token_mask.bool()
+                sums["loss"] += float(loss)
+                sums["diff_sum"] += float((old_t - batch.rollout_logp).abs()[have].sum())
+                sums["diff_count"] += float(have.sum())
+                sums["loss_tokens"] += float(batch.mask.sum())
+                sums["tokens"] += float(batch.token_mask.sum())
+                sums["sequences"] += len(mb)
+                sums["adv_abs_sum"] += float(adv[mb].abs().sum())
+                for k in ("clip_fraction_sum", "kl_sum", "entropy_sum", "ratio_sum"):
+                    sums[k] += info.get(k, 0.0)
+            self.engine.step()
+            steps += 1
+            norm_value = self.engine.get_global_grad_norm()
+            if norm_value is not None:
+                grad_norms.append(float(norm_value))
+        seconds = time.monotonic() - start
+        keys = list(sums)
+        sums = dict(zip(keys, self._all_reduce([sums[k] for k in keys]), strict=True))
+        out = {"loss": sums["loss"] / max(steps, 1), "optimizer_steps": steps,
+               "clip_fraction": sums["clip_fraction_sum"] / max(sums["loss_tokens"], 1),
+               "ratio_mean": sums["ratio_sum"] / max(sums["loss_tokens"], 1),
+               "entropy": sums["entropy_sum"] / sums["tokens"] if sums["tokens"] else float("nan"),
+               "trained_sequences": int(sums["sequences"]), "train_tokens": int(sums["tokens"]),
+               "loss_tokens": int(sums["loss_tokens"]),
+               "train_tokens_per_s": sums["tokens"] / max(seconds, 1e-9), "train_seconds": seconds,
+               "advantage_abs_mean": sums["adv_abs_sum"] / max(sums["sequences"], 1),
+               "logprob_diff_rollout": (sums["diff_sum"] / sums["diff_count"] if sums["diff_count"]
+                                        else float("nan"))}
+        if self.algo.kl_beta > 0:
+            out["kl"] = sums["kl_sum"] / max(sums["loss_tokens"], 1)
+        if grad_norms:
+            out["grad_norm"] = float(np.mean(grad_norms))
+        return out
 
     def named_weights(self):
         """(name, tensor) pairs of the full model in HF naming; gathers ZeRO-3 partitions first."""

@@ -1,14 +1,18 @@
 """Rollouts with dynamic resampling: every training batch is full of groups that teach.
 
-`RolloutBatcher.next_batch()` asks the scheduler for problems, generates G answers for each through
-the engine, verifies them, reports every group's outcome back to the scheduler (kept or dropped),
-and drops groups whose rewards have no variance (all right or all wrong). It asks for replacements
-until the batch holds `batch_groups` informative groups or `max_rounds` rounds have run; an
-under-filled batch is returned as it is, flagged, with a warning: the trainer trains on what is
-there, never hangs, never fails on the first hard batch.
+`RolloutBatcher.next_batch()` asks the scheduler for problems, samples G answers for each through
+the shared path (`grpo_data.rollouts.RolloutSampler`: the same token ids, stops and verification as
+profiling and evaluation), reports every group's outcome back to the scheduler (kept or dropped),
+and drops groups whose answers are all right or all wrong. It asks for replacements until the batch
+holds `batch_groups` informative groups or `max_rounds` rounds have run; an under-filled batch is
+returned as it is, flagged, with a warning: the trainer trains on what is there, never hangs,
+never fails on the first hard batch.
 
 With any scheduler: `uniform` + dropping is DAPO's dynamic sampling; `band` + dropping is this
 project's scheduled resampling; dropping off gives plain GRPO.
+
+Answers that hit max_tokens are handled by `overlong`: kept as they are, masked out of the loss
+(DAPO's overlong filtering), or given DAPO's soft length penalty on top of their reward.
 
 Multi-rank: every rank runs the same scheduler (same seed, same updates), takes its own slice of
 the sampled problems, and the outcomes are all-gathered so all schedulers stay identical.
@@ -18,35 +22,67 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 
 from grpo_data.engines import Completion
-from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt
+from grpo_data.rollouts import RolloutSampler, ScoredGroup
+from grpo_train.core_algos import overlong_penalty
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Overlong:
+    """What happens to answers that hit max_tokens (see RolloutConfig.overlong)."""
+
+    mode: str = "keep"
+    max_tokens: int = 16
+    buffer: int = 0
+    penalty: float = 1.0
 
 
 @dataclass
 class Group:
     """G answers to one problem.
 
-    problem:    index into the problem table.
-    prompt_ids: token ids the engine was given.
+    problem:     index into the problem table.
+    prompt_ids:  token ids the engine was given.
     completions: the G sampled answers.
-    rewards:    (G,) 1.0 for a verified-correct answer, else 0.0.
+    rewards:     (G,) the reward each answer is trained with: 1.0 for verified-correct, else 0.0,
+                 plus the overlong penalty when that is on.
+    correct:     (G,) 1.0 for verified-correct (what the scheduler and the dropping rule see).
+    train_mask:  (G,) False for answers kept out of the loss (overlong=mask); None: all train.
     """
 
     problem: int
     prompt_ids: list[int]
     completions: list[Completion]
     rewards: np.ndarray
+    correct: np.ndarray | None = None
+    train_mask: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.correct is None:
+            self.correct = self.rewards
 
     @property
     def informative(self) -> bool:
-        return bool(self.rewards.std() > 0)
+        """Right and wrong answers both present (DAPO's accuracy filter)."""
+        return bool(self.correct.std() > 0)
+
+
+def make_group(problem: int, prompt_ids: list[int], scored: ScoredGroup, overlong: Overlong) -> Group:
+    correct = scored.correct
+    rewards, mask = correct.copy(), None
+    if overlong.mode == "penalty":
+        lengths = torch.tensor([len(c.token_ids) for c in scored.completions])
+        rewards = rewards + overlong_penalty(lengths, overlong.max_tokens, overlong.buffer, overlong.penalty).numpy()
+    elif overlong.mode == "mask":
+        mask = ~scored.truncated
+    return Group(problem, prompt_ids, scored.completions, rewards, correct, mask)
 
 
 @dataclass
@@ -57,13 +93,15 @@ class RolloutBatch:
     generated_groups / generated_rollouts: everything sampled this step, dropped groups included;
     informative_groups: generated groups with reward variance; rounds: sampling rounds used;
     underfilled: fewer than batch_groups groups could be found; gen_seconds / gen_tokens: generation
-    cost; n_correct: correct answers among all generated rollouts."""
+    cost; n_correct: correct answers among all generated rollouts; truncated: generated answers
+    that hit max_tokens."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
     generated_rollouts: int = 0
     informative_groups: int = 0
     n_correct: int = 0
+    truncated: int = 0
     rounds: int = 0
     underfilled: bool = False
     gen_seconds: float = 0.0
@@ -72,60 +110,57 @@ class RolloutBatch:
 
 
 class RolloutBatcher:
-    def __init__(self, engine, verifier, scheduler, prompts: list[list[dict]], answers: list[str], tokenizer,
+    def __init__(self, sampler: RolloutSampler, scheduler, prompts: list[list[dict]], answers: list[str],
                  group_size: int, batch_groups: int, max_rounds: int, dynamic_resampling: bool,
-                 sampling: SamplingConfig, prompt_cfg: PromptConfig = PromptConfig(), oversample: float = 1.25,
-                 rank: int = 0, world_size: int = 1, all_gather=None) -> None:
-        self.engine, self.verifier, self.scheduler = engine, verifier, scheduler
+                 overlong: Overlong = Overlong(), oversample: float = 1.25, rank: int = 0, world_size: int = 1,
+                 all_gather=None) -> None:
+        self.sampler, self.scheduler = sampler, scheduler
         self.answers = answers
-        self.tokenizer = tokenizer
         self.group_size, self.batch_groups = group_size, batch_groups
         self.max_rounds = max_rounds if dynamic_resampling else 1
         self.dynamic = dynamic_resampling
-        self.sampling = sampling
+        self.overlong = overlong
         self.oversample = oversample
         self.rank, self.world_size = rank, world_size
         self.all_gather = all_gather
-        # token ids of every rendered prompt, computed once
         self._prompts = prompts
-        self._prompt_cfg = prompt_cfg
-        self._ids: dict[int, list[int]] = {}
+        self._ids: dict[int, list[int]] = {}  # token ids of every rendered prompt, computed once
 
     def prompt_ids(self, i: int) -> list[int]:
         if i not in self._ids:
-            text = render_prompt(self.tokenizer, self._prompts[i], self._prompt_cfg)
-            self._ids[i] = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            self._ids[i] = self.sampler.encode(self._prompts[i])
         return self._ids[i]
 
     def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch, n: int | None = None) -> list[Group]:
         ids = [self.prompt_ids(int(i)) for i in idx]
-        t0 = time.monotonic()
-        outs = self.engine.generate(ids, n or self.group_size, self.sampling)
-        batch.gen_seconds += time.monotonic() - t0
-        t0 = time.monotonic()
-        golds = [self.answers[int(i)] for i, g in zip(idx, outs, strict=True) for _ in g]
-        verdicts = self.verifier.verify(golds, [c.text for g in outs for c in g]) if golds else []
-        batch.verify_seconds += time.monotonic() - t0
-        groups, pos = [], 0
-        for i, pids, comps in zip(idx, ids, outs, strict=True):
-            rewards = np.array([float(v.correct) for v in verdicts[pos : pos + len(comps)]])
-            pos += len(comps)
-            batch.gen_tokens += sum(len(c.token_ids) for c in comps)
-            groups.append(Group(int(i), pids, comps, rewards))
-        return groups
+        cost = self.sampler.cost
+        before = (cost.gen_seconds, cost.verify_seconds, cost.tokens, cost.truncated)
+        scored = self.sampler.sample(ids, [self.answers[int(i)] for i in idx], n or self.group_size)
+        batch.gen_seconds += cost.gen_seconds - before[0]
+        batch.verify_seconds += cost.verify_seconds - before[1]
+        batch.gen_tokens += cost.tokens - before[2]
+        batch.truncated += cost.truncated - before[3]
+        return [make_group(int(i), p, s, self.overlong) for i, p, s in zip(idx, ids, scored, strict=True)]
 
     def _share(self, idx: np.ndarray) -> np.ndarray:
         return idx[self.rank :: self.world_size]
 
     def _gather_outcomes(self, mine: list[Group], idx: np.ndarray) -> np.ndarray:
         """n_correct for every problem in idx (all ranks' shares), in idx order."""
-        local = {g.problem: int(g.rewards.sum()) for g in mine}
+        local = {g.problem: int(g.correct.sum()) for g in mine}
         if self.world_size > 1 and self.all_gather is not None:
             merged: dict[int, int] = {}
             for part in self.all_gather(local):
                 merged.update(part)
             local = merged
         return np.array([local[int(i)] for i in idx])
+
+    def _quota(self, mine: int, want_total: int) -> int:
+        """How many of its kept groups this rank trains: the batch is want_total groups over all
+        ranks, not batch_groups on each (a rank short of groups leaves room for another's)."""
+        if self.world_size == 1 or self.all_gather is None:
+            return min(mine, want_total)
+        return int(rank_quotas(np.array(self.all_gather(mine)), want_total)[self.rank])
 
     def next_batch(self) -> RolloutBatch:
         batch = RolloutBatch()
@@ -144,7 +179,7 @@ class RolloutBatcher:
             batch.generated_groups += len(mine)
             batch.generated_rollouts += len(mine) * self.group_size
             batch.informative_groups += sum(g.informative for g in mine)
-            batch.n_correct += int(sum(g.rewards.sum() for g in mine))
+            batch.n_correct += int(sum(g.correct.sum() for g in mine))
             if self.dynamic:
                 batch.groups += [g for g in mine if g.informative]
                 kept_total += int(informative.sum())
@@ -153,12 +188,29 @@ class RolloutBatcher:
                 kept_total += len(idx)
             if kept_total >= want_total:
                 break
-        batch.groups = batch.groups[: self.batch_groups]
+        batch.groups = batch.groups[: self._quota(len(batch.groups), want_total)]
         if kept_total < want_total:
             batch.underfilled = True
             logger.warning("batch under-filled: %d of %d informative groups after %d rounds; training on what is there",
                            kept_total, want_total, batch.rounds)
         return batch
+
+
+def rank_quotas(available: np.ndarray, total: int) -> np.ndarray:
+    """Groups each rank keeps so that together they keep min(total, sum(available)), as evenly as
+    their holdings allow (water-filling). available: (world,) -> (world,) ints."""
+    quota = np.zeros_like(available)
+    left = min(int(total), int(available.sum()))
+    while left > 0:
+        open_ranks = np.flatnonzero(quota < available)
+        share = max(1, left // open_ranks.size)
+        for r in open_ranks:
+            take = min(share, int(available[r] - quota[r]), left)
+            quota[r] += take
+            left -= take
+            if left == 0:
+                break
+    return quota
 
 
 def refresh_estimates(batcher: RolloutBatcher, size: int, k: int) -> int:

@@ -14,6 +14,7 @@ Run folder (`run.out`):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -27,10 +28,11 @@ import torch
 
 from grpo_data import io
 from grpo_data.problems import level_array
-from grpo_data.prompting import PromptConfig, SamplingConfig, render_prompt
+from grpo_data.prompting import PromptConfig, SamplingConfig
+from grpo_data.rollouts import RolloutSampler
 from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_train.config import TrainConfig, dump_config
-from grpo_train.rollout import RolloutBatcher, refresh_estimates
+from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
 
 logger = logging.getLogger(__name__)
 
@@ -92,20 +94,17 @@ class MetricsLog:
         io.write_text(self.path, "".join(line + "\n" for line in keep))
 
 
-def evaluate(engine, verifier, tokenizer, heldout: pl.DataFrame, k: int, sampling: SamplingConfig,
-             prompt_cfg: PromptConfig, rank: int = 0, world: int = 1, all_gather=None) -> dict:
-    """Held-out pass@1 at the sampling temperature (mean over k samples), overall and by level.
-    With several ranks each evaluates every world-th problem and the results are gathered."""
+def evaluate(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: int = 0, world: int = 1,
+             all_gather=None) -> dict:
+    """Held-out pass@1 at the sampling temperature (mean over k samples), overall and by level,
+    through the same render -> ids -> generate -> verify path as training and profiling. With
+    several ranks each evaluates every world-th problem and the results are gathered."""
     mine = np.arange(heldout.height)[rank::world]
-    messages = heldout["prompt"].to_list()
-    prompts = [render_prompt(tokenizer, messages[i], prompt_cfg) for i in mine]
-    groups = engine.generate(prompts, k, sampling)
-    answers = heldout["answer"].to_list()
-    golds = [answers[i] for i, g in zip(mine, groups, strict=True) for _ in g]
-    verdicts = verifier.verify(golds, [c.text for g in groups for c in g])
-    local = np.array([v.correct for v in verdicts], dtype=float).reshape(len(prompts), k).mean(axis=1)
+    messages, answers = heldout["prompt"].to_list(), heldout["answer"].to_list()
+    groups = sampler.sample([sampler.encode(messages[i]) for i in mine], [answers[i] for i in mine], k)
+    local = [float(g.correct.mean()) for g in groups]
     correct = np.zeros(heldout.height)
-    parts = all_gather((mine.tolist(), local.tolist())) if world > 1 else [(mine.tolist(), local.tolist())]
+    parts = all_gather((mine.tolist(), local)) if world > 1 else [(mine.tolist(), local)]
     for idx, vals in parts:
         correct[idx] = vals
     out = {"heldout_accuracy": float(correct.mean()), "heldout_problems": heldout.height}
@@ -114,6 +113,19 @@ def evaluate(engine, verifier, tokenizer, heldout: pl.DataFrame, k: int, samplin
                            .group_by("level").agg(pl.col("acc").mean()).sort("level").iter_rows()):
             out[f"heldout_accuracy_level_{level}"] = float(acc)
     return out
+
+
+def check_inputs(cfg: TrainConfig) -> None:
+    """Every path the run reads exists, before any engine starts: one line naming the path and the
+    command that makes it."""
+    from grpo_data.engines import check_model_path
+
+    check_model_path(cfg.model)
+    for key, path, make in (("data.train", cfg.data.train, "grpo load / grpo world (or grpo pipeline)"),
+                            ("data.heldout", cfg.data.heldout, "grpo load / grpo world (or grpo pipeline)"),
+                            ("data.profile", cfg.data.profile, "grpo profile (or grpo pipeline)")):
+        if path and not Path(path).exists():
+            raise FileNotFoundError(f"{key} {path} does not exist: write it with {make}, or set {key}=PATH")
 
 
 def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray | None) -> dict:
@@ -153,9 +165,7 @@ class Trainer:
         torch.set_num_threads(cfg.run.threads)
         random.seed(cfg.run.seed)
         torch.manual_seed(cfg.run.seed)
-        from grpo_data.engines import check_model_path
-
-        check_model_path(cfg.model)
+        check_inputs(cfg)
         self.problems = pl.read_parquet(cfg.data.train)
         self.heldout = pl.read_parquet(cfg.data.heldout) if cfg.data.heldout else None
         if cfg.run.eval_limit and self.heldout is not None:
@@ -163,7 +173,9 @@ class Trainer:
 
         from grpo_train.learner import DeepSpeedLearner
 
-        self.learner = DeepSpeedLearner(cfg.model, cfg.optim, cfg.deepspeed, cfg.algo, cfg.run.seed, cfg.trust_remote_code)
+        ro = cfg.rollout
+        self.learner = DeepSpeedLearner(cfg.model, cfg.optim, cfg.deepspeed, cfg.algo, cfg.run.seed, cfg.trust_remote_code,
+                                        temperature=ro.temperature, max_tokens=ro.max_tokens)
         self.rank, self.world = self.learner.rank, self.learner.world_size
         self.is_main = self.rank == 0
         if self.is_main:
@@ -194,20 +206,24 @@ class Trainer:
         from grpo_data.engines import make_engine
         from grpo_data.verify_pool import VerifierPool
 
-        ro = cfg.rollout
         # each rank (and each resume point) seeds its own engine differently but deterministically
         self.engine = make_engine(ro.engine, cfg.model, seed=cfg.run.seed + 1000 * self.rank + self.step,
-                                  trust_remote_code=cfg.trust_remote_code)
+                                  settings=ro.vllm, trust_remote_code=cfg.trust_remote_code)
         if ckpt is not None:
             self.engine.load_weights(self.learner.named_weights())
         self.verifier = VerifierPool(workers=max(1, cfg.run.threads // self.world))
-        self.sampling = SamplingConfig(temperature=ro.temperature, top_p=ro.top_p, max_tokens=ro.max_tokens)
-        self.prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
+        sampling = SamplingConfig(temperature=ro.temperature, top_p=ro.top_p, max_tokens=ro.max_tokens, stop=ro.stop,
+                                  stop_token_ids=ro.stop_token_ids, logprobs=True)
+        prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
+        tok = self.learner.tokenizer
+        self.sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg, sampling)
+        self.eval_sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg,
+                                           dataclasses.replace(sampling, logprobs=False))
         self.batcher = RolloutBatcher(
-            self.engine, self.verifier, self.scheduler, self.problems["prompt"].to_list(),
-            self.problems["answer"].to_list(), self.learner.tokenizer, ro.group_size, ro.batch_groups, ro.max_rounds,
-            ro.dynamic_resampling, self.sampling, self.prompt_cfg, ro.oversample, self.rank, self.world,
-            all_gather=self._all_gather if self.world > 1 else None)
+            self.sampler, self.scheduler, self.problems["prompt"].to_list(), self.problems["answer"].to_list(),
+            ro.group_size, ro.batch_groups, ro.max_rounds, ro.dynamic_resampling,
+            Overlong(ro.overlong, ro.max_tokens, ro.overlong_buffer, ro.overlong_penalty), ro.oversample,
+            self.rank, self.world, all_gather=self._all_gather if self.world > 1 else None)
 
     # ------------------------------------------------------------ distributed helpers
     def _all_gather(self, obj):
@@ -219,16 +235,24 @@ class Trainer:
     def train_step(self) -> dict:
         t0 = time.monotonic()
         batch = self.batcher.next_batch()
+        self.engine.sleep()  # GPU sleep mode: the KV cache is released while DeepSpeed trains
         info = self.learner.update(batch.groups)
         t_sync = time.monotonic()
-        self.engine.load_weights(self.learner.named_weights())
+        self.engine.load_weights(self.learner.named_weights())  # wakes the engine first
         sync_s = time.monotonic() - t_sync
         self.scheduler.tick()
         self.step += 1
+        lens = [len(c.token_ids) for g in batch.groups for c in g.completions]
+        kept_rewards = [r for g in batch.groups for r in g.rewards]
         counts = {"generated_rollouts": batch.generated_rollouts, "informative_groups": batch.informative_groups,
-                  "generated_groups": batch.generated_groups, "n_correct": batch.n_correct}
+                  "generated_groups": batch.generated_groups, "n_correct": batch.n_correct,
+                  "truncated": batch.truncated, "kept_reward_sum": float(sum(kept_rewards)),
+                  "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "gen_tokens": batch.gen_tokens}
+        len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
-            counts = {k: sum(part[k] for part in self._all_gather(counts)) for k in counts}
+            parts = self._all_gather((counts, len_max))
+            counts = {k: sum(part[0][k] for part in parts) for k in counts}
+            len_max = max(part[1] for part in parts)
         refresh_rollouts = 0
         sc = self.cfg.scheduler
         # decided from gathered counts, so every rank makes the same decision
@@ -245,22 +269,23 @@ class Trainer:
         if self.world > 1:
             trained = np.concatenate(self._all_gather(trained))
         np.add.at(self.times_trained, trained, 1)
-        lens = [len(c.token_ids) for g in batch.groups for c in g.completions]
-        kept_rewards = [r for g in batch.groups for r in g.rewards]
         sched = self.scheduler.stats()
+        kept = max(1, counts["kept_sequences"])
         record = {
             "kind": "train", "step": self.step,
-            "reward_mean": float(np.mean(kept_rewards)) if kept_rewards else 0.0,
+            "reward_mean": counts["kept_reward_sum"] / kept if counts["kept_sequences"] else 0.0,
             "batch_pass_rate": counts["n_correct"] / max(1, counts["generated_rollouts"]),
             "zero_variance_fraction": 1 - counts["informative_groups"] / max(1, counts["generated_groups"]),
             "informative_rollout_ratio_step": informative_rollouts / max(1, counts["generated_rollouts"]),
             "informative_rollout_ratio": self.totals["informative_rollouts"] / max(1, self.totals["rollouts_generated"]),
             "rollouts_generated": self.totals["rollouts_generated"],
-            "groups_trained": len(batch.groups), "rounds": batch.rounds, "underfilled": batch.underfilled,
-            "gen_tokens_per_s": batch.gen_tokens / max(batch.gen_seconds, 1e-9),
-            "completion_len_mean": float(np.mean(lens)) if lens else 0.0,
-            "completion_len_max": int(max(lens)) if lens else 0,
-            "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0, "verify_seconds": batch.verify_seconds,
+            "truncated_fraction": counts["truncated"] / max(1, counts["generated_rollouts"]),
+            "groups_trained": len(trained), "rounds": batch.rounds, "underfilled": batch.underfilled,
+            "gen_tokens_per_s": counts["gen_tokens"] / max(batch.gen_seconds, 1e-9),
+            "completion_len_mean": counts["kept_len_sum"] / kept if counts["kept_sequences"] else 0.0,
+            "completion_len_max": int(len_max),
+            "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0,
+            "verify_seconds": batch.verify_seconds,
             "band_occupancy": sched.get("band_occupancy", float("nan")),
             **{k: v for k, v in sched.items() if k in ("band_lo", "band_hi")},
             **coverage(self.times_trained, trained, self.levels),
@@ -312,8 +337,7 @@ class Trainer:
     def _evaluate(self) -> dict:
         self._check_ranks_agree()
         t0 = time.monotonic()
-        out = evaluate(self.engine, self.verifier, self.learner.tokenizer, self.heldout, self.cfg.run.eval_k,
-                       self.sampling, self.prompt_cfg, self.rank, self.world, self._all_gather)
+        out = evaluate(self.eval_sampler, self.heldout, self.cfg.run.eval_k, self.rank, self.world, self._all_gather)
         out.update({"kind": "eval", "step": self.step, "rollouts_generated": self.totals["rollouts_generated"],
                     "eval_seconds": time.monotonic() - t0})
         self.metrics.write(out)
@@ -338,7 +362,8 @@ class Trainer:
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
-            for old in sorted(p for p in ckpts.glob("step-*"))[: -self.cfg.run.keep_last]:
+            keep = self.cfg.run.keep_last  # 0 keeps every checkpoint
+            for old in sorted(ckpts.glob("step-*"))[: -keep] if keep else []:
                 shutil.rmtree(old)
         self._barrier()
         return final

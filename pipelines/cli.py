@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         help="logging level for the library (default INFO)",
     )
+    # DeepSpeed's launcher puts --local_rank=N before the subcommand (rank info is also in the env)
+    parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)
     subparsers = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", required=True)
     for name, module_name in SUBCOMMANDS.items():
         module = importlib.import_module(f"pipelines.commands.{module_name}")

@@ -81,24 +81,18 @@ def data_stage(spec: dict, out: Path) -> dict[str, Path]:
 
 def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
-    from grpo_data.engines import make_engine
+    from grpo_data.engines import engine_settings, make_engine
     from grpo_data.profiler import (
-        ProfileConfig,
         merge_parts,
         parts_dir,
+        profile_options,
         profile_problems,
         run_metadata,
         weights_hash,
     )
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.stats import StoppingRule
     from grpo_data.verify_pool import VerifierPool
 
-    cfg = ProfileConfig(
-        k=int(pcfg.get("k", 16)), rule=StoppingRule() if pcfg.get("adaptive", True) else None, seed=seed,
-        sampling=SamplingConfig(temperature=float(pcfg.get("temperature", 1.0)), max_tokens=int(pcfg.get("max_tokens", 32))),
-        prompt=PromptConfig(system_prompt=pcfg.get("system_prompt"), instruction_suffix=pcfg.get("instruction_suffix", "")),
-        chunk_size=int(pcfg.get("chunk_size", 256)), prior_groups=str(pcfg.get("prior_groups", "level")))
+    cfg, choice = profile_options({"seed": seed, **pcfg})
     problems = pl.read_parquet(train)
     if limit:
         problems = problems.sort("id").head(limit)
@@ -111,7 +105,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     if stamp.exists() and json.loads(stamp.read_text()) != key:  # other inputs: earlier parts are not ours
         shutil.rmtree(parts_dir(out), ignore_errors=True)
     io.write_json(stamp, key)
-    engine = make_engine(pcfg.get("engine", "vllm"), model, seed=seed)
+    engine = make_engine(choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
     with VerifierPool() as pool:
         meta = run_metadata(engine, cfg, str(train), {"deadline_s": pool.config.deadline_s, "timeout_s": pool.config.timeout_s})
         stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta)
@@ -127,7 +121,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     from grpo_data.cards import write_card
     from grpo_data.profiler import read_profile
     from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
-    from grpo_train.config import dump_config, load_config
+    from grpo_train.config import config_from_tree, dump_config, train_tree
     from pipelines.plots import write_plots
 
     spec = load_spec(path, quick)
@@ -174,12 +168,10 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     timings["shards"] = time.monotonic() - t
 
     t = _stage("train (scheduled GRPO)")
-    tree = spec.get("train", {})
-    overrides = [f"model={model}", f"data.train={paths['train']}", f"data.heldout={paths['heldout']}",
-                 f"data.profile={profile}", f"run.out={out / 'train'}"]
-    tmp_cfg = out / "train-config.yaml"
-    io.write_text(tmp_cfg, yaml.safe_dump({"train": tree}))
-    cfg = load_config(tmp_cfg, overrides)
+    # the pipeline's paths (pipeline_train_paths), the ones this run just wrote
+    tree = deep_merge(train_tree(spec), {"model": str(model), "data": {"train": str(paths["train"]),
+                      "heldout": str(paths["heldout"]), "profile": str(profile)}, "run": {"out": str(out / "train")}})
+    cfg = config_from_tree(tree)
     run_dir = Path(cfg.run.out)
     from grpo_data.profiler import weights_hash
     from grpo_train.trainer import latest_checkpoint
@@ -197,6 +189,8 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     done = ckpt is not None and json.loads((ckpt / "state.json").read_text())["step"] >= cfg.run.steps
     if done:
         print(f"training in {run_dir} is complete")
+    elif cfg.run.ranks > 1:
+        launch_training(cfg, out / "train-config.yaml")
     else:
         from grpo_train.trainer import train
 
@@ -215,6 +209,27 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     timings["evaluate"] = time.monotonic() - t
     print(summary_table(summary))
     return summary
+
+
+def launch_command(ranks: int, config: Path) -> list[str]:
+    """The documented multi-rank launch: DeepSpeed's launcher running the `grpo` module on each rank."""
+    import sys
+
+    launcher = str(Path(sys.executable).with_name("deepspeed"))
+    return [launcher, "--num_gpus", str(ranks), "--module", "pipelines.cli", "train", "--config", str(config),
+            "--resume"]
+
+
+def launch_training(cfg, config_path: Path) -> None:
+    """Train in cfg.run.ranks processes through the launcher; the resolved config goes by file."""
+    import subprocess
+
+    from grpo_train.config import dump_config
+
+    io.write_text(config_path, dump_config(cfg))
+    cmd = launch_command(cfg.run.ranks, config_path)
+    print("launching:", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=True)
 
 
 def summarize(run_dir: Path, before: Path, after: Path) -> dict:

@@ -7,10 +7,15 @@ import torch
 
 from grpo_train.core_algos import (
     ADVANTAGES,
+    AGGREGATIONS,
+    LossNorm,
     compute_advantages,
     kl_k3,
+    overlong_penalty,
     policy_loss,
     seq_mean,
+    seq_sum_norm,
+    tis_weights,
     token_mean,
     zero_variance_groups,
 )
@@ -77,11 +82,11 @@ def test_clipping_matches_hand_computation():
     loss, m = policy_loss(logp, old, torch.tensor([1.0]), mask, clip_low=0.2, clip_high=0.28)
     # positive advantage: min(r, clip(r)) = [1.28, 0.5, 1.1]
     assert float(loss) == pytest.approx(-(1.28 + 0.5 + 1.1) / 3)
-    assert m["clip_fraction"] == pytest.approx(1 / 3)
+    assert m["clip_fraction_sum"] == pytest.approx(1)
     loss, m = policy_loss(logp, old, torch.tensor([-1.0]), mask, clip_low=0.2, clip_high=0.28)
     # negative advantage: min(-r, -clip(r)) = [-1.5, -0.8, -1.1]
     assert float(loss) == pytest.approx((1.5 + 0.8 + 1.1) / 3)
-    assert m["clip_fraction"] == pytest.approx(1 / 3)
+    assert m["clip_fraction_sum"] == pytest.approx(1)
 
 
 def test_gradient_is_zero_where_clipped():
@@ -96,6 +101,52 @@ def test_aggregations_and_masking():
     mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
     assert float(token_mean(values, mask)) == pytest.approx(2.0)  # (1 + 1 + 4) / 3
     assert float(seq_mean(values, mask)) == pytest.approx(2.5)  # (1 + 4) / 2
+    # Dr. GRPO: token sums over the constant max_tokens (here 3), mean over sequences: (2 / 3 + 4 / 3) / 2
+    assert float(seq_sum_norm(values, mask)) == pytest.approx(1.0)
+    assert float(seq_sum_norm(values, mask, LossNorm(3, 2, 8))) == pytest.approx(6 / 16)
+
+
+@pytest.mark.parametrize("name", ["token_mean", "seq_mean", "seq_sum_norm"])
+def test_shares_of_pieces_add_up_to_the_whole(name):
+    """Split a batch into pieces (micro-batches, ranks): each piece's share under the global
+    normalizer sums to the whole batch's aggregate."""
+    gen = torch.Generator().manual_seed(0)
+    values = torch.randn(7, 5, generator=gen)
+    lengths = torch.tensor([5, 1, 3, 0, 4, 2, 5])
+    mask = (torch.arange(5)[None] < lengths[:, None]).float()
+    agg = AGGREGATIONS[name]
+    whole = agg(values, mask, LossNorm.of(mask, 5))
+    norm = LossNorm.of(mask, 5)
+    parts = sum(agg(values[s], mask[s], norm) for s in (slice(0, 2), slice(2, 3), slice(3, 7)))
+    assert float(parts) == pytest.approx(float(whole), rel=1e-6)
+    assert norm.sequences == 6  # the empty row carries no loss and is not counted
+
+
+def test_seq_sum_norm_has_no_length_bias():
+    """Same advantage, one long and one short answer: per-token gradient is the same for both under
+    Dr. GRPO's constant normalizer, while seq_mean weighs the short answer's tokens more."""
+    logp = torch.zeros(2, 4, requires_grad=True)
+    mask = torch.tensor([[1.0, 1, 1, 1], [1, 0, 0, 0]])
+    loss, _ = policy_loss(logp, logp.detach(), torch.tensor([1.0, 1.0]), mask, aggregation="seq_sum_norm")
+    loss.backward()
+    assert logp.grad[0, 0] == logp.grad[1, 0]
+    logp.grad = None
+    loss, _ = policy_loss(logp, logp.detach(), torch.tensor([1.0, 1.0]), mask, aggregation="seq_mean")
+    loss.backward()
+    assert logp.grad[1, 0] == pytest.approx(4 * float(logp.grad[0, 0]))
+
+
+def test_overlong_penalty_ramps_over_the_buffer():
+    pen = overlong_penalty(torch.tensor([10, 12, 14, 16]), max_tokens=16, buffer=4, penalty=1.0)
+    torch.testing.assert_close(pen, torch.tensor([0.0, 0.0, -0.5, -1.0], dtype=torch.float64))
+
+
+def test_truncated_importance_weights_are_capped_constants():
+    old = torch.tensor([[0.0, -1.0]])
+    rollout = torch.tensor([[-2.0, -1.0]])
+    w = tis_weights(old, rollout, cap=2.0)
+    torch.testing.assert_close(w, torch.tensor([[2.0, 1.0]]))  # exp(2) capped at 2; equal -> 1
+    assert not w.requires_grad
 
 
 def test_kl_k3_is_nonnegative_and_zero_at_equality():
@@ -103,7 +154,7 @@ def test_kl_k3_is_nonnegative_and_zero_at_equality():
     assert torch.all(kl_k3(logp, logp) == 0)
     assert torch.all(kl_k3(logp, logp + torch.randn(4, 5)) >= 0)
     loss, m = policy_loss(logp, logp.detach(), torch.zeros(4), torch.ones(4, 5), ref_logp=logp + 0.1, kl_beta=0.5)
-    assert m["kl"] > 0 and float(loss) > 0
+    assert m["kl_sum"] > 0 and float(loss) > 0
 
 
 def test_unknown_names_fail_clearly():

@@ -37,15 +37,20 @@ class ScriptedEngine:
         self.rates = rates
         self.rng = np.random.default_rng(seed)
         self.calls = 0
-        self.tokenizer = type("T", (), {"chat_template": "plain",
-                                        "apply_chat_template": staticmethod(
-                                            lambda m, tokenize, add_generation_prompt: m[-1]["content"])})()
+        from grpo_train.tiny_policy import build_tokenizer
+
+        self.tokenizer = build_tokenizer()
+
+    def question(self, ids) -> str:
+        """The user message of an encoded ChatML prompt (engines receive token ids)."""
+        text = self.tokenizer.decode(list(ids))
+        return text.split("user\n", 1)[1].split("<|im_end|>", 1)[0]
 
     def generate(self, prompts, n, sampling):
         self.calls += 1
         out = []
         for p in prompts:
-            gold, rate = self.rates[p]
+            gold, rate = self.rates[self.question(p)]
             out.append([Completion(f"\\boxed{{{gold if self.rng.random() < rate else gold + 1}}}", (1, 2, 3), "stop")
                         for _ in range(n)])
         return out

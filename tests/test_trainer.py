@@ -65,7 +65,8 @@ class RecordingScheduler:
 
 
 def make_batcher(patterns, dynamic=True, batch_groups=4, max_rounds=3):
-    from grpo_data.prompting import SamplingConfig
+    from grpo_data.prompting import PromptConfig, SamplingConfig
+    from grpo_data.rollouts import RolloutSampler
     from grpo_train.tiny_policy import build_tokenizer
 
     tok = build_tokenizer()
@@ -73,8 +74,8 @@ def make_batcher(patterns, dynamic=True, batch_groups=4, max_rounds=3):
     prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(n)]
     sched = RecordingScheduler(n)
     pool_stub = type("V", (), {"verify": staticmethod(lambda g, p: [type("Vd", (), {"correct": x == "\\boxed{1}"})() for x in p])})
-    return RolloutBatcher(FixedEngine(patterns), pool_stub, sched, prompts, ["1"] * n, tok, 4, batch_groups,
-                          max_rounds, dynamic, SamplingConfig()), sched
+    sampler = RolloutSampler(FixedEngine(patterns), pool_stub, tok, PromptConfig(), SamplingConfig())
+    return RolloutBatcher(sampler, sched, prompts, ["1"] * n, 4, batch_groups, max_rounds, dynamic), sched
 
 
 def test_dynamic_resampling_drops_zero_variance_and_reports_every_group():
@@ -253,13 +254,13 @@ def test_refresh_calls_the_engine_only_for_the_chosen_subset():
     sched = BandScheduler(50, offline=(np.full(50, 8.0), np.full(50, 16.0)))
     batcher.scheduler = sched
     seen = []
-    real_generate = batcher.engine.generate
+    real_generate = batcher.sampler.engine.generate
 
     def recording(prompts, n, sampling):
         seen.append((list(map(tuple, prompts)), n))
         return real_generate(prompts, n, sampling)
 
-    batcher.engine.generate = recording
+    batcher.sampler.engine.generate = recording
     chosen = sched.refresh_candidates(6)
     spent = refresh_estimates(batcher, size=6, k=4)
     assert spent == 24 and len(seen) == 1 and seen[0][1] == 4

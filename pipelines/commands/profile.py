@@ -3,7 +3,10 @@
     grpo profile --data runs/world/train.parquet --model runs/policy-warm --k 16 --out profiles/arith.parquet
     grpo profile ... --adaptive                 # sequential sampling toward the 0.2-0.8 band
     grpo profile ... --shard 0/4                # one deterministic slice; then `--merge`
-    torchrun --nproc-per-node 4 -m pipelines.cli profile ...   # shard = RANK/WORLD_SIZE
+    torchrun --nproc-per-node 4 -m pipelines.cli profile ...   # shard = RANK/WORLD_SIZE, one GPU per rank
+
+Prompts are rendered and tokenized exactly as training renders them (`grpo_data.rollouts`); generation
+stops at the chat template's end-of-turn token and EOS unless --stop-token-ids says otherwise.
 """
 
 from __future__ import annotations
@@ -39,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--stop", action="append", default=[], metavar="TEXT",
+                        help="stop string (repeatable); generation ends after the token that completes it")
+    parser.add_argument("--stop-token-ids", default=None, metavar="ID,ID",
+                        help="tokens that end generation (default: the chat template's end-of-turn token and EOS)")
     parser.add_argument("--system-prompt", default=None)
     parser.add_argument("--instruction-suffix", default="", help="appended to the question, e.g. a \\boxed{} instruction")
     parser.add_argument("--chunk-size", type=int, default=64, help="problems per flushed chunk")
@@ -46,9 +53,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shard", default=None, help="i/n: profile one slice (default from RANK/WORLD_SIZE)")
     parser.add_argument("--merge", action="store_true", help="only merge finished shard parts into --out")
     parser.add_argument("--limit", type=int, default=None, help="profile only the first N problems (by id)")
-    parser.add_argument("--no-enforce-eager", action="store_true", help="let vLLM compile (slow start)")
-    parser.add_argument("--max-num-seqs", type=int, default=None,
-                        help="vLLM: most sequences decoded together (default: vLLM's; small models gain from 1024)")
+    vllm = parser.add_argument_group("vLLM engine (defaults per device kind: eager on CPU, CUDA graphs on GPU)")
+    vllm.add_argument("--gpu-memory-utilization", type=float, default=None, help="share of this rank's GPU (default 0.5)")
+    vllm.add_argument("--max-model-len", type=int, default=None, help="longest prompt + completion")
+    vllm.add_argument("--dtype", default=None, help="auto (default), bfloat16, float16, float32")
+    vllm.add_argument("--enforce-eager", dest="enforce_eager", action="store_true", default=None,
+                      help="no compilation or CUDA graphs (the CPU default)")
+    vllm.add_argument("--no-enforce-eager", dest="enforce_eager", action="store_false",
+                      help="compile / capture CUDA graphs (the GPU default; slow start on CPU)")
+    vllm.add_argument("--max-num-seqs", type=int, default=None,
+                      help="most sequences decoded together (default: vLLM's; small models gain from 1024)")
     parser.add_argument("--trust-remote-code", action="store_true")
     parser.add_argument("--workers", type=int, default=None, help="verifier processes")
 
@@ -65,32 +79,31 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     return i, n
 
 
-def profile_config(args: argparse.Namespace):
-    from grpo_data.profiler import ProfileConfig
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.stats import StoppingRule
-
-    lo, hi = (float(x) for x in args.band.split(","))
-    rule = StoppingRule(lo=lo, hi=hi, confidence=args.confidence, screen_k=args.screen_k, step_k=args.step_k,
-                        max_k=args.max_k) if args.adaptive else None
-    return ProfileConfig(
-        k=args.k, rule=rule, chunk_size=args.chunk_size, seed=args.seed, prior_groups=args.prior_groups,
-        sampling=SamplingConfig(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens),
-        prompt=PromptConfig(system_prompt=args.system_prompt, instruction_suffix=args.instruction_suffix),
-    )
+def options_from_args(args: argparse.Namespace) -> dict:
+    """The flags as `grpo_data.profiler.profile_options` names them (one set of defaults there)."""
+    vllm = {k: getattr(args, k) for k in ("gpu_memory_utilization", "max_model_len", "dtype", "enforce_eager",
+                                          "max_num_seqs") if getattr(args, k) is not None}
+    stop_ids = None if args.stop_token_ids is None else [int(x) for x in args.stop_token_ids.split(",") if x]
+    return {"engine": args.engine, "vllm": vllm, "k": args.k, "adaptive": args.adaptive, "band": args.band,
+            "confidence": args.confidence, "screen_k": args.screen_k, "step_k": args.step_k, "max_k": args.max_k,
+            "prior_groups": args.prior_groups, "temperature": args.temperature, "top_p": args.top_p,
+            "max_tokens": args.max_tokens, "stop": args.stop, "stop_token_ids": stop_ids,
+            "system_prompt": args.system_prompt, "instruction_suffix": args.instruction_suffix,
+            "chunk_size": args.chunk_size, "seed": args.seed}
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_data.engines import ENGINES, check_model_path, default_engine
+    from grpo_data.engines import ENGINES, check_model_path, default_engine, engine_settings, pin_local_device
     from grpo_data.loaders import DataError
-    from grpo_data.profiler import merge_parts, profile_problems, run_metadata
+    from grpo_data.profiler import merge_parts, profile_options, profile_problems, run_metadata
     from grpo_data.verify_pool import PoolConfig, VerifierPool
     from pipelines.stages import read_problems
 
     try:
         shard = parse_shard(args.shard)
-        cfg = profile_config(args)
-        engine_name = args.engine or default_engine()
+        cfg, choice = profile_options(options_from_args(args))
+        settings = engine_settings(choice["vllm"])
+        engine_name = choice["engine"] or default_engine()
         if engine_name not in ENGINES:
             raise ValueError(f"unknown engine {engine_name!r}; choose one of: {', '.join(ENGINES)}")
         check_model_path(args.model)
@@ -111,9 +124,9 @@ def run(args: argparse.Namespace) -> int:
 
     from grpo_data.engines import make_engine
 
-    engine = make_engine(engine_name, args.model, seed=args.seed + shard[0],
-                         enforce_eager=not args.no_enforce_eager, trust_remote_code=args.trust_remote_code,
-                         **({"max_num_seqs": args.max_num_seqs} if args.max_num_seqs else {}))
+    pin_local_device()  # under torchrun: this rank's engine on this rank's GPU, not every rank's on GPU 0
+    engine = make_engine(engine_name, args.model, seed=args.seed + shard[0], settings=settings,
+                         trust_remote_code=args.trust_remote_code)
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig()
     with VerifierPool(pool_cfg) as pool:
         meta = run_metadata(engine, cfg, args.data, {"deadline_s": pool_cfg.deadline_s, "timeout_s": pool_cfg.timeout_s})

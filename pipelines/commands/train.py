@@ -1,8 +1,12 @@
 """`grpo train`: GRPO with scheduled difficulty on a DeepSpeed learner with colocated vLLM rollouts.
 
-    grpo train --config pipelines/arith_demo.yaml -o train.steps=20 -o rollout.group_size=8
+    grpo train --config pipelines/arith_demo.yaml -o run.steps=20 -o rollout.group_size=8
     grpo train --config ... --resume            # continue from the run folder's latest checkpoint
-    deepspeed --num_gpus 8 -m pipelines.cli train --config pipelines/gpu_example.yaml   # multi-GPU
+    deepspeed --num_gpus 8 --module pipelines.cli train --config pipelines/gpu_example.yaml   # multi-GPU
+    torchrun --nproc-per-node 8 -m pipelines.cli train --config pipelines/gpu_example.yaml    # the same
+
+A pipeline file (`--config pipelines/gpu_example.yaml`) trains the model and data it names, from the
+paths its earlier stages write (`grpo pipeline FILE` runs those stages first).
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from grpo_train.config import load_config
 
+    from grpo_train.trainer import check_inputs, train
+
     try:
         cfg = load_config(args.config, args.override)
+        check_inputs(cfg)
     except (ValueError, FileNotFoundError) as exc:
         print(f"grpo train: {exc}", file=sys.stderr)
         return 2
-    from grpo_train.trainer import train
 
     out = train(cfg, resume=args.resume)
     print(f"run -> {out}")

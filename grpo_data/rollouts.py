@@ -1,0 +1,92 @@
+"""Render -> token ids -> generate -> verify: the one path that profiling, training rollouts and
+held-out evaluation share, so an offline pass rate is measured on exactly what training samples.
+
+    sampler = RolloutSampler(engine, verifier, tokenizer, PromptConfig(...), SamplingConfig(...))
+    ids = sampler.encode(messages)                     # the template's tokens, nothing added
+    groups = sampler.sample([ids, ...], golds, n=8)    # list[ScoredGroup], prompt order
+
+Every prompt goes to the engine as token ids (`encode_prompt`: no special tokens added beyond the
+template's, so a tokenizer that adds BOS and a template that writes it give one BOS, not two). The
+sampling settings get their stop tokens from the tokenizer once (`resolve_stops`: the template's
+end-of-turn token and EOS unless given).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from grpo_data.engines import Completion
+from grpo_data.prompting import PromptConfig, SamplingConfig, encode_prompt, resolve_stops
+
+
+@dataclass
+class ScoredGroup:
+    """The answers sampled for one prompt and the verifier's verdict on each.
+
+    completions: the sampled answers; verdicts: one `grpo_data.verify.Verdict` per answer."""
+
+    completions: list[Completion]
+    verdicts: list
+
+    @property
+    def correct(self) -> np.ndarray:
+        """(n,) 1.0 for a verified-correct answer, else 0.0."""
+        return np.array([float(v.correct) for v in self.verdicts])
+
+    @property
+    def truncated(self) -> np.ndarray:
+        """(n,) True where the answer hit max_tokens."""
+        return np.array([c.truncated for c in self.completions], dtype=bool)
+
+
+@dataclass
+class SamplingCost:
+    """What sampling cost so far: seconds generating and verifying, completions and their tokens."""
+
+    gen_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    completions: int = 0
+    tokens: int = 0
+    truncated: int = 0
+
+
+class RolloutSampler:
+    def __init__(self, engine, verifier, tokenizer, prompt: PromptConfig, sampling: SamplingConfig) -> None:
+        self.engine, self.verifier, self.tokenizer = engine, verifier, tokenizer
+        self.prompt = prompt
+        self.sampling = resolve_stops(sampling, tokenizer)
+        self.cost = SamplingCost()
+
+    def encode(self, messages: list[dict]) -> list[int]:
+        return encode_prompt(self.tokenizer, messages, self.prompt)
+
+    def sample(self, prompt_ids: list[list[int]], golds: list[str], n: int | list[int]) -> list[ScoredGroup]:
+        """n (or n[i]) answers for each prompt, verified against its gold answer; prompt order.
+        Prompts asking for the same n are generated together; n = 0 gives an empty group."""
+        counts = [n] * len(prompt_ids) if isinstance(n, int) else list(n)
+        out: list[ScoredGroup | None] = [None] * len(prompt_ids)
+        for size in sorted(set(counts)):
+            idx = [i for i, m in enumerate(counts) if m == size]
+            if size == 0:
+                for i in idx:
+                    out[i] = ScoredGroup([], [])
+                continue
+            t0 = time.monotonic()
+            groups = self.engine.generate([prompt_ids[i] for i in idx], size, self.sampling)
+            t1 = time.monotonic()
+            flat = [c for g in groups for c in g]
+            verdicts = self.verifier.verify([golds[i] for i, g in zip(idx, groups, strict=True) for _ in g],
+                                            [c.text for c in flat])
+            self.cost.gen_seconds += t1 - t0
+            self.cost.verify_seconds += time.monotonic() - t1
+            self.cost.completions += len(flat)
+            self.cost.tokens += sum(len(c.token_ids) for c in flat)
+            self.cost.truncated += sum(c.truncated for c in flat)
+            pos = 0
+            for i, g in zip(idx, groups, strict=True):
+                out[i] = ScoredGroup(list(g), list(verdicts[pos : pos + len(g)]))
+                pos += len(g)
+        return out

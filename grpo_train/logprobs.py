@@ -1,0 +1,106 @@
+"""Log-probs of sampled tokens under the sampling distribution, in bounded memory. Pure torch.
+
+The rollout engine samples from softmax(logits / T). Every log-prob the learner uses (old, new,
+reference) and the entropy it logs are of that same distribution, so the PPO ratio, the clip region
+and the KL are about the policy that actually produced the data.
+
+Memory: a causal LM's logits are (B, L, V); at 512 sequences x 8k tokens x 152k vocabulary that is
+terabytes. Here the decoder's hidden states are taken at completion positions only, and the head
+(hidden -> vocabulary) runs on `chunk_tokens` of them at a time. With gradients, each chunk is
+recomputed in the backward pass (activation checkpointing), so at most one chunk's (chunk, V)
+logits exist at once, in fp32.
+
+    logp, entropy_sum = token_logprobs(model, batch, temperature=0.6)  # (B, T), float
+
+`model` is an HF causal LM (or a DeepSpeed engine's `.module`): `get_decoder()` gives the hidden
+states, `get_output_embeddings()` the head. Logit soft-capping (`final_logit_softcapping`) and
+scaling (`logits_scaling`) in the model's config are applied as the model's own forward does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch.utils.checkpoint import checkpoint
+
+
+@dataclass
+class PaddedBatch:
+    """Right-padded sequences (prompt + completion) of one micro-batch.
+
+    input_ids:    (B, L) token ids, pad after the end.
+    attention:    (B, L) 1 on real tokens.
+    positions:    (B, T) index in the sequence of each completion token (0 where padded).
+    mask:         (B, T) 1.0 on completion tokens that carry loss, 0 on padding and on sequences
+                  masked out of the loss (e.g. truncated ones under DAPO's overlong filtering).
+    token_mask:   (B, T) 1.0 on every real completion token (metrics count these).
+    rollout_logp: (B, T) the engine's log-prob of each sampled token, NaN where it gave none.
+    """
+
+    input_ids: torch.Tensor
+    attention: torch.Tensor
+    positions: torch.Tensor
+    mask: torch.Tensor
+    token_mask: torch.Tensor
+    rollout_logp: torch.Tensor
+
+    def to(self, device) -> PaddedBatch:
+        return PaddedBatch(*(t.to(device) for t in (self.input_ids, self.attention, self.positions, self.mask,
+                                                        self.token_mask, self.rollout_logp)))
+
+
+def _head_transform(config):
+    """The model's own post-head logit transform (scaling, soft-capping), or None."""
+    scale = getattr(config, "logits_scaling", None)
+    cap = getattr(config, "final_logit_softcapping", None)
+
+    def transform(logits: torch.Tensor) -> torch.Tensor:
+        if scale:
+            logits = logits / scale
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
+
+    return transform if (scale or cap) else None
+
+
+def _chunk_logprobs(head, transform, hidden: torch.Tensor, tokens: torch.Tensor, temperature: float):
+    """log p(token) under softmax(head(hidden) / T): hidden (n, H), tokens (n,) -> logp (n,), entropy (n,)."""
+    logits = head(hidden).float()  # (n, V) fp32: one chunk only
+    if transform is not None:
+        logits = transform(logits)
+    logits = logits / temperature
+    logz = torch.logsumexp(logits, dim=-1)  # (n,)
+    logp = logits.gather(-1, tokens[:, None]).squeeze(-1) - logz  # (n,)
+    with torch.no_grad():
+        probs = torch.softmax(logits, dim=-1)  # (n, V)
+        entropy = logz - (probs * logits).sum(-1)  # (n,) H = log Z - E[logit]
+    return logp, entropy
+
+
+def token_logprobs(model, batch: PaddedBatch, temperature: float, chunk_tokens: int = 1024,
+                   with_entropy: bool = False) -> tuple[torch.Tensor, float]:
+    """Log-prob of every completion token under softmax(logits / temperature): (B, T), 0 where
+    masked by `token_mask`; and the entropy summed over those tokens (0.0 unless asked)."""
+    hidden = model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention,
+                                 use_cache=False).last_hidden_state  # (B, L, H)
+    sel = batch.token_mask.bool()  # (B, T)
+    prev = (batch.positions - 1).clamp(min=0)  # (B, T) the position whose state predicts each token
+    h = hidden.gather(1, prev[..., None].expand(-1, -1, hidden.size(-1)))[sel]  # (N, H) completion states only
+    tokens = batch.input_ids.gather(1, batch.positions)[sel]  # (N,)
+    head, transform = model.get_output_embeddings(), _head_transform(model.config)
+    pieces, entropy_sum = [], 0.0
+    for start in range(0, tokens.numel(), chunk_tokens):
+        hs, ts = h[start : start + chunk_tokens], tokens[start : start + chunk_tokens]
+        if torch.is_grad_enabled():  # keep only (chunk, H) for backward; logits are recomputed there
+            logp, ent = checkpoint(_chunk_logprobs, head, transform, hs, ts, temperature, use_reentrant=False)
+        else:
+            logp, ent = _chunk_logprobs(head, transform, hs, ts, temperature)
+        pieces.append(logp)
+        if with_entropy:
+            entropy_sum += float(ent.sum())
+    out = torch.zeros(sel.shape, dtype=torch.float32, device=h.device)
+    if pieces:
+        out = out.masked_scatter(sel, torch.cat(pieces))
+    return out, entropy_sum
