@@ -91,6 +91,16 @@ def summary_lines(name: str, r: dict) -> list[str]:
             lines.append(f"- seed {s['seed']} distinct problems trained: " + ", ".join(
                 f"{a} {v.get('distinct_problems_trained', 'n/a')} in {v['steps']} steps" for a, v in s["arms"].items()))
         return lines
+    if name == "memory":
+        g = r["goal"]
+        ratio = next(v for k, v in g.items() if k.startswith("ratio_"))
+        lines = [f"- learner step, {c['sequences']} sequences, kl_beta {c['kl_beta']}: peak "
+                 f"{_fmt(c['peak_rss_mib'])} MiB (step +{_fmt(c['step_increment_mib'])} MiB, "
+                 f"{_fmt(c['seconds'])} s)" for c in r["configs"]]
+        lines += [f"- old path (whole-batch logits), {o['sequences']} sequences: peak "
+                  f"{_fmt(o['peak_rss_mib'])} MiB ({o['figure']})" for o in r["old_path"]]
+        return lines + [f"- peak {_fmt(ratio)}x from the smallest to the largest batch, kl_beta 0 "
+                        f"(goal <= {g['target']}x)"]
     return [f"- {k}: {_fmt(v)}" for k, v in r.items() if isinstance(v, (int, float, str)) and k != "benchmark"]
 
 

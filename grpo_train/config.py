@@ -120,7 +120,7 @@ class AlgoConfig:
 
 @dataclass(frozen=True)
 class OptimConfig:
-    """AdamW settings; minibatches: optimizer steps per rollout batch (old log-probs computed once);
+    """AdamW settings (grad_clip 0 = no clipping); minibatches: optimizer steps per rollout batch (old log-probs computed once);
     micro_batch_tokens: most padded tokens (rows x longest row) per forward/backward, gradients
     accumulate over micro-batches (memory follows this, not the batch); logit_chunk_tokens:
     completion positions whose (chunk, vocabulary) logits exist at once; gradient_checkpointing:
@@ -129,6 +129,7 @@ class OptimConfig:
     lr: float = 2e-4
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.99)
+    eps: float = 1e-8
     grad_clip: float = 1.0
     minibatches: int = 1
     micro_batch_tokens: int = 16384

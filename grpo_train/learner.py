@@ -182,6 +182,9 @@ class DeepSpeedLearner:
         torch.manual_seed(seed)
         self.algo, self.optim_cfg, self.ds_cfg = algo, optim, ds
         self.temperature, self.max_tokens = temperature, max_tokens
+        # ZeRO-3 gathers the head's weight at every call: one head call per micro-batch on every
+        # rank (memory then follows micro_batch_tokens x vocabulary; lower it under ZeRO-3)
+        self.chunk = None if ds.zero_stage == 3 else optim.logit_chunk_tokens
         self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
                                                      dtype=torch.float32)
@@ -190,7 +193,8 @@ class DeepSpeedLearner:
         decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
         other = [p for n, p in model.named_parameters() if p.ndim < 2]
         optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": optim.weight_decay},
-                                       {"params": other, "weight_decay": 0.0}], lr=optim.lr, betas=optim.betas)
+                                       {"params": other, "weight_decay": 0.0}], lr=optim.lr, betas=optim.betas,
+                                      eps=optim.eps)
         if not torch.distributed.is_initialized():
             deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
         self.world_size = torch.distributed.get_world_size()
@@ -239,10 +243,10 @@ class DeepSpeedLearner:
         with torch.no_grad():
             for mb in (self._synced(batches) if synced else batches):
                 if mb is None:
-                    token_logprobs(model, self._stand_in(), self.temperature, self.optim_cfg.logit_chunk_tokens)
+                    token_logprobs(model, self._stand_in(), self.temperature, self.chunk)
                     continue
                 logp, _ = token_logprobs(model, pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device),
-                                         self.temperature, self.optim_cfg.logit_chunk_tokens)  # (b, T)
+                                         self.temperature, self.chunk)  # (b, T)
                 for row, i in enumerate(mb):
                     out[i] = logp[row, : seqs[i].completion_len]
         return out
@@ -250,7 +254,7 @@ class DeepSpeedLearner:
     def score(self, groups) -> list[torch.Tensor]:
         """Old log-probs of every answer in `groups` under the current policy (for tests and tools)."""
         self.engine.eval()
-        return self._score(self.engine.module, flatten_groups(groups), synced=True)
+        return self._score(self.engine, flatten_groups(groups), synced=True)
 
     # ------------------------------------------------------------ the update
     def update(self, groups) -> dict[str, float]:
@@ -263,7 +267,7 @@ class DeepSpeedLearner:
                                   torch.tensor([s.group for s in seqs]), self.algo.eps).to(self.device)
                if seqs else torch.zeros(0, device=self.device))  # (B,)
         self.engine.eval()
-        old = self._score(self.engine.module, seqs, synced=True)
+        old = self._score(self.engine, seqs, synced=True)
         ref = self._score(self.ref, seqs, synced=False) if self.ref is not None else None
         self.engine.train()
         sums = dict.fromkeys(("loss", "clip_fraction_sum", "kl_sum", "entropy_sum", "ratio_sum", "loss_tokens",
@@ -280,19 +284,19 @@ class DeepSpeedLearner:
                                                                             self.optim_cfg.micro_batch_tokens)]
             for mb in self._synced(batches):
                 if mb is None:
-                    logp, _ = token_logprobs(self.engine.module, self._stand_in(), self.temperature,
-                                             self.optim_cfg.logit_chunk_tokens)
+                    logp, _ = token_logprobs(self.engine, self._stand_in(), self.temperature,
+                                             self.chunk)
                     self.engine.backward(logp.sum() * 0.0, scale_wrt_gas=False)
                     continue
                 batch = pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device)
                 old_t = _pad_rows([old[i] for i in mb], batch.mask.shape)  # (b, T)
                 ref_t = _pad_rows([ref[i] for i in mb], batch.mask.shape) if ref is not None else None
-                loss, info = microbatch_loss(self.engine.module, batch, adv[mb], old_t, ref_t, norm, self.algo,
-                                             self.temperature, self.optim_cfg.logit_chunk_tokens)
+                loss, info = microbatch_loss(self.engine, batch, adv[mb], old_t, ref_t, norm, self.algo,
+                                             self.temperature, self.chunk)
                 # DeepSpeed averages gradients over ranks; the loss is already a share of the global sum
                 self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
                 have = torch.isfinite(batch.rollout_logp) & batch.token_mask.bool()
-                sums["loss"] += float(loss)
+                sums["loss"] += float(loss.detach())
                 sums["diff_sum"] += float((old_t - batch.rollout_logp).abs()[have].sum())
                 sums["diff_count"] += float(have.sum())
                 sums["loss_tokens"] += float(batch.mask.sum())

@@ -12,8 +12,9 @@ logits exist at once, in fp32.
 
     logp, entropy_sum = token_logprobs(model, batch, temperature=0.6)  # (B, T), float
 
-`model` is an HF causal LM (or a DeepSpeed engine's `.module`): `get_decoder()` gives the hidden
-states, `get_output_embeddings()` the head. Logit soft-capping (`final_logit_softcapping`) and
+`model` is an HF causal LM or a DeepSpeed engine around one: its forward runs with logits for the
+last position only, the decoder's hidden states are taken from it, `get_output_embeddings()` is the
+head. Logit soft-capping (`final_logit_softcapping`) and
 scaling (`logits_scaling`) in the model's config are applied as the model's own forward does.
 """
 
@@ -79,19 +80,45 @@ def _chunk_logprobs(head, transform, hidden: torch.Tensor, tokens: torch.Tensor,
     return logp, entropy
 
 
-def token_logprobs(model, batch: PaddedBatch, temperature: float, chunk_tokens: int = 1024,
+def _hidden_states(model, batch: PaddedBatch):
+    """The decoder's last hidden states (B, L, H) from a full forward of `model` that computes logits
+    for the last position only. The forward goes through `model` itself, a DeepSpeed engine
+    included, so the engine does what it does per forward (ZeRO's gradient-accumulation bookkeeping
+    and parameter hooks); the states are taken from the decoder's output by a forward hook."""
+    inner = model.module if hasattr(model, "module") and hasattr(model, "backward") else model  # unwrap an engine
+    captured = {}
+
+    def grab(_module, _inputs, output):
+        captured["hidden"] = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
+
+    handle = inner.get_decoder().register_forward_hook(grab)
+    try:
+        model(input_ids=batch.input_ids, attention_mask=batch.attention, use_cache=False, logits_to_keep=1)
+    finally:
+        handle.remove()
+    return captured["hidden"], inner
+
+
+def token_logprobs(model, batch: PaddedBatch, temperature: float, chunk_tokens: int | None = 1024,
                    with_entropy: bool = False) -> tuple[torch.Tensor, float]:
     """Log-prob of every completion token under softmax(logits / temperature): (B, T), 0 where
-    masked by `token_mask`; and the entropy summed over those tokens (0.0 unless asked)."""
-    hidden = model.get_decoder()(input_ids=batch.input_ids, attention_mask=batch.attention,
-                                 use_cache=False).last_hidden_state  # (B, L, H)
+    masked by `token_mask`; and the entropy summed over those tokens (0.0 unless asked).
+
+    chunk_tokens None runs the head once on all the batch's completion positions. ZeRO-3 needs
+    that: it gathers the head's weight in every call, so every rank must make the same calls, and a
+    chunk count that follows each rank's token count would not."""
+    hidden, inner = _hidden_states(model, batch)  # (B, L, H)
     sel = batch.token_mask.bool()  # (B, T)
     prev = (batch.positions - 1).clamp(min=0)  # (B, T) the position whose state predicts each token
     h = hidden.gather(1, prev[..., None].expand(-1, -1, hidden.size(-1)))[sel]  # (N, H) completion states only
     tokens = batch.input_ids.gather(1, batch.positions)[sel]  # (N,)
-    head, transform = model.get_output_embeddings(), _head_transform(model.config)
+    head, transform = inner.get_output_embeddings(), _head_transform(inner.config)
     pieces, entropy_sum = [], 0.0
-    for start in range(0, tokens.numel(), chunk_tokens):
+    if chunk_tokens is None:  # one call, even on no tokens: every rank calls the head once
+        logp, ent = _chunk_logprobs(head, transform, h, tokens, temperature)
+        pieces.append(logp)
+        entropy_sum = float(ent.sum()) if with_entropy else 0.0
+    for start in range(0, tokens.numel() if chunk_tokens is not None else 0, chunk_tokens or 1):
         hs, ts = h[start : start + chunk_tokens], tokens[start : start + chunk_tokens]
         if torch.is_grad_enabled():  # keep only (chunk, H) for backward; logits are recomputed there
             logp, ent = checkpoint(_chunk_logprobs, head, transform, hs, ts, temperature, use_reentrant=False)

@@ -77,17 +77,52 @@ def build_tokenizer():
     return tokenizer
 
 
-def build_model(tokenizer, cfg: TinyModelConfig, seed: int):
+# A stand-in for real tokenizers (Llama 3 shaped), for tests of what the embedded one cannot show:
+# it adds BOS when asked to add special tokens, its chat template writes BOS too, and turns end with
+# an end-of-turn token that is not EOS.
+STANDIN_BOS, STANDIN_EOS, STANDIN_EOT = "<s>", "</s>", "<|eot|>"
+STANDIN_TEMPLATE = (
+    "<s>{% for m in messages %}<|start|>{{ m['role'] }}\n{{ m['content'] }}<|eot|>{% endfor %}"
+    "{% if add_generation_prompt %}<|start|>assistant\n{% endif %}"
+)
+
+
+def build_standin_tokenizer():
+    """Byte-level tokenizer that adds BOS, with a template that writes BOS and ends turns with
+    `<|eot|>` (EOS is `</s>`): saved with save_pretrained, AutoTokenizer and vLLM load it by path."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
+    from transformers import PreTrainedTokenizerFast
+
+    alphabet = sorted(pre_tokenizers.ByteLevel.alphabet())
+    specials = ["<pad>", STANDIN_BOS, STANDIN_EOS, STANDIN_EOT, "<|start|>"]
+    vocab = {t: i for i, t in enumerate([*specials, *alphabet])}
+    core = Tokenizer(models.BPE(vocab=vocab, merges=[], unk_token="<pad>"))
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    core.decoder = decoders.ByteLevel()
+    core.add_special_tokens(specials)
+    core.post_processor = processors.TemplateProcessing(single=f"{STANDIN_BOS} $A", pair=f"{STANDIN_BOS} $A $B",
+                                                        special_tokens=[(STANDIN_BOS, vocab[STANDIN_BOS])])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, bos_token=STANDIN_BOS, eos_token=STANDIN_EOS,
+                                        pad_token="<pad>", unk_token="<pad>",
+                                        additional_special_tokens=[STANDIN_EOT, "<|start|>"])
+    tokenizer.chat_template = STANDIN_TEMPLATE
+    return tokenizer
+
+
+def build_model(tokenizer, cfg: TinyModelConfig, seed: int, vocab_size: int | None = None):
+    """A randomly initialized tiny Qwen2 for `tokenizer`; vocab_size pads the embedding past the
+    tokenizer (a 150k vocabulary on a tiny hidden size stands in for a real model's head)."""
     import torch
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(seed)
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.convert_tokens_to_ids(BOS_CHAT)
     config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
+        vocab_size=max(vocab_size or 0, len(tokenizer)), hidden_size=cfg.hidden_size, intermediate_size=cfg.intermediate_size,
         num_hidden_layers=cfg.num_layers, num_attention_heads=cfg.num_heads,
         num_key_value_heads=cfg.num_kv_heads, max_position_embeddings=cfg.max_positions,
         tie_word_embeddings=True, rope_theta=10000.0, torch_dtype="float32",
-        bos_token_id=tokenizer.convert_tokens_to_ids(BOS_CHAT),
+        bos_token_id=bos,
         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
     return Qwen2ForCausalLM(config)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "run benchmarks (verify, scheduler, warmstart, profile, e2e, all); results to bench/results/"
+HELP = "run benchmarks (verify, scheduler, warmstart, profile, e2e, memory, all); results to bench/results/"
 
-BENCHES = ("verify", "scheduler", "warmstart", "profile", "e2e")
+BENCHES = ("verify", "scheduler", "warmstart", "profile", "e2e", "memory")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +42,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         from bench import profile_bench
 
         result = profile_bench.run(quick=quick)
+    elif name == "memory":
+        from bench import memory_bench
+
+        result = memory_bench.run(quick=quick)
     else:
         from bench import e2e_bench
 
