@@ -320,26 +320,32 @@ class Trainer:
         bar.close()
         return self.run_dir
 
-    def _check_ranks_agree(self) -> None:
-        """Every rank must hold the same scheduler state (same seed, same gathered outcomes)."""
+    def _check_ranks_agree(self) -> bool:
+        """Every rank must hold the same scheduler state (same seed, same gathered outcomes) and the
+        same weights (DeepSpeed's reduced gradients); raises naming the step where they diverged."""
         if self.world == 1:
-            return
+            return True
         import hashlib
         import tempfile
 
+        digest = hashlib.sha256()
         with tempfile.TemporaryDirectory() as tmp:
             self.scheduler.save(tmp)
-            digest = hashlib.sha256((Path(tmp) / "scheduler.npz").read_bytes()).hexdigest()
-        digests = self._all_gather(digest)
+            digest.update((Path(tmp) / "scheduler.npz").read_bytes())
+        for name, tensor in self.learner.named_weights():
+            digest.update(name.encode())
+            digest.update(tensor.float().numpy().tobytes())
+        digests = self._all_gather(digest.hexdigest())
         if len(set(digests)) != 1:
-            raise RuntimeError(f"scheduler state diverged across ranks at step {self.step}: {digests}")
+            raise RuntimeError(f"scheduler state or weights diverged across ranks at step {self.step}: {digests}")
+        return True
 
     def _evaluate(self) -> dict:
-        self._check_ranks_agree()
+        agree = self._check_ranks_agree()
         t0 = time.monotonic()
         out = evaluate(self.eval_sampler, self.heldout, self.cfg.run.eval_k, self.rank, self.world, self._all_gather)
         out.update({"kind": "eval", "step": self.step, "rollouts_generated": self.totals["rollouts_generated"],
-                    "eval_seconds": time.monotonic() - t0})
+                    "eval_seconds": time.monotonic() - t0, "ranks": self.world, "ranks_agree": agree})
         self.metrics.write(out)
         logger.info("step %d: held-out accuracy %.3f", self.step, out["heldout_accuracy"])
         return out

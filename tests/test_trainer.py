@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 import torch
+import yaml
 
 from grpo_train.config import dump_config, load_config
 from grpo_train.learner import build_tensors
@@ -217,10 +218,13 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
 
 @pytest.mark.slow
 def test_two_cpu_ranks(tmp_path, warm_policy):
-    """torchrun with 2 ranks (gloo): each rank its own vLLM engine and share of every batch,
-    DeepSpeed reduces gradients, schedulers stay identical (checked at every evaluation)."""
+    """The documented launch (`deepspeed --num_gpus N --module pipelines.cli train ...`, as
+    pipelines.pipeline.launch_command writes it) with 2 CPU ranks (gloo): each rank its own vLLM
+    engine and share of every batch, DeepSpeed reduces gradients; schedulers and weights identical
+    across ranks (checked at every evaluation), at T = 0.6."""
     import os
-    import shutil
+
+    from pipelines.pipeline import launch_command
 
     policy, world = warm_policy
     train = tmp_path / "train.parquet"
@@ -228,22 +232,27 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     world["train"].write_parquet(train)
     world["heldout"].head(16).write_parquet(held)
     out = tmp_path / "run2"
-    torchrun = shutil.which("torchrun", path=os.path.dirname(sys.executable))
-    cmd = [torchrun, "--nproc-per-node", "2", "-m", "pipelines.cli", "train", "-o", f"model={policy}",
-           "-o", f"data.train={train}", "-o", f"data.heldout={held}", "-o", f"run.out={out}", "-o", "run.steps=2",
-           "-o", "rollout.batch_groups=2", "-o", "rollout.group_size=4", "-o", "run.eval_every=2",
-           "-o", "run.save_every=2", "-o", "run.threads=1", "-o", "run.progress=false"]
+    config = tmp_path / "train.yaml"
+    config.write_text(yaml.safe_dump({"train": {"model": str(policy), "data": {"train": str(train), "heldout": str(held)},
+                                                "rollout": {"batch_groups": 2, "group_size": 4, "temperature": 0.6},
+                                                "optim": {"micro_batch_tokens": 96},
+                                                "run": {"out": str(out), "steps": 3, "eval_every": 3, "save_every": 3,
+                                                        "threads": 1, "progress": False}}}))
+    cmd = launch_command(2, config)
+    assert cmd[1:6] == ["--num_gpus", "2", "--module", "pipelines.cli", "train"]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-4000:]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     trains = [r for r in records if r["kind"] == "train"]
-    assert [r["step"] for r in trains] == [1, 2]
+    assert [r["step"] for r in trains] == [1, 2, 3]
     # rollouts are counted over both ranks: at least 2 ranks x 2 groups x 4 answers per step
     assert trains[0]["rollouts_generated"] >= 16
+    assert all(r["logprob_diff_rollout"] < 0.05 for r in trains if r["loss_tokens"])
     evals = [r for r in records if r["kind"] == "eval"]
-    assert evals[-1]["heldout_problems"] == 16
-    assert (out / "checkpoints" / "step-000002" / "hf" / "model.safetensors").exists()
+    assert evals[-1]["heldout_problems"] == 16 and evals[-1]["ranks"] == 2 and evals[-1]["ranks_agree"]
+    assert (out / "checkpoints" / "step-000003" / "hf" / "model.safetensors").exists()
 
 
 def test_refresh_calls_the_engine_only_for_the_chosen_subset():

@@ -22,12 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--override", action="append", default=[], metavar="KEY=VALUE",
                         help="dotted override, e.g. -o rollout.group_size=8 (repeatable)")
     parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint in run.out")
-    parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)  # set by the deepspeed launcher
 
 
 def run(args: argparse.Namespace) -> int:
     from grpo_train.config import load_config
-
     from grpo_train.trainer import check_inputs, train
 
     try:
