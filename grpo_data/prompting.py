@@ -24,7 +24,7 @@ class SamplingConfig:
     stop_token_ids: tokens that end generation; None = the chat template's end-of-turn token and
                     EOS (`default_stop_token_ids`), resolved where the tokenizer is known.
     logprobs:       also return each sampled token's log-prob under the sampling distribution
-                    (temperature and top-p applied), for the learner's mismatch check.
+                    (temperature applied; top-p too when below 1), for the learner's mismatch check.
     """
 
     temperature: float = 1.0

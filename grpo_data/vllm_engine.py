@@ -5,7 +5,8 @@
 - Runs in-process (`VLLM_ENABLE_V1_MULTIPROCESSING=0`) so a trainer can push new weights with
   `load_weights` (`collective_rpc("reload_weights")`, then a prefix-cache reset).
 - `logprobs_mode="processed_logprobs"`: a sampled token's log-prob is under the distribution it was
-  drawn from (temperature and top-p applied), which is what the learner recomputes.
+  drawn from (temperature applied, and top-p when below 1); the learner recomputes softmax(logits / T),
+  so the two agree when top_p is 1 (the trainer warns otherwise).
 - Settings per device kind (`EngineSettings`): eager and no sleep mode on CPU; CUDA graphs and sleep
   mode (KV cache released while DeepSpeed trains) on GPU; each rank its own GPU's configured share.
 """
@@ -61,7 +62,8 @@ class VLLMEngine:
         self.model_path = model
         on_gpu = torch.cuda.is_available()
         world = _launched_world_size()
-        sharing = ranks_per_device(world, int(os.environ.get("LOCAL_WORLD_SIZE", world)),
+        local_world = os.environ.get("LOCAL_WORLD_SIZE") or os.environ.get("LOCAL_SIZE") or world  # torchrun / DeepSpeed
+        sharing = ranks_per_device(world, int(local_world),
                                    torch.cuda.device_count() if on_gpu else 0)
         extra = engine_kwargs(settings, on_gpu, sharing)
         if world > 1:
@@ -95,11 +97,18 @@ class VLLMEngine:
         return [[_completion(o, sampling.logprobs) for o in req.outputs] for req in outputs]
 
     def load_weights(self, named_tensors) -> None:
-        """Push new weights into the live engine, then drop cached prefixes computed with the old ones."""
-        self.wake_up()
+        """Push new weights into the live engine, then drop cached prefixes computed with the old ones.
+        Asleep, only the weights wake first; the KV cache is allocated after the sync (as verl does)."""
+        asleep = self.sleeping
+        if asleep:
+            _release_cached_memory()  # blocks the training step freed, still held by torch's allocator
+            self.llm.wake_up(tags=["weights"])
         dtype = self.llm.llm_engine.model_config.dtype  # e.g. bf16 on CPU: cast here, not per parameter inside
         weights = [(name, tensor.detach().to("cpu", dtype)) for name, tensor in named_tensors]
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        if asleep:
+            self.llm.wake_up(tags=["kv_cache"])
+            self.sleeping = False
         self.llm.reset_prefix_cache()
 
     def sleep(self) -> None:
@@ -110,11 +119,24 @@ class VLLMEngine:
 
     def wake_up(self) -> None:
         if self.sleeping:
+            _release_cached_memory()
             self.llm.wake_up()
             self.sleeping = False
 
     def close(self) -> None:
+        """Drop the engine and give its memory back (a pipeline starts training after profiling)."""
         self.llm = None
+        import gc
+
+        gc.collect()
+        _release_cached_memory()
+
+
+def _release_cached_memory() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
 
 
 def _completion(out, with_logprobs: bool) -> Completion:

@@ -53,7 +53,10 @@ def ensure_distributed_env() -> None:
 
 
 def deepspeed_config(optim: OptimConfig, ds: DeepSpeedSection, world_size: int) -> dict:
-    return {
+    extra = {}
+    if ds.bf16 and ds.zero_stage >= 1:  # sum micro-batch gradients in fp32, not bf16's 8-bit mantissa
+        extra["data_types"] = {"grad_accum_dtype": "fp32"}  # (DeepSpeed offers this with ZeRO only)
+    return {**extra,
         # The learner owns accumulation: any number of micro-batches, then one `step()` (DeepSpeed's
         # unmanaged mode), with the loss already divided by the step's global token/sequence count.
         "train_micro_batch_size_per_gpu": 1,
@@ -151,21 +154,17 @@ def micro_batches(lengths: list[int], token_budget: int) -> list[list[int]]:
     return out
 
 
-def microbatch_loss(model, batch: PaddedBatch, advantages: torch.Tensor, old_logp: torch.Tensor,
-                    ref_logp: torch.Tensor | None, norm: LossNorm, algo: AlgoConfig, temperature: float,
-                    chunk_tokens: int) -> tuple[torch.Tensor, dict[str, float]]:
+def microbatch_loss(logp: torch.Tensor, batch: PaddedBatch, advantages: torch.Tensor, old_logp: torch.Tensor,
+                    ref_logp: torch.Tensor | None, norm: LossNorm, algo: AlgoConfig) -> tuple[torch.Tensor, dict[str, float]]:
     """This micro-batch's share of the step's loss (shares over micro-batches and ranks add up to the
-    big-batch loss) and its metric sums. advantages: (B,); old_logp, ref_logp: (B, T)."""
-    logp, entropy_sum = token_logprobs(model, batch, temperature, chunk_tokens, with_entropy=True)  # (B, T)
+    big-batch loss) and its metric sums. logp, old_logp, ref_logp: (B, T); advantages: (B,)."""
     is_weights = None
     if algo.tis_cap > 0:
         have = torch.isfinite(batch.rollout_logp)
         is_weights = torch.where(have, tis_weights(old_logp, batch.rollout_logp.nan_to_num(0.0), algo.tis_cap),
                                  torch.ones_like(old_logp))  # (B, T)
-    loss, info = policy_loss(logp, old_logp, advantages, batch.mask, algo.clip_low, algo.clip_high, algo.aggregation,
-                             ref_logp, algo.kl_beta, norm=norm, is_weights=is_weights)
-    info["entropy_sum"] = entropy_sum
-    return loss, info
+    return policy_loss(logp, old_logp, advantages, batch.mask, algo.clip_low, algo.clip_high, algo.aggregation,
+                       ref_logp, algo.kl_beta, norm=norm, is_weights=is_weights)
 
 
 class DeepSpeedLearner:
@@ -182,8 +181,8 @@ class DeepSpeedLearner:
         torch.manual_seed(seed)
         self.algo, self.optim_cfg, self.ds_cfg = algo, optim, ds
         self.temperature, self.max_tokens = temperature, max_tokens
-        # ZeRO-3 gathers the head's weight at every call: one head call per micro-batch on every
-        # rank (memory then follows micro_batch_tokens x vocabulary; lower it under ZeRO-3)
+        # ZeRO-3 gathers the head's weight at every call: one head call per micro-batch on every rank
+        # (logits_to_keep memory then follows micro_batch_tokens x vocabulary; lower it under ZeRO-3)
         self.chunk = None if ds.zero_stage == 3 else optim.logit_chunk_tokens
         self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
@@ -235,18 +234,28 @@ class DeepSpeedLearner:
         seq = Sequence((self.pad_id, self.pad_id), 1, 0.0, 0, False, None)
         return pad_batch([seq], self.pad_id).to(self.device)
 
+    def _logprobs(self, batch: PaddedBatch, with_entropy: bool = False):
+        """The policy's token log-probs of a micro-batch (through the DeepSpeed engine)."""
+        return token_logprobs(self.engine, batch, self.temperature, self.chunk, with_entropy)
+
     # ------------------------------------------------------------ log-probs
-    def _score(self, model, seqs: list[Sequence], synced: bool) -> list[torch.Tensor]:
-        """Each sequence's completion log-probs (no gradient), micro-batch by micro-batch."""
+    def _score(self, seqs: list[Sequence], reference: bool = False) -> list[torch.Tensor]:
+        """Each sequence's completion log-probs (no gradient) under the policy or the reference,
+        micro-batch by micro-batch (the policy's on every rank in step: ZeRO-3 collectives)."""
         out: list[torch.Tensor | None] = [None] * len(seqs)
         batches = micro_batches([len(s.ids) for s in seqs], self.optim_cfg.micro_batch_tokens)
+
+        def logprobs(batch):
+            if reference:
+                return token_logprobs(self.ref, batch, self.temperature, self.chunk)[0]
+            return self._logprobs(batch)[0]
+
         with torch.no_grad():
-            for mb in (self._synced(batches) if synced else batches):
+            for mb in (batches if reference else self._synced(batches)):
                 if mb is None:
-                    token_logprobs(model, self._stand_in(), self.temperature, self.chunk)
+                    logprobs(self._stand_in())
                     continue
-                logp, _ = token_logprobs(model, pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device),
-                                         self.temperature, self.chunk)  # (b, T)
+                logp = logprobs(pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device))  # (b, T)
                 for row, i in enumerate(mb):
                     out[i] = logp[row, : seqs[i].completion_len]
         return out
@@ -254,7 +263,7 @@ class DeepSpeedLearner:
     def score(self, groups) -> list[torch.Tensor]:
         """Old log-probs of every answer in `groups` under the current policy (for tests and tools)."""
         self.engine.eval()
-        return self._score(self.engine, flatten_groups(groups), synced=True)
+        return self._score(flatten_groups(groups))
 
     # ------------------------------------------------------------ the update
     def update(self, groups) -> dict[str, float]:
@@ -267,8 +276,8 @@ class DeepSpeedLearner:
                                   torch.tensor([s.group for s in seqs]), self.algo.eps).to(self.device)
                if seqs else torch.zeros(0, device=self.device))  # (B,)
         self.engine.eval()
-        old = self._score(self.engine, seqs, synced=True)
-        ref = self._score(self.ref, seqs, synced=False) if self.ref is not None else None
+        old = self._score(seqs)
+        ref = self._score(seqs, reference=True) if self.ref is not None else None
         self.engine.train()
         sums = dict.fromkeys(("loss", "clip_fraction_sum", "kl_sum", "entropy_sum", "ratio_sum", "loss_tokens",
                               "tokens", "sequences", "diff_sum", "diff_count", "adv_abs_sum"), 0.0)
@@ -284,15 +293,15 @@ class DeepSpeedLearner:
                                                                             self.optim_cfg.micro_batch_tokens)]
             for mb in self._synced(batches):
                 if mb is None:
-                    logp, _ = token_logprobs(self.engine, self._stand_in(), self.temperature,
-                                             self.chunk)
+                    logp, _ = self._logprobs(self._stand_in())
                     self.engine.backward(logp.sum() * 0.0, scale_wrt_gas=False)
                     continue
                 batch = pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device)
                 old_t = _pad_rows([old[i] for i in mb], batch.mask.shape)  # (b, T)
                 ref_t = _pad_rows([ref[i] for i in mb], batch.mask.shape) if ref is not None else None
-                loss, info = microbatch_loss(self.engine, batch, adv[mb], old_t, ref_t, norm, self.algo,
-                                             self.temperature, self.chunk)
+                logp, entropy_sum = self._logprobs(batch, with_entropy=True)  # (b, T)
+                loss, info = microbatch_loss(logp, batch, adv[mb], old_t, ref_t, norm, self.algo)
+                info["entropy_sum"] = entropy_sum
                 # DeepSpeed averages gradients over ranks; the loss is already a share of the global sum
                 self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
                 have = torch.isfinite(batch.rollout_logp) & batch.token_mask.bool()

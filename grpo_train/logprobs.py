@@ -53,30 +53,36 @@ class PaddedBatch:
 
 def _head_transform(config):
     """The model's own post-head logit transform (scaling, soft-capping), or None."""
-    scale = getattr(config, "logits_scaling", None)
-    cap = getattr(config, "final_logit_softcapping", None)
+    scale = getattr(config, "logits_scaling", None)  # Granite: logits / scale
+    multiply = getattr(config, "logit_scale", None)  # Cohere: logits * scale
+    cap = getattr(config, "final_logit_softcapping", None)  # Gemma 2
 
     def transform(logits: torch.Tensor) -> torch.Tensor:
         if scale:
             logits = logits / scale
+        if multiply:
+            logits = logits * multiply
         if cap:
             logits = torch.tanh(logits / cap) * cap
         return logits
 
-    return transform if (scale or cap) else None
+    return transform if (scale or multiply or cap) else None
 
 
-def _chunk_logprobs(head, transform, hidden: torch.Tensor, tokens: torch.Tensor, temperature: float):
-    """log p(token) under softmax(head(hidden) / T): hidden (n, H), tokens (n,) -> logp (n,), entropy (n,)."""
+def _chunk_logprobs(head, transform, hidden: torch.Tensor, tokens: torch.Tensor, temperature: float,
+                    with_entropy: bool):
+    """log p(token) under softmax(head(hidden) / T): hidden (n, H), tokens (n,) -> logp (n,), entropy
+    (n,) (zeros unless asked: it costs another (n, V) tensor)."""
     logits = head(hidden).float()  # (n, V) fp32: one chunk only
     if transform is not None:
         logits = transform(logits)
     logits = logits / temperature
     logz = torch.logsumexp(logits, dim=-1)  # (n,)
     logp = logits.gather(-1, tokens[:, None]).squeeze(-1) - logz  # (n,)
-    with torch.no_grad():
-        probs = torch.softmax(logits, dim=-1)  # (n, V)
-        entropy = logz - (probs * logits).sum(-1)  # (n,) H = log Z - E[logit]
+    entropy = torch.zeros_like(logz)
+    if with_entropy:
+        with torch.no_grad():
+            entropy = logz - (torch.softmax(logits, dim=-1) * logits).sum(-1)  # (n,) H = log Z - E[logit]
     return logp, entropy
 
 
@@ -93,7 +99,12 @@ def _hidden_states(model, batch: PaddedBatch):
 
     handle = inner.get_decoder().register_forward_hook(grab)
     try:
-        model(input_ids=batch.input_ids, attention_mask=batch.attention, use_cache=False, logits_to_keep=1)
+        try:
+            model(input_ids=batch.input_ids, attention_mask=batch.attention, use_cache=False, logits_to_keep=1)
+        except TypeError as exc:  # a model whose forward has no logits_to_keep: full logits, then dropped
+            if "logits_to_keep" not in str(exc):
+                raise
+            model(input_ids=batch.input_ids, attention_mask=batch.attention, use_cache=False)
     finally:
         handle.remove()
     return captured["hidden"], inner
@@ -104,28 +115,29 @@ def token_logprobs(model, batch: PaddedBatch, temperature: float, chunk_tokens: 
     """Log-prob of every completion token under softmax(logits / temperature): (B, T), 0 where
     masked by `token_mask`; and the entropy summed over those tokens (0.0 unless asked).
 
-    chunk_tokens None runs the head once on all the batch's completion positions. ZeRO-3 needs
-    that: it gathers the head's weight in every call, so every rank must make the same calls, and a
-    chunk count that follows each rank's token count would not."""
+    chunk_tokens None runs the head once, on all the batch's completion positions, without
+    recomputation. ZeRO-3 needs that: it gathers the head's weight at every call and every rank must
+    make the same calls in the same order; chunks whose count follows each rank's tokens, recomputed
+    in the backward pass, broke that even with the counts equalized (a gloo collective mismatch)."""
     hidden, inner = _hidden_states(model, batch)  # (B, L, H)
     sel = batch.token_mask.bool()  # (B, T)
     prev = (batch.positions - 1).clamp(min=0)  # (B, T) the position whose state predicts each token
     h = hidden.gather(1, prev[..., None].expand(-1, -1, hidden.size(-1)))[sel]  # (N, H) completion states only
     tokens = batch.input_ids.gather(1, batch.positions)[sel]  # (N,)
     head, transform = inner.get_output_embeddings(), _head_transform(inner.config)
-    pieces, entropy_sum = [], 0.0
-    if chunk_tokens is None:  # one call, even on no tokens: every rank calls the head once
-        logp, ent = _chunk_logprobs(head, transform, h, tokens, temperature)
-        pieces.append(logp)
-        entropy_sum = float(ent.sum()) if with_entropy else 0.0
-    for start in range(0, tokens.numel() if chunk_tokens is not None else 0, chunk_tokens or 1):
-        hs, ts = h[start : start + chunk_tokens], tokens[start : start + chunk_tokens]
-        if torch.is_grad_enabled():  # keep only (chunk, H) for backward; logits are recomputed there
-            logp, ent = checkpoint(_chunk_logprobs, head, transform, hs, ts, temperature, use_reentrant=False)
-        else:
-            logp, ent = _chunk_logprobs(head, transform, hs, ts, temperature)
-        pieces.append(logp)
-        if with_entropy:
+    if chunk_tokens is None:  # one call, even on no tokens: every rank calls the head once (ZeRO-3)
+        logp, ent = _chunk_logprobs(head, transform, h, tokens, temperature, with_entropy)
+        pieces, entropy_sum = [logp], float(ent.sum())
+    else:
+        pieces, entropy_sum = [], 0.0
+        for start in range(0, tokens.numel(), chunk_tokens):
+            hs, ts = h[start : start + chunk_tokens], tokens[start : start + chunk_tokens]
+            if torch.is_grad_enabled():  # keep only (chunk, H) for backward; logits are recomputed there
+                logp, ent = checkpoint(_chunk_logprobs, head, transform, hs, ts, temperature, with_entropy,
+                                       use_reentrant=False)
+            else:
+                logp, ent = _chunk_logprobs(head, transform, hs, ts, temperature, with_entropy)
+            pieces.append(logp)
             entropy_sum += float(ent.sum())
     out = torch.zeros(sel.shape, dtype=torch.float32, device=h.device)
     if pieces:

@@ -219,7 +219,7 @@ def refresh_estimates(batcher: RolloutBatcher, size: int, k: int) -> int:
     the outcomes update the scheduler. Returns the number of rollouts spent (count them: they are
     real sampling cost). With several ranks every rank refreshes its share of the same subset."""
     idx = batcher.scheduler.refresh_candidates(size)
-    if idx.size == 0:
+    if idx.size < batcher.world_size:  # every rank must generate (vLLM's data parallelism steps in lock-step)
         return 0
     groups = batcher._generate_groups(batcher._share(idx), RolloutBatch(), n=k)
     batcher.scheduler.update(idx, batcher._gather_outcomes(groups, idx), k)

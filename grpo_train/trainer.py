@@ -178,6 +178,13 @@ class Trainer:
                                         temperature=ro.temperature, max_tokens=ro.max_tokens)
         self.rank, self.world = self.learner.rank, self.learner.world_size
         self.is_main = self.rank == 0
+        if self.heldout is not None and self.heldout.height < self.world:
+            raise ValueError(f"data.heldout has {self.heldout.height} problems for {self.world} ranks: every rank "
+                             "needs at least one (vLLM's data parallelism generates in lock-step)")
+        if ro.top_p < 1:
+            logger.warning("rollout.top_p=%s: vLLM samples from the top-p truncated distribution, the learner's "
+                           "log-probs are of the full softmax(logits / T); logprob_diff_rollout and tis_cap "
+                           "compare the two", ro.top_p)
         if self.is_main:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))

@@ -102,17 +102,18 @@ def test_micro_batched_step_equals_the_single_batch_step(standin, aggregation):
     adv = compute_advantages("grpo", torch.tensor([s.reward for s in seqs]), torch.tensor([s.group for s in seqs]))
     norm = LossNorm(sum(s.completion_len for s in seqs if s.train), sum(s.train for s in seqs), 16)
 
-    def grads(budget: int, chunk: int | None) -> dict[str, torch.Tensor]:
+    def grads(budget: int, chunk: int) -> dict[str, torch.Tensor]:
         model.zero_grad()
         for mb in micro_batches([len(s.ids) for s in seqs], budget):
             batch = pad_batch([seqs[i] for i in mb], pad_id=0)
             with torch.no_grad():
                 old, _ = token_logprobs(model, batch, 0.6, chunk)
-            loss, _ = microbatch_loss(model, batch, adv[mb], old - 0.05, None, norm, algo, 0.6, chunk)
+            logp, _ = token_logprobs(model, batch, 0.6, chunk)
+            loss, _ = microbatch_loss(logp, batch, adv[mb], old - 0.05, None, norm, algo)
             loss.backward()
         return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
-    whole, pieces = grads(10_000, None), grads(24, 3)
+    whole, pieces = grads(10_000, 10_000), grads(24, 3)
     assert len(micro_batches([len(s.ids) for s in seqs], 24)) >= 4
     for name in whole:
         torch.testing.assert_close(pieces[name], whole[name], atol=1e-6, rtol=1e-4)
@@ -302,3 +303,24 @@ def test_two_ranks_make_the_update_of_one_rank_on_the_union(tmp_path, standin, z
     final = torch.load(one)
     assert max(float((final[k] - start[k]).abs().max()) for k in final) > 0.05  # the steps moved the weights
     assert max_weight_difference(r0, one) < 1e-5  # a loss normalized per rank instead shows as ~0.1
+
+
+@pytest.mark.slow
+def test_grpo_train_at_temperature_0_6_logs_the_rollout_logprob_difference(tmp_path, standin, world_tables):
+    """`grpo train` end to end on an unconfident model (where T matters: ~0.1 per token if ignored)
+    at rollout.temperature 0.6: the learner's old log-probs match vLLM's sampling log-probs."""
+    import json
+
+    train = tmp_path / "train.parquet"
+    world_tables["train"].head(32).write_parquet(train)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={standin}", "-o", f"data.train={train}",
+           "-o", "data.heldout=null", "-o", f"run.out={out}", "-o", "run.steps=1", "-o", "run.save_every=0",
+           "-o", "rollout.temperature=0.6", "-o", "rollout.max_tokens=24", "-o", "rollout.group_size=4",
+           "-o", "rollout.batch_groups=4", "-o", "rollout.dynamic_resampling=false", "-o", "rollout.vllm.dtype=float32",
+           "-o", "optim.micro_batch_tokens=64", "-o", "run.progress=false", "-o", "scheduler.name=uniform"]
+    proc = _launch(cmd)
+    assert "Failed to load weights" not in proc.stderr and "set_num_threads" not in proc.stderr
+    record = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    assert record["loss_tokens"] > 0 and record["logprob_diff_rollout"] < 0.02
+    assert 0 <= record["truncated_fraction"] <= 1 and record["train_tokens"] >= record["loss_tokens"]
