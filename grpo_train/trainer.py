@@ -142,6 +142,11 @@ def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray 
     return out
 
 
+def checkpoints_to_prune(checkpoints: list[Path], keep_last: int) -> list[Path]:
+    """The checkpoints to delete so the newest keep_last remain; keep_last 0 keeps every one."""
+    return sorted(checkpoints)[:-keep_last] if keep_last else []
+
+
 def latest_checkpoint(run_dir: Path) -> Path | None:
     ckpts = sorted((run_dir / "checkpoints").glob("step-*"))
     ckpts = [c for c in ckpts if (c / "state.json").exists()]
@@ -375,8 +380,7 @@ class Trainer:
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
-            keep = self.cfg.run.keep_last  # 0 keeps every checkpoint
-            for old in sorted(ckpts.glob("step-*"))[: -keep] if keep else []:
+            for old in checkpoints_to_prune(list(ckpts.glob("step-*")), self.cfg.run.keep_last):
                 shutil.rmtree(old)
         self._barrier()
         return final

@@ -324,3 +324,50 @@ def test_grpo_train_at_temperature_0_6_logs_the_rollout_logprob_difference(tmp_p
     record = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert record["loss_tokens"] > 0 and record["logprob_diff_rollout"] < 0.02
     assert 0 <= record["truncated_fraction"] <= 1 and record["train_tokens"] >= record["loss_tokens"]
+
+
+# ---------------------------------------------------------------- engine settings and launch helpers
+
+
+def test_engine_settings_per_device_kind_and_rank_sharing():
+    from grpo_data.engines import EngineSettings, engine_settings
+    from grpo_data.vllm_engine import engine_kwargs, ranks_per_device
+
+    assert ranks_per_device(8, 8, 8) == 1 and ranks_per_device(16, 8, 8) == 1  # 2 nodes x 8 GPUs
+    assert ranks_per_device(4, 4, 2) == 2 and ranks_per_device(1, 1, 0) == 1
+    cpu = engine_kwargs(EngineSettings(), on_gpu=False, sharing=1)
+    gpu = engine_kwargs(EngineSettings(gpu_memory_utilization=0.6, max_model_len=9216), on_gpu=True, sharing=1)
+    assert cpu["enforce_eager"] and not cpu["enable_sleep_mode"]
+    assert not gpu["enforce_eager"] and gpu["enable_sleep_mode"] and gpu["gpu_memory_utilization"] == 0.6
+    assert gpu["max_model_len"] == 9216
+    assert engine_kwargs(EngineSettings(), on_gpu=True, sharing=2)["gpu_memory_utilization"] == 0.25
+    with pytest.raises(ValueError, match="unknown vllm setting"):
+        engine_settings({"gpu_mem": 0.5})
+
+
+def test_profiling_ranks_pin_their_own_gpu(monkeypatch):
+    from grpo_data.engines import pin_local_device
+
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6,7")
+    pin_local_device()
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "6"
+
+
+def test_profile_options_one_set_of_defaults_for_cli_and_pipeline():
+    import argparse
+
+    from grpo_data.profiler import profile_options
+    from pipelines.commands.profile import add_arguments, options_from_args
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    cli_cfg, cli_engine = profile_options(options_from_args(parser.parse_args(["--data", "d", "--model", "m", "--out", "o"])))
+    pipe_cfg, pipe_engine = profile_options({})
+    assert cli_cfg == pipe_cfg and cli_engine == pipe_engine
+    cfg, engine = profile_options({"adaptive": True, "temperature": 0.6, "stop": ["\n\n"], "vllm": {"max_model_len": 512}})
+    assert cfg.rule is not None and cfg.sampling.temperature == 0.6 and cfg.sampling.stop == ("\n\n",)
+    assert engine["vllm"] == {"max_model_len": 512} and cfg.sampling.stop_token_ids is None
+    with pytest.raises(ValueError, match="unknown profile option"):
+        profile_options({"temprature": 0.6})

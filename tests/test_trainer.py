@@ -297,3 +297,12 @@ def test_zero3_bf16_step_and_full_export(tmp_path, warm_policy):
     assert set(new) == set(old) and all(new[k].shape == old[k].shape for k in old)
     record = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     assert record["weight_sync_s"] > 0 and record["trained_sequences"] > 0
+
+
+def test_keep_last_prunes_the_oldest_and_zero_keeps_every_checkpoint(tmp_path):
+    from grpo_train.trainer import checkpoints_to_prune
+
+    ckpts = [tmp_path / f"step-{i:06d}" for i in (30, 10, 20)]
+    assert checkpoints_to_prune(ckpts, 2) == [tmp_path / "step-000010"]
+    assert checkpoints_to_prune(ckpts, 0) == []
+    assert checkpoints_to_prune(ckpts, 5) == []
