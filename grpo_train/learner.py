@@ -182,7 +182,8 @@ class DeepSpeedLearner:
         self.algo, self.optim_cfg, self.ds_cfg = algo, optim, ds
         self.temperature, self.max_tokens = temperature, max_tokens
         # ZeRO-3 gathers the head's weight at every call: one head call per micro-batch on every rank
-        # (logits_to_keep memory then follows micro_batch_tokens x vocabulary; lower it under ZeRO-3)
+        # (the head's fp32 logits then span the micro-batch's completion tokens; lower
+        # micro_batch_tokens under ZeRO-3)
         self.chunk = None if ds.zero_stage == 3 else optim.logit_chunk_tokens
         self.tokenizer = AutoTokenizer.from_pretrained(model_path, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
@@ -206,8 +207,10 @@ class DeepSpeedLearner:
         self.device = self.engine.device
         self.ref = None
         if algo.kl_beta > 0:
-            self.ref = AutoModelForCausalLM.from_pretrained(model_path, trust_remote_code=trust_remote_code,
-                                                            dtype=torch.float32).to(self.device).eval()
+            # the policy's precision, so the KL starts at 0 rather than at the bf16 rounding error
+            self.ref = AutoModelForCausalLM.from_pretrained(
+                model_path, trust_remote_code=trust_remote_code,
+                dtype=torch.bfloat16 if ds.bf16 else torch.float32).to(self.device).eval()
             for p in self.ref.parameters():
                 p.requires_grad_(False)
 
