@@ -262,16 +262,17 @@ def is_pipeline_spec(tree) -> bool:
     return isinstance(tree, dict) and "train" in tree and ("world" in tree or "data" in tree)
 
 
-def _merge(base: dict, extra: dict) -> dict:
-    out = dict(base)
+def deep_merge(base: dict, extra: dict) -> dict:
+    """`extra` over a copy of `base`, section by section (nested dicts merge, other values replace)."""
+    out = copy.deepcopy(base)
     for k, v in extra.items():
-        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
     return out
 
 
 def train_tree(spec: dict) -> dict:
     """The train config tree of a pipeline spec: its `train:` section over the pipeline's paths."""
-    return _merge(pipeline_train_paths(spec), spec.get("train") or {})
+    return deep_merge(pipeline_train_paths(spec), spec.get("train") or {})
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:

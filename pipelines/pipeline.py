@@ -11,7 +11,6 @@ summary.md and plots (*.png).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import logging
@@ -23,15 +22,9 @@ import polars as pl
 import yaml
 
 from grpo_data import io
+from grpo_train.config import deep_merge
 
 logger = logging.getLogger(__name__)
-
-
-def deep_merge(base: dict, extra: dict) -> dict:
-    out = copy.deepcopy(base)
-    for k, v in extra.items():
-        out[k] = deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
-    return out
 
 
 def load_spec(path: str | Path, quick: bool = False) -> dict:
