@@ -263,11 +263,6 @@ class DeepSpeedLearner:
                     out[i] = logp[row, : seqs[i].completion_len]
         return out
 
-    def score(self, groups) -> list[torch.Tensor]:
-        """Old log-probs of every answer in `groups` under the current policy (for tests and tools)."""
-        self.engine.eval()
-        return self._score(flatten_groups(groups))
-
     # ------------------------------------------------------------ the update
     def update(self, groups) -> dict[str, float]:
         """Optimizer step(s) on this rank's groups, together with every other rank's: old log-probs
