@@ -7,6 +7,9 @@ hang inside sympy can outlive them, so the pool adds a hard deadline and kills t
 
 Model output is only parsed (regex extraction + latex2sympy + sympy comparison), never executed.
 
+Gold answers that are choice letters or words ("(C)", "Yes") are compared as strings
+(`grpo_data.answers`): math-verify would read "No" as the product n*o.
+
 Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
 then from LaTeX in `$...$`/`\\[...\\]`, then from a plain number or expression (math-verify's
 `LatexExtractionConfig(boxed_match_priority=0)` + `ExprExtractionConfig()`). Only the last
@@ -24,6 +27,8 @@ from dataclasses import dataclass
 import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
+
+from grpo_data.answers import answer_kind, judge_string
 
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
@@ -65,7 +70,15 @@ def parse_gold(gold: str, timeout_s: int = 2) -> tuple:
 
 
 def gold_is_parseable(gold: str, timeout_s: int = 2) -> Verdict:
-    """Verdict "ok" when math-verify extracts an answer from `gold`, else "unparseable_gold"."""
+    """Verdict "ok" when `gold` can be judged: a plain number or simple fraction, a choice letter or
+    words (`grpo_data.answers`, no math-verify needed), or anything math-verify extracts an answer
+    from; else "unparseable_gold"."""
+    if answer_kind(gold) != "math":
+        return Verdict(True, "ok")
+    return _math_gold_is_parseable(gold, timeout_s)
+
+
+def _math_gold_is_parseable(gold: str, timeout_s: int) -> Verdict:
     try:
         parsed = parse_gold(gold, timeout_s)
     except TimeoutException:
@@ -114,12 +127,19 @@ def too_large(parsed) -> bool:
 
 
 def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000) -> Verdict:
-    """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric)."""
-    gold_check = gold_is_parseable(gold, timeout_s)
+    """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric).
+    Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings."""
+    tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
+    kind = answer_kind(gold)
+    if kind in ("choice", "text"):
+        correct, detail = judge_string(gold, tail, kind)
+        if correct is None:
+            return Verdict(False, "no_answer")
+        return Verdict(True, "ok") if correct else Verdict(False, "wrong", detail)
+    gold_check = _math_gold_is_parseable(gold, timeout_s)
     if gold_check.reason != "ok":
         return gold_check
     gold_parsed = parse_gold(gold, timeout_s)
-    tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
     try:
         pred_parsed = parse(tail, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
     except TimeoutException:

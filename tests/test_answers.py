@@ -1,0 +1,67 @@
+"""Answer kinds, the gold fast path, and string judging of choice and text answers."""
+
+import polars as pl
+import pytest
+
+from grpo_data.answers import NUMBER_PATTERN, answer_kind, choice_letter, final_answer_text, is_number
+from grpo_data.verify import _math_gold_is_parseable, gold_is_parseable, verify_answer
+
+KINDS = [
+    ("42", "number"), ("-7", "number"), ("3.14", "number"), (".5", "number"), ("3/4", "number"),
+    ("\\frac{3}{4}", "number"), ("-\\dfrac{3}{4}", "number"), ("\\frac12", "number"), ("007", "number"),
+    ("1,000", "math"), ("1e5", "math"), ("x^2+1", "math"), ("\\sqrt{2}", "math"), ("xy", "math"), ("ab", "math"),
+    ("infinity", "math"), ("\\pi", "math"), ("e", "math"), ("(1, 2]", "math"),
+    ("(C)", "choice"), ("\\text{(C)}", "choice"), ("C", "choice"), ("(b)", "choice"), ("$\\textbf{(E)}$", "choice"),
+    ("Yes", "text"), ("No", "text"), ("\\text{even}", "text"), ("odd", "text"), ("not possible", "text"),
+]
+
+
+@pytest.mark.parametrize("gold,kind", KINDS)
+def test_answer_kind(gold, kind):
+    assert answer_kind(gold) == kind
+
+
+# Every gold the fast path accepts must be one math-verify parses too: same verdict both ways.
+FAST_GOLDS = ["0", "42", "-7", "3.14", "-0.5", ".5", "3/4", "-3/4", "10/0", "\\frac{3}{4}", "\\dfrac{-1}{2}",
+              "\\tfrac{7}{8}", "\\frac12", "007", "123456789012345678901234567890", "-\\frac{1}{3}"]
+
+
+@pytest.mark.parametrize("gold", FAST_GOLDS)
+def test_fast_path_and_math_verify_agree_on_plain_numbers(gold):
+    assert is_number(gold)
+    assert gold_is_parseable(gold).reason == "ok"
+    assert _math_gold_is_parseable(gold, 2).reason == "ok"
+
+
+def test_polars_pattern_is_the_python_pattern():
+    golds = FAST_GOLDS + [g for g, _ in KINDS] + ["1 2", "- 3", "4.", "+5", "3/", "\\frac{a}{2}"]
+    vectorized = pl.Series(golds).str.contains(NUMBER_PATTERN).to_list()
+    assert vectorized == [is_number(g) for g in golds]
+
+
+@pytest.mark.parametrize("gold,pred,ok,reason", [
+    ("(C)", "so the answer is \\boxed{C}", True, "ok"),
+    ("\\text{(C)}", "The answer is (C).", True, "ok"),
+    ("C", "\\boxed{\\text{(C)}}", True, "ok"),
+    ("C", "\\boxed{(C) 12}", True, "ok"),
+    ("(C)", "The answer is (B).", False, "wrong"),
+    ("(C)", "\\boxed{e}", False, "wrong"),
+    ("(C)", "I am not sure.", False, "no_answer"),
+    ("Yes", "\\boxed{yes}", True, "ok"),
+    ("Yes", "Final answer: yes.", True, "ok"),
+    ("No", "\\boxed{on}", False, "wrong"),  # math-verify alone would call n*o == o*n equal
+    ("No", "\\boxed{\\text{No}}", True, "ok"),
+    ("\\text{even}", "\\boxed{odd}", False, "wrong"),
+    ("42", "\\boxed{42}", True, "ok"),
+    ("\\frac{3}{4}", "it is \\boxed{0.75}", True, "ok"),
+])
+def test_choice_and_text_answers_are_judged_as_strings(gold, pred, ok, reason):
+    v = verify_answer(gold, pred)
+    assert (v.correct, v.reason) == (ok, reason)
+
+
+def test_final_answer_text_prefers_boxed_then_the_last_anchor():
+    assert final_answer_text("the answer is A. Wait, the answer is B.") == "B"
+    assert final_answer_text("answer is (A) but \\boxed{D}") == "D"
+    assert final_answer_text("nothing here") is None
+    assert choice_letter("(d)") == "D" and choice_letter("d") is None
