@@ -54,3 +54,12 @@ def write_parquet(path: str | os.PathLike, df: pl.DataFrame, metadata: dict[str,
         df.write_parquet(tmp, metadata=metadata)
 
     return _atomic(path, write)
+
+
+def write_ndjson(path: str | os.PathLike, df: pl.DataFrame) -> Path:
+    """A frame as JSON lines (one object per row), written atomically."""
+
+    def write(tmp: str) -> None:
+        df.write_ndjson(tmp)
+
+    return _atomic(path, write)

@@ -1,8 +1,15 @@
 """Load any math dataset into the canonical problem table (`grpo_data.problems`).
 
 Sources: local `.jsonl`/`.json`/`.parquet`/`.csv` files, folders of them, folders written by
-`datasets.save_to_disk`, and Hub dataset names through `datasets.load_dataset` (same code path as a
-local parquet file once the rows are read).
+`datasets.save_to_disk` (one, or one per config), and Hub dataset names with one, several or all
+configs and splits (`grpo_data.readers`). Several sources load together (`load_sources`, used by
+mixtures): duplicates are found across all of them, the earlier source winning.
+
+Columnar: records are read into polars frames and every check below is a column expression; the
+only per-row Python is sha1 for ids and the preset's answer extraction when it has no vectorized
+form. Gold answers are checked once per distinct string: plain numbers, simple fractions, choice
+letters and words without math-verify (`grpo_data.answers`), the rest in the verifier pool's
+processes, in parallel.
 
 Presets name the common shapes (see PRESETS); `question_field` / `answer_field` / `id_field` /
 `level_field` override or replace them. Dotted fields reach into nested records
@@ -12,14 +19,15 @@ Bad input never stops the good rows: each rejected row is kept with its file, ro
 and the raw record, so `write_load_result` can write it to a rejects file. Reasons:
 
     malformed_row           a jsonl line that is not JSON, or a record that is not an object
+                            (its raw text is the line itself)
     missing_question / empty_question / non_string_question
     missing_answer / empty_answer / non_string_answer
     no_extractable_answer   the preset's extraction found nothing (no `####`, no `\\boxed{}`)
     prompt_too_long         over max_prompt_chars (or max_prompt_tokens with a tokenizer)
     unparseable_gold        math-verify extracts no answer from the gold string
-    duplicate               same normalized prompt and answer as an earlier row (collapsed)
-    conflicting_duplicate   same normalized prompt as an earlier row but another answer
-    duplicate_id            an explicit id seen before
+    duplicate_id            an explicit id that an earlier row with a valid gold also has
+    duplicate               (of the rest) same normalized prompt and answer as an earlier row
+    conflicting_duplicate   (of the rest) same normalized prompt as an earlier row, another answer
 
 Numbers in an answer field (int/float, e.g. a CSV or parquet column of ints) are converted to
 strings; booleans, lists and objects are `non_string_answer`.
@@ -30,23 +38,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
 
 from grpo_data import io
-from grpo_data.problems import normalize_text, problem_id, prompt_text, to_table, user_prompt
+from grpo_data.answers import answer_kind, last_boxed
+from grpo_data.problems import SCHEMA, normalize_expr, problem_ids, prompt_text_expr
+from grpo_data.readers import DataError, Fields, Part, parse_configs, parse_level, parse_splits, read_parts
 
 logger = logging.getLogger(__name__)
 
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
-
-
-class DataError(ValueError):
-    """An input that cannot be read at all (unreadable file, unknown preset, no valid rows)."""
 
 
 # ---------------------------------------------------------------- answer extraction (pure)
@@ -60,37 +65,17 @@ def answer_after_hashes(text: str) -> str | None:
     return ans or None
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} (or \\fbox{...}) with balanced braces, else None."""
-    for marker in ("\\boxed{", "\\fbox{"):
-        start = text.rfind(marker)
-        if start < 0:
-            continue
-        i = start + len(marker)
-        depth = 1
-        for j in range(i, len(text)):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    return text[i:j].strip() or None
-        return None  # unbalanced
-    return None
+def hashes_expr(text: pl.Expr) -> pl.Expr:
+    """`answer_after_hashes` as a column expression."""
+    ans = text.str.split("####").list.last().str.strip_chars().str.replace_all(",", "", literal=True)
+    return pl.when(text.str.contains("####", literal=True) & (ans != "")).then(ans)
 
 
-def parse_level(value) -> int | None:
-    """'Level 3' -> 3, 3 -> 3, '3' -> 3; anything else -> None."""
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        digits = "".join(ch for ch in value if ch.isdigit())
-        return int(digits) if digits else None
-    return None
+# Column forms of preset extractors; one without a form here runs per row in Python.
+VECTORIZED: dict[Callable, Callable[[pl.Expr], pl.Expr]] = {answer_after_hashes: hashes_expr}
+
+__all__ = ["DataError", "LoadLimits", "LoadResult", "PRESETS", "Preset", "answer_after_hashes", "last_boxed",
+           "load_problems", "load_sources", "parse_level", "resolve_preset", "write_load_result"]
 
 
 # ---------------------------------------------------------------- presets
@@ -153,141 +138,7 @@ def resolve_preset(
     )
 
 
-# ---------------------------------------------------------------- reading records
-
-
-@dataclass(frozen=True)
-class RawRow:
-    file: str
-    row: int
-    record: dict | None
-    error: str = ""  # set when the row could not be read as an object
-
-
-def _is_save_to_disk(path: Path) -> bool:
-    return (path / "state.json").exists() or (path / "dataset_dict.json").exists()
-
-
-def _iter_dataset(ds, label: str) -> Iterator[RawRow]:
-    for i, rec in enumerate(ds):
-        yield RawRow(label, i, dict(rec))
-
-
-def _read_file(path: Path) -> Iterator[RawRow]:
-    label = str(path)
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".jsonl":
-            with open(path, encoding="utf-8") as fh:
-                for i, line in enumerate(fh):
-                    if not line.strip():
-                        continue
-                    try:
-                        rec = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        yield RawRow(label, i, None, f"line {i + 1} is not JSON: {exc.msg}")
-                        continue
-                    yield RawRow(label, i, rec) if isinstance(rec, dict) else RawRow(
-                        label, i, None, f"line {i + 1} is a JSON {type(rec).__name__}, not an object"
-                    )
-            return
-        if suffix == ".json":
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and isinstance(data.get("data"), list):
-                data = data["data"]
-            if not isinstance(data, list):
-                raise DataError(f"{path}: a .json file must hold a list of records (or {{'data': [...]}})")
-            for i, rec in enumerate(data):
-                yield RawRow(label, i, rec) if isinstance(rec, dict) else RawRow(label, i, None, "not an object")
-            return
-        if suffix == ".parquet":
-            df = pl.read_parquet(path)
-        elif suffix == ".csv":
-            df = pl.read_csv(path, infer_schema=False)  # every cell a string: no guessing of types
-        else:
-            raise DataError(f"{path}: unsupported file type; accepted: {', '.join(FILE_SUFFIXES)}")
-    except (DataError, FileNotFoundError):
-        raise
-    except Exception as exc:
-        raise DataError(
-            f"{path}: cannot read as {suffix[1:]} ({type(exc).__name__}: {exc}); "
-            f"accepted inputs: {', '.join(FILE_SUFFIXES)} files, folders of them, datasets.save_to_disk "
-            "folders, or a Hub dataset name"
-        ) from exc
-    for i, rec in enumerate(df.iter_rows(named=True)):
-        yield RawRow(label, i, rec)
-
-
-def _looks_like_path(spec: str) -> bool:
-    """True for specs that can only be meant as local paths (Hub names are 'name' or 'owner/name')."""
-    return spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or Path(spec).suffix.lower() in FILE_SUFFIXES
-
-
-def read_records(spec: str, split: str = "train", hub_config: str | None = None) -> Iterator[RawRow]:
-    """Rows of a local file/folder, a save_to_disk folder, or a Hub dataset name."""
-    path = Path(spec)
-    if path.is_file():
-        yield from _read_file(path)
-        return
-    if path.is_dir():
-        if _is_save_to_disk(path):
-            import datasets
-
-            ds = datasets.load_from_disk(str(path))
-            if isinstance(ds, datasets.DatasetDict):
-                if split not in ds:
-                    raise DataError(f"{path}: split {split!r} not found; available: {', '.join(ds)}")
-                ds = ds[split]
-            yield from _iter_dataset(ds, str(path))
-            return
-        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in FILE_SUFFIXES and p.is_file())
-        if not files:
-            raise DataError(f"{path}: folder holds no {', '.join(FILE_SUFFIXES)} files and is not a save_to_disk folder")
-        for f in files:
-            yield from _read_file(f)
-        return
-    if _looks_like_path(spec):
-        raise DataError(f"{spec}: no such file or folder")
-    import datasets  # a Hub name, "owner/name" or "name"
-
-    try:
-        ds = datasets.load_dataset(spec, hub_config, split=split)
-    except Exception as exc:
-        raise DataError(
-            f"{spec}: not a local path, and loading it as a Hub dataset failed ({type(exc).__name__}: {exc})"
-        ) from exc
-    yield from _iter_dataset(ds, spec)
-
-
-# ---------------------------------------------------------------- records -> canonical rows
-
-
-def get_field(record: dict, dotted: str):
-    """record['a']['b'] for 'a.b'; KeyError when any part is missing. JSON strings are opened."""
-    value = record
-    for part in dotted.split("."):
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except json.JSONDecodeError:
-                raise KeyError(dotted) from None
-        if not isinstance(value, dict) or part not in value:
-            raise KeyError(dotted)
-        value = value[part]
-    return value
-
-
-def _as_messages(value) -> list[dict] | None:
-    """A question value as chat messages, or None when it is neither a string nor messages."""
-    if isinstance(value, str):
-        return user_prompt(value)
-    if hasattr(value, "tolist"):  # numpy arrays from parquet readers
-        value = value.tolist()
-    if isinstance(value, list) and value and all(
-        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in value
-    ):
-        return [{"role": m["role"], "content": m["content"]} for m in value]
-    return None
+# ---------------------------------------------------------------- limits and sources
 
 
 @dataclass(frozen=True)
@@ -299,87 +150,174 @@ class LoadLimits:
     tokenizer: str | None = None
 
 
-def canonical_row(raw: RawRow, preset: Preset, source: str) -> tuple[dict | None, str, str]:
-    """(row, "", "") for a valid record, else (None, reason, detail). Pure: no verifier here."""
-    if raw.record is None:
-        return None, "malformed_row", raw.error
-    rec = raw.record
-    try:
-        q = get_field(rec, preset.question_field)
-    except KeyError:
-        return None, "missing_question", f"field {preset.question_field!r} not in record"
-    if q is None:
-        return None, "missing_question", f"field {preset.question_field!r} is null"
-    messages = _as_messages(q)
-    if messages is None:
-        return None, "non_string_question", f"field {preset.question_field!r} is {type(q).__name__}"
-    if not any(normalize_text(m["content"]) for m in messages):
-        return None, "empty_question", ""
-    try:
-        a = get_field(rec, preset.answer_field)
-    except KeyError:
-        return None, "missing_answer", f"field {preset.answer_field!r} not in record"
-    if a is None:
-        return None, "missing_answer", f"field {preset.answer_field!r} is null"
-    if isinstance(a, (int, float)) and not isinstance(a, bool):
-        a = str(int(a)) if isinstance(a, float) and a.is_integer() else str(a)
-    if not isinstance(a, str):
-        return None, "non_string_answer", f"field {preset.answer_field!r} is {type(a).__name__}"
+@dataclass(frozen=True)
+class Source:
+    """One input of a load: where (`spec`), its shape (`preset`), which splits and configs."""
+
+    spec: str
+    preset: Preset
+    splits: tuple[str, ...] = ("train",)
+    configs: tuple[str, ...] | str | None = None  # None, "all" or names
+
+    @staticmethod
+    def of(spec: str, preset: Preset, split=None, hub_config=None) -> Source:
+        configs = parse_configs(hub_config)
+        return Source(spec, preset, tuple(parse_splits(split)), configs if configs in (None, "all") else tuple(configs))
+
+
+def fields_of(preset: Preset) -> Fields:
+    return Fields(preset.question_field, preset.answer_field, preset.id_field, preset.level_field, preset.source_field)
+
+
+# ---------------------------------------------------------------- records -> canonical rows (columnar)
+
+
+def _extract_answers(answer: pl.Series, preset: Preset) -> pl.Series:
+    if preset.extract_answer in VECTORIZED:
+        return answer.to_frame("a").select(VECTORIZED[preset.extract_answer](pl.col("a")))["a"]
+    fn = preset.extract_answer
+    return pl.Series([None if a is None else fn(a) for a in answer], dtype=pl.String)
+
+
+def _first_reason(*pairs: tuple[pl.Expr, str, pl.Expr | str]) -> list[pl.Expr]:
+    """Reason and detail columns: the existing ones, else the first (condition, reason, detail) that holds."""
+    reason, detail = pl.col("_reason"), pl.col("_detail")
+    for cond, why, what in reversed(pairs):
+        what = pl.lit(what) if isinstance(what, str) else what
+        reason = pl.when(pl.col("_reason").is_null() & cond).then(pl.lit(why)).otherwise(reason)
+        detail = pl.when(pl.col("_reason").is_null() & cond).then(what).otherwise(detail)
+    return [reason.alias("_reason"), detail.alias("_detail")]
+
+
+def canonicalize(part: Part, preset: Preset, limits: LoadLimits, count_tokens=None) -> pl.DataFrame:
+    """Canonical columns plus `_label`, `_row`, `_reason`, `_detail`, `_explicit` and `_key` (the
+    normalized prompt text that ids and duplicates are judged on) for every record of a part."""
+    df = part.frame
     if preset.extract_answer is not None:
-        extracted = preset.extract_answer(a)
-        if extracted is None:
-            return None, "no_extractable_answer", f"no answer found in {preset.answer_field!r} by the preset"
-        a = extracted
-    a = a.strip()
-    if not a:
-        return None, "empty_answer", ""
-    level = None
-    if preset.level_field:
-        try:
-            level = parse_level(get_field(rec, preset.level_field))
-        except KeyError:
-            level = None
-    row_source = source
-    if preset.source_field:
-        try:
-            row_source = str(get_field(rec, preset.source_field))
-        except KeyError:
-            pass
-    explicit_id = None
-    if preset.id_field:
-        try:
-            explicit_id = get_field(rec, preset.id_field)
-        except KeyError:
-            explicit_id = None
-    rid = str(explicit_id) if explicit_id not in (None, "") else problem_id(messages)
-    meta = {"file": raw.file, "row": raw.row}
-    return (
-        {"id": rid, "source": row_source, "prompt": messages, "answer": a, "level": level,
-         "meta": json.dumps(meta), "_explicit_id": explicit_id not in (None, "")},
-        "",
-        "",
+        df = df.with_columns(_extract_answers(df["a_text"], preset).alias("_extracted"))
+    else:
+        df = df.with_columns(pl.col("a_text").alias("_extracted"))
+    prompt = pl.when(pl.col("q_msgs").is_not_null()).then(pl.col("q_msgs")).otherwise(
+        pl.concat_list(pl.struct(pl.lit("user").alias("role"), pl.col("q_text").alias("content"))))
+    # a plain question's key is computed on the string; only message lists go through list.eval
+    df = df.with_columns(prompt.alias("prompt"), normalize_expr(pl.col("q_text")).alias("_norm_q")).with_columns(
+        pl.coalesce(pl.concat_str(pl.lit("user: "), pl.col("_norm_q")),
+                    prompt_text_expr(pl.col("q_msgs"))).alias("_key"),
+        pl.coalesce(pl.col("_norm_q") != "", pl.col("q_msgs").list.eval(
+            normalize_expr(pl.element().struct.field("content")) != "").list.any()).alias("_has_text"),
+        pl.col("_extracted").str.strip_chars().alias("answer"),
     )
+    df = df.with_columns(*_first_reason(
+        (~pl.col("_has_text"), "empty_question", ""),
+        (pl.col("_extracted").is_null(), "no_extractable_answer", f"no answer found in {preset.answer_field!r} by the preset"),
+        (pl.col("answer") == "", "empty_answer", ""),
+        (pl.col("_key").str.len_chars() > limits.max_prompt_chars, "prompt_too_long",
+         pl.format("{} chars > {}", pl.col("_key").str.len_chars(), pl.lit(limits.max_prompt_chars))),
+    ))
+    if count_tokens is not None and limits.max_prompt_tokens is not None:
+        valid = df["_reason"].is_null()
+        counts = [count_tokens(t) if ok else 0 for t, ok in zip(df["_key"], valid, strict=True)]
+        df = df.with_columns(pl.Series("_tokens", counts, dtype=pl.Int64)).with_columns(*_first_reason(
+            (pl.col("_tokens") > limits.max_prompt_tokens, "prompt_too_long",
+             pl.format("{} tokens > {}", pl.col("_tokens"), pl.lit(limits.max_prompt_tokens)))))
+    label = json.dumps(part.label, ensure_ascii=False)
+    return df.with_columns(
+        pl.col("id_raw").is_not_null().alias("_explicit"),
+        pl.coalesce(pl.col("id_raw"), problem_ids(df["_key"])).alias("id"),
+        pl.coalesce(pl.col("src"), pl.lit(part.source)).alias("source"),
+        pl.concat_str(pl.lit('{"file": ' + label + ', "row": '), pl.col("_row").cast(pl.String), pl.lit("}")).alias("meta"),
+        pl.lit(part.label).alias("_label"),
+    ).select("_label", "_row", "_reason", "_detail", "_explicit", "_key", *SCHEMA)
+
+
+# ---------------------------------------------------------------- global checks
+
+
+def check_golds(answers: pl.Series, verifier) -> dict[str, str]:
+    """{gold: why} for the distinct golds no judge can use. Numbers, fractions, choices and words are
+    judged without math-verify (`answer_kind`); only the rest go to the verifier pool."""
+    distinct = answers.drop_nulls().unique()
+    math_golds = sorted(g for g in distinct.to_list() if answer_kind(g) == "math")
+    if not math_golds:
+        return {}
+    if verifier is None:
+        from grpo_data.verify_pool import VerifierPool
+
+        with VerifierPool() as pool:
+            checks = pool.check_golds(math_golds)
+    else:
+        checks = verifier.check_golds(math_golds)
+    return {g: v.detail for g, v in zip(math_golds, checks, strict=True) if v.reason != "ok"}
+
+
+def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
+    """Set duplicate_id / duplicate / conflicting_duplicate on rows (in order) that so far have no reason.
+
+    A row is a duplicate_id when an earlier such row has the same explicit id; of the rest, a
+    duplicate when an earlier one has the same normalized prompt (`_key`) and answer, a
+    conflicting_duplicate when the answer differs (the detail names the earlier answer)."""
+    live = pl.col("_reason").is_null()
+    first_id = pl.col("id").is_first_distinct().over(live & pl.col("_explicit"))
+    df = df.with_columns(*_first_reason((pl.col("_explicit") & ~first_id, "duplicate_id",
+                                         pl.format("id '{}' seen before", pl.col("id")))))
+    live = pl.col("_reason").is_null()
+    df = df.with_columns(pl.col("_key").is_first_distinct().over(live).alias("_first"))
+    firsts = df.filter(pl.col("_reason").is_null() & pl.col("_first")).select(
+        "_key", normalize_expr(pl.col("answer")).alias("_first_norm"), pl.col("answer").alias("_first_answer"))
+    df = df.join(firsts, on="_key", how="left", maintain_order="left")
+    dup = pl.col("_reason").is_null() & ~pl.col("_first")
+    same = normalize_expr(pl.col("answer")) == pl.col("_first_norm")
+    df = df.with_columns(*_first_reason(
+        (dup & same, "duplicate", "same prompt and answer as an earlier row"),
+        (dup & ~same, "conflicting_duplicate", pl.format("earlier row has answer '{}'", pl.col("_first_answer"))),
+    ))
+    # an explicit id that equals an earlier kept row's hashed id: keep ids unique
+    first_any = pl.col("id").is_first_distinct().over(pl.col("_reason").is_null())
+    df = df.with_columns(*_first_reason((~first_any, "duplicate_id", pl.format("id '{}' seen before", pl.col("id")))))
+    return df.drop("_first", "_first_norm", "_first_answer")
+
+
+REJECT_SCHEMA = pl.Schema({"file": pl.String, "row": pl.Int64, "reason": pl.String, "detail": pl.String,
+                           "raw": pl.String})
+
+
+def reject_rows(flagged: pl.DataFrame, parts: dict[str, Part]) -> pl.DataFrame:
+    """REJECT_SCHEMA rows for `flagged` (`_label`, `_row`, `_reason`, `_detail`), the raw records read
+    again from their parts."""
+    if flagged.height == 0:
+        return pl.DataFrame(schema=REJECT_SCHEMA)
+    raws = []
+    for (label,), rows in flagged.group_by("_label", maintain_order=True):
+        got = parts[label].raw(rows["_row"].to_list())
+        raws.append(pl.DataFrame({"_label": label, "_row": list(got), "raw": list(got.values())},
+                                 schema={"_label": pl.String, "_row": pl.Int64, "raw": pl.String}))
+    out = flagged.join(pl.concat(raws), on=["_label", "_row"], how="left")
+    return out.select(pl.col("_label").alias("file"), pl.col("_row").alias("row"), pl.col("_reason").alias("reason"),
+                      pl.col("_detail").fill_null("").alias("detail"), pl.col("raw").fill_null("")).sort("file", "row")
 
 
 @dataclass
 class LoadResult:
+    """The canonical table, the rejected rows (REJECT_SCHEMA, with their reason) and what was read.
+
+    sources: per part, {"label", "source", "read", "kept"}."""
+
     table: pl.DataFrame
-    rejects: list[dict] = field(default_factory=list)
+    rejects: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REJECT_SCHEMA))
     n_read: int = 0
+    sources: list[dict] = field(default_factory=list)
 
     @property
     def reject_counts(self) -> dict[str, int]:
-        return dict(Counter(r["reason"] for r in self.rejects).most_common())
+        if self.rejects.height == 0:
+            return {}
+        counts = self.rejects.group_by("reason").len().sort(["len", "reason"], descending=[True, False])
+        return dict(zip(counts["reason"].to_list(), counts["len"].to_list(), strict=True))
 
     def summary(self) -> str:
-        lines = [f"read {self.n_read} rows: {self.table.height} valid, {len(self.rejects)} rejected"]
+        lines = [f"read {self.n_read} rows: {self.table.height} valid, {self.rejects.height} rejected"]
         lines += [f"  {reason}: {n}" for reason, n in self.reject_counts.items()]
         return "\n".join(lines)
-
-
-def _reject(raw: RawRow, reason: str, detail: str) -> dict:
-    return {"file": raw.file, "row": raw.row, "reason": reason, "detail": detail,
-            "raw": json.dumps(raw.record, default=str, ensure_ascii=False) if raw.record is not None else ""}
 
 
 def _token_counter(tokenizer: str | None) -> Callable[[str], int] | None:
@@ -391,79 +329,56 @@ def _token_counter(tokenizer: str | None) -> Callable[[str], int] | None:
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
 
 
-def load_problems(
-    spec: str,
-    preset: Preset,
-    limits: LoadLimits = LoadLimits(),
-    split: str = "train",
-    hub_config: str | None = None,
-    verifier=None,
-) -> LoadResult:
-    """Read `spec`, map rows with `preset`, check limits, gold parseability and duplicates.
-
-    verifier: an object with `check_golds(list[str]) -> list[Verdict]` (a VerifierPool); one is
-    started and closed here when None.
-    """
+def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), verifier=None,
+                 progress: Callable[[str], None] | None = None) -> LoadResult:
+    """Read every source, check limits, gold answers and duplicates across all of them (in source order)."""
     if limits.max_prompt_tokens is not None and limits.tokenizer is None:
         raise DataError("max_prompt_tokens needs a tokenizer (path or Hub name) to count tokens")
     count_tokens = _token_counter(limits.tokenizer)
-    source = Path(spec).stem if Path(spec).exists() else spec
-    rows, rejects, raws = [], [], []
-    n_read = 0
-    for raw in read_records(spec, split, hub_config):
-        n_read += 1
-        row, reason, detail = canonical_row(raw, preset, source)
-        if row is None:
-            rejects.append(_reject(raw, reason, detail))
-            continue
-        text = prompt_text(row["prompt"])
-        if len(text) > limits.max_prompt_chars:
-            rejects.append(_reject(raw, "prompt_too_long", f"{len(text)} chars > {limits.max_prompt_chars}"))
-            continue
-        if count_tokens is not None and limits.max_prompt_tokens is not None:
-            n_tok = count_tokens(text)
-            if n_tok > limits.max_prompt_tokens:
-                rejects.append(_reject(raw, "prompt_too_long", f"{n_tok} tokens > {limits.max_prompt_tokens}"))
-                continue
-        rows.append(row)
-        raws.append(raw)
+    frames, parts = [], {}
+    for src in sources:
+        source_name = Path(src.spec).stem if Path(src.spec).exists() else src.spec
+        for part in read_parts(src.spec, fields_of(src.preset), list(src.splits), src.configs):
+            if Path(src.spec).is_file():
+                part.source = source_name
+            if part.label in parts:
+                raise DataError(f"{part.label}: named twice in one load")
+            parts[part.label] = part
+            frames.append(canonicalize(part, src.preset, limits, count_tokens))
+            if progress is not None:
+                progress(f"read {part.label}: {part.frame.height} rows")
+    df = pl.concat(frames, rechunk=True) if frames else None
+    if df is None or df.height == 0:
+        return LoadResult(pl.DataFrame(schema=SCHEMA), n_read=0)
+    bad = check_golds(df.filter(pl.col("_reason").is_null())["answer"], verifier)
+    if bad:
+        bad_df = pl.DataFrame({"answer": list(bad), "_why": list(bad.values())})
+        df = df.join(bad_df, on="answer", how="left", maintain_order="left").with_columns(*_first_reason(
+            (pl.col("_why").is_not_null(), "unparseable_gold",
+             pl.format("'{}': {}", pl.col("answer").str.slice(0, 80), pl.col("_why"))))).drop("_why")
+    df = mark_duplicates(df)
+    kept = df.filter(pl.col("_reason").is_null())
+    per_part = df.group_by("_label", maintain_order=True).agg(
+        pl.first("source"), pl.len().alias("read"), pl.col("_reason").is_null().sum().alias("kept"))
+    return LoadResult(
+        table=kept.select(list(SCHEMA)),
+        rejects=reject_rows(df.filter(pl.col("_reason").is_not_null()).select("_label", "_row", "_reason", "_detail"),
+                            parts),
+        n_read=df.height,
+        sources=[{"label": r["_label"], "source": r["source"], "read": r["read"], "kept": r["kept"]}
+                 for r in per_part.iter_rows(named=True)],
+    )
 
-    golds = sorted({r["answer"] for r in rows})
-    if golds:
-        if verifier is None:
-            from grpo_data.verify_pool import VerifierPool
 
-            with VerifierPool() as pool:
-                checks = pool.check_golds(golds)
-        else:
-            checks = verifier.check_golds(golds)
-        bad = {g: v.detail for g, v in zip(golds, checks, strict=True) if v.reason != "ok"}
-    else:
-        bad = {}
+def load_problems(spec: str, preset: Preset, limits: LoadLimits = LoadLimits(), split: str | list[str] = "train",
+                  hub_config: str | list[str] | None = None, verifier=None) -> LoadResult:
+    """Read `spec` (`split`: one or a comma list; `hub_config`: None, "all" or names), map rows with
+    `preset`, check limits, gold parseability and duplicates.
 
-    kept, seen_prompt, seen_id = [], {}, set()
-    for row, raw in zip(rows, raws, strict=True):
-        if row["answer"] in bad:
-            rejects.append(_reject(raw, "unparseable_gold", f"{row['answer'][:80]!r}: {bad[row['answer']]}"))
-            continue
-        key = prompt_text(row["prompt"])
-        explicit = row.pop("_explicit_id")
-        if explicit and row["id"] in seen_id:
-            rejects.append(_reject(raw, "duplicate_id", f"id {row['id']!r} seen before"))
-            continue
-        if key in seen_prompt:
-            first_answer = seen_prompt[key]
-            if normalize_text(first_answer) == normalize_text(row["answer"]):
-                rejects.append(_reject(raw, "duplicate", "same prompt and answer as an earlier row"))
-            else:
-                rejects.append(_reject(raw, "conflicting_duplicate", f"earlier row has answer {first_answer!r}"))
-            continue
-        seen_prompt[key] = row["answer"]
-        seen_id.add(row["id"])
-        kept.append(row)
-    rejects.sort(key=lambda r: (r["file"], r["row"]))
-    return LoadResult(to_table(kept), rejects, n_read)
-
+    verifier: an object with `check_golds(list[str]) -> list[Verdict]` (a VerifierPool); one is
+    started and closed here when None and some gold needs math-verify.
+    """
+    return load_sources([Source.of(spec, preset, split, hub_config)], limits, verifier)
 
 def rejects_path(out: str | os.PathLike) -> Path:
     out = Path(out)
@@ -473,5 +388,5 @@ def rejects_path(out: str | os.PathLike) -> Path:
 def write_load_result(result: LoadResult, out: str | os.PathLike) -> tuple[Path, Path]:
     """Problems to `out` (parquet), rejects with their reason beside it (`*.rejects.jsonl`)."""
     problems = io.write_parquet(out, result.table)
-    rej = io.write_jsonl(rejects_path(out), result.rejects)
+    rej = io.write_ndjson(rejects_path(out), result.rejects)
     return problems, rej

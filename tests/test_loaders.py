@@ -186,3 +186,75 @@ def test_grpo_load_cli_exit_codes(tmp_path):
     assert proc.returncode == 1 and "no valid rows" in proc.stderr
     proc = run_cli("load", "--data", str(tmp_path / "nope.jsonl"), "--preset", "problem_answer", "--out", str(tmp_path / "x.parquet"))
     assert proc.returncode == 2 and "nope.jsonl: no such file" in proc.stderr
+
+
+MESSY = ["What  is\t2+2?", " lead and trail \n", "nbsp\u00a0here", "ﬁve ligature", "fullwidth ４２",
+         "sep\x1cchar", "thin\u2009space and\u3000ideographic", "e\u0301 combining", "emoji 🙂  x", "line\r\nbreak",
+         "\u2028ls", "tab\t\tsoup"]
+
+
+def test_columnar_ids_equal_the_python_ids_on_messy_text(tmp_path, pool):
+    f = tmp_path / "messy.parquet"
+    pl.DataFrame({"problem": MESSY, "answer": [str(i) for i in range(len(MESSY))]}).write_parquet(f)
+    res = load_problems(str(f), resolve_preset("problem_answer"), verifier=pool)
+    assert res.table.height == len(MESSY)
+    assert res.table["id"].to_list() == [problem_id(user_prompt(q)) for q in MESSY]
+    messages = tmp_path / "msgs.jsonl"
+    write_jsonl(messages, [{"prompt": [{"role": "system", "content": q}, {"role": "user", "content": "go  on"}],
+                            "reward_model": {"ground_truth": "1"}} for q in MESSY])
+    res = load_problems(str(messages), resolve_preset("verl"), verifier=pool)
+    assert res.table["id"].to_list() == [problem_id([{"role": "system", "content": q}, {"role": "user", "content": "go on"}])
+                                         for q in MESSY]
+
+
+def test_parquet_and_jsonl_give_the_same_table_and_reasons(tmp_path, pool):
+    rows = [{"problem": "a", "answer": "1"}, {"problem": "b", "answer": 2}, {"problem": "c", "answer": 2.5},
+            {"problem": None, "answer": "1"}, {"problem": "d"}, {"problem": "e", "answer": ""}, {"problem": " ", "answer": "3"},
+            {"problem": "a", "answer": "1"}, {"problem": "a ", "answer": "9"}]
+    j = load_problems(str(write_jsonl(tmp_path / "x.jsonl", rows)), resolve_preset("problem_answer"), verifier=pool)
+    pl.DataFrame(rows, schema={"problem": pl.String, "answer": pl.String}).write_parquet(tmp_path / "x.parquet")
+    p = load_problems(str(tmp_path / "x.parquet"), resolve_preset("problem_answer"), verifier=pool)
+    assert j.table.drop("meta").equals(p.table.drop("meta"))
+    assert j.rejects["reason"].to_list() == p.rejects["reason"].to_list() == [
+        "missing_question", "missing_answer", "empty_answer", "empty_question", "duplicate", "conflicting_duplicate"]
+    assert j.table["answer"].to_list() == ["1", "2", "2.5"]
+
+
+def test_malformed_line_keeps_its_text_in_the_rejects(tmp_path, pool):
+    res = load_problems(str(write_jsonl(tmp_path / "m.jsonl", [{"problem": "a", "answer": "1"}, "{broken"])),
+                        resolve_preset("problem_answer"), verifier=pool)
+    assert res.rejects.row(0, named=True) | {"detail": ""} == {
+        "file": str(tmp_path / "m.jsonl"), "row": 1, "reason": "malformed_row", "detail": "", "raw": "{broken"}
+
+
+def test_choice_and_word_golds_are_kept(tmp_path, pool):
+    f = write_jsonl(tmp_path / "c.jsonl", [{"problem": "p1", "answer": "\\text{(C)}"}, {"problem": "p2", "answer": "Yes"},
+                                           {"problem": "p3", "answer": "No"}, {"problem": "p4", "answer": "\\frac{"}])
+    res = load_problems(str(f), resolve_preset("problem_answer"), verifier=pool)
+    assert res.table["answer"].to_list() == ["\\text{(C)}", "Yes", "No"]
+    assert res.reject_counts == {"unparseable_gold": 1}
+
+
+def save_configs(root):
+    import datasets
+
+    for config, qs in {"algebra": ["x+1=2?", "2x=4?"], "geometry": ["angle?"], "counting": ["ways?"]}.items():
+        datasets.DatasetDict({
+            "train": datasets.Dataset.from_dict({"problem": qs, "solution": [f"so \\boxed{{{i + 1}}}" for i in range(len(qs))],
+                                                 "level": ["Level 2"] * len(qs)}),
+            "test": datasets.Dataset.from_dict({"problem": [f"{config} test?"], "solution": ["\\boxed{7}"],
+                                                "level": ["Level 5"]}),
+        }).save_to_disk(str(root / config))
+
+
+def test_several_configs_and_splits_in_one_load(tmp_path, pool):
+    save_configs(tmp_path / "math")
+    res = load_problems(str(tmp_path / "math"), resolve_preset("math"), hub_config="all", verifier=pool)
+    assert sorted(res.table["source"].unique().to_list()) == ["math:algebra", "math:counting", "math:geometry"]
+    assert res.table.height == 4 and res.table["level"].to_list() == [2, 2, 2, 2]
+    both = load_problems(str(tmp_path / "math"), resolve_preset("math"), split="train,test",
+                         hub_config="algebra,geometry", verifier=pool)
+    assert both.table.height == 5 and [s["label"].rsplit(":", 1)[1] for s in both.sources] == [
+        "algebra[train]", "algebra[test]", "geometry[train]", "geometry[test]"]
+    with pytest.raises(DataError, match="config 'topology' not found; available: algebra, counting, geometry"):
+        load_problems(str(tmp_path / "math"), resolve_preset("math"), hub_config="topology", verifier=pool)

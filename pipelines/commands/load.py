@@ -54,4 +54,4 @@ def run(args: argparse.Namespace) -> int:
     if result.table.height == 0:
         print("grpo load: no valid rows remain; see the rejects file for each row's reason", file=sys.stderr)
         return 1
-    return 1 if args.strict and result.rejects else 0
+    return 1 if args.strict and result.rejects.height else 0

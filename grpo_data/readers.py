@@ -1,0 +1,501 @@
+"""Read a dataset's records into columnar frames of the fields a preset names.
+
+    for part in read_parts(spec, fields, splits=["train"], configs=None):
+        part.frame      # one row per record: _row, q_text / q_msgs, a_text, id_raw, level, src, _reason, _detail
+        part.raw(rows)  # the original records of those rows, as JSON text (for the rejects file)
+
+Inputs: `.jsonl`/`.json`/`.parquet`/`.csv` files, folders of them, `datasets.save_to_disk` folders
+(a DatasetDict, or one sub-folder per config), and Hub dataset names (one or several configs and
+splits). Parquet, CSV and Arrow-backed datasets are read column by column in polars, only the columns
+the fields name. JSON lines are decoded by Python's `json` in blocks: polars' ndjson reader stops at
+the first malformed line and silently turns a list answer into the string "[1]", and both must
+become named rejects instead.
+
+Field extraction sets `_reason`/`_detail` (the reject reasons of `grpo_data.loaders`) for records it
+cannot use: malformed_row, missing_/non_string_question, missing_/non_string_answer. Every other
+check runs later on the columns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from grpo_data.problems import MESSAGE
+
+FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
+JSON_BLOCK = 100_000  # JSON lines decoded per block (bounds the Python objects alive at once)
+
+EXTRACTED = pl.Schema({
+    "_row": pl.Int64, "q_text": pl.String, "q_msgs": pl.List(MESSAGE), "a_text": pl.String,
+    "id_raw": pl.String, "level": pl.Int64, "src": pl.String, "_reason": pl.String, "_detail": pl.String,
+})
+
+
+class DataError(ValueError):
+    """An input that cannot be read at all (unreadable file, unknown preset, no valid rows)."""
+
+
+@dataclass(frozen=True)
+class Fields:
+    """Dotted field paths to read (`reward_model.ground_truth`); None = not read."""
+
+    question: str
+    answer: str
+    id: str | None = None
+    level: str | None = None
+    source: str | None = None
+
+
+@dataclass
+class Part:
+    """The extracted records of one file, split or config.
+
+    label:  names the part in rejects and meta (a file path, or `name:config[split]`).
+    source: the rows' `source` unless a source field gives one.
+    frame:  EXTRACTED columns, one row per record, in input order.
+    raw:    rows -> {row: original record as JSON text}, read again on demand."""
+
+    label: str
+    source: str
+    frame: pl.DataFrame
+    raw: Callable[[list[int]], dict[int, str]]
+
+
+# ---------------------------------------------------------------- python records (JSON)
+
+
+def get_field(record: dict, dotted: str):
+    """record['a']['b'] for 'a.b'; KeyError when any part is missing. JSON strings are opened."""
+    value = record
+    for part in dotted.split("."):
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                raise KeyError(dotted) from None
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(dotted)
+        value = value[part]
+    return value
+
+
+def _as_messages(value) -> list[dict] | None:
+    if hasattr(value, "tolist"):  # numpy arrays from parquet readers
+        value = value.tolist()
+    if isinstance(value, list) and value and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in value
+    ):
+        return [{"role": m["role"], "content": m["content"]} for m in value]
+    return None
+
+
+def number_text(value) -> str:
+    """3 -> "3", 3.0 -> "3", 0.5 -> "0.5": a numeric answer cell as the string it means."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def _optional(rec: dict, dotted: str | None):
+    if dotted is None:
+        return None
+    try:
+        return get_field(rec, dotted)
+    except KeyError:
+        return None
+
+
+def parse_level(value) -> int | None:
+    """'Level 3' -> 3, 3 -> 3, '3' -> 3; anything else -> None (ASCII digits, as the columnar path)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        digits = "".join(ch for ch in value if "0" <= ch <= "9")
+        return int(digits) if digits else None
+    return None
+
+
+def extract_record(rec, fields: Fields, error: str = "") -> dict:
+    """One EXTRACTED row (without _row) from a decoded record (None when it was not an object)."""
+    out = {"q_text": None, "q_msgs": None, "a_text": None, "id_raw": None, "level": None, "src": None,
+           "_reason": None, "_detail": None}
+    if not isinstance(rec, dict):
+        out["_reason"], out["_detail"] = "malformed_row", error or f"a JSON {type(rec).__name__}, not an object"
+        return out
+    reason = detail = None
+    try:
+        q = get_field(rec, fields.question)
+    except KeyError:
+        q, reason, detail = None, "missing_question", f"field {fields.question!r} not in record"
+    if reason is None and q is None:
+        reason, detail = "missing_question", f"field {fields.question!r} is null"
+    elif reason is None and isinstance(q, str):
+        out["q_text"] = q
+    elif reason is None:
+        msgs = _as_messages(q)
+        if msgs is None:
+            reason, detail = "non_string_question", f"field {fields.question!r} is {type(q).__name__}"
+        out["q_msgs"] = msgs
+    try:
+        a = get_field(rec, fields.answer)
+    except KeyError:
+        a, areason, adetail = None, "missing_answer", f"field {fields.answer!r} not in record"
+    else:
+        areason = adetail = None
+        if a is None:
+            areason, adetail = "missing_answer", f"field {fields.answer!r} is null"
+        elif isinstance(a, (int, float)) and not isinstance(a, bool):
+            out["a_text"] = number_text(a)
+        elif isinstance(a, str):
+            out["a_text"] = a
+        else:
+            areason, adetail = "non_string_answer", f"field {fields.answer!r} is {type(a).__name__}"
+    if reason is None and areason is not None:
+        reason, detail = areason, adetail
+    explicit = _optional(rec, fields.id)
+    out["id_raw"] = None if explicit in (None, "") else str(explicit)
+    out["level"] = parse_level(_optional(rec, fields.level))
+    src = _optional(rec, fields.source)
+    out["src"] = None if src is None else str(src)
+    out["_reason"], out["_detail"] = reason, detail
+    return out
+
+
+def _records_frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=EXTRACTED) if rows else pl.DataFrame(schema=EXTRACTED)
+
+
+def _jsonl_part(path: Path, fields: Fields) -> pl.DataFrame:
+    blocks, rows = [], []
+    with open(path, encoding="utf-8") as fh:
+        for i, line in enumerate(fh):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                row = extract_record(rec, fields)
+            except json.JSONDecodeError as exc:
+                row = extract_record(None, fields, f"line {i + 1} is not JSON: {exc.msg}")
+            row["_row"] = i
+            rows.append(row)
+            if len(rows) >= JSON_BLOCK:
+                blocks.append(_records_frame(rows))
+                rows = []
+    blocks.append(_records_frame(rows))
+    return pl.concat(blocks, rechunk=True)
+
+
+def _jsonl_raw(path: Path) -> Callable[[list[int]], dict[int, str]]:
+    def raw(rows: list[int]) -> dict[int, str]:
+        want, out = set(rows), {}
+        with open(path, encoding="utf-8") as fh:
+            for i, line in enumerate(fh):
+                if i in want:
+                    out[i] = line.rstrip("\n")
+        return out
+
+    return raw
+
+
+def _json_records(path: Path) -> list:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(data, dict) and isinstance(data.get("data"), list):
+        data = data["data"]
+    if not isinstance(data, list):
+        raise DataError(f"{path}: a .json file must hold a list of records (or {{'data': [...]}})")
+    return data
+
+
+def _json_part(path: Path, fields: Fields) -> tuple[pl.DataFrame, Callable]:
+    data = _json_records(path)
+    rows = [{**extract_record(rec, fields, "not an object"), "_row": i} for i, rec in enumerate(data)]
+
+    def raw(want: list[int]) -> dict[int, str]:
+        again = _json_records(path)
+        return {i: json.dumps(again[i], default=str, ensure_ascii=False) for i in want}
+
+    return _records_frame(rows), raw
+
+
+# ---------------------------------------------------------------- columnar records (parquet, csv, Arrow)
+
+
+def _field_expr(schema: pl.Schema, dotted: str) -> tuple[pl.Expr | None, pl.DataType | None]:
+    """An expression for a dotted field over a frame with `schema`, and the field's dtype; (None, None)
+    when the field does not exist. Struct fields are followed; JSON-text columns are searched."""
+    head, *rest = dotted.split(".")
+    if head not in schema:
+        return None, None
+    expr, dtype = pl.col(head), schema[head]
+    for i, part in enumerate(rest):
+        if isinstance(dtype, pl.Struct):
+            names = {f.name: f.dtype for f in dtype.fields}
+            if part not in names:
+                return None, None
+            expr, dtype = expr.struct.field(part), names[part]
+        elif dtype == pl.String:  # a JSON object stored as text
+            path = "$." + ".".join(rest[i:])
+            return expr.str.json_path_match(path), pl.String
+        else:
+            return None, None
+    return expr, dtype
+
+
+def _is_messages(dtype) -> bool:
+    if not isinstance(dtype, pl.List) or not isinstance(dtype.inner, pl.Struct):
+        return False
+    names = {f.name: f.dtype for f in dtype.inner.fields}
+    return names.get("role") == pl.String and names.get("content") == pl.String
+
+
+def _number_as_text(expr: pl.Expr, dtype) -> pl.Expr:
+    if dtype.is_integer():
+        return expr.cast(pl.String)
+    return pl.when(expr == expr.floor()).then(expr.cast(pl.Int64, strict=False).cast(pl.String)).otherwise(
+        expr.cast(pl.String))
+
+
+def _level_expr(expr: pl.Expr, dtype) -> pl.Expr:
+    if dtype.is_integer():
+        return expr.cast(pl.Int64)
+    if dtype.is_float():
+        return pl.when(expr == expr.floor()).then(expr.cast(pl.Int64, strict=False))
+    if dtype == pl.String:
+        return expr.str.replace_all(r"[^0-9]", "").cast(pl.Int64, strict=False)
+    return pl.lit(None, dtype=pl.Int64)
+
+
+def _reason(cond: pl.Expr, reason: str, detail: str) -> tuple[pl.Expr, pl.Expr]:
+    return pl.when(cond).then(pl.lit(reason)), pl.when(cond).then(pl.lit(detail))
+
+
+def extract_columns(df: pl.DataFrame, fields: Fields) -> pl.DataFrame:
+    """EXTRACTED columns from a columnar frame, with the same reasons as `extract_record`."""
+    schema = df.schema
+    none_s, none_i = pl.lit(None, dtype=pl.String), pl.lit(None, dtype=pl.Int64)
+    checks: list[tuple[pl.Expr, pl.Expr]] = []
+
+    q, qt = _field_expr(schema, fields.question)
+    q_text, q_msgs = none_s, pl.lit(None, dtype=pl.List(MESSAGE))
+    if q is None:
+        checks.append(_reason(pl.lit(True), "missing_question", f"field {fields.question!r} not in record"))
+    else:
+        checks.append(_reason(q.is_null(), "missing_question", f"field {fields.question!r} is null"))
+        if qt == pl.String:
+            q_text = q
+        elif _is_messages(qt):
+            q_msgs = q.list.eval(pl.struct(pl.element().struct.field("role"), pl.element().struct.field("content")))
+            checks.append(_reason((q.list.len() == 0) | q.list.eval(
+                pl.element().struct.field("role").is_null() | pl.element().struct.field("content").is_null()).list.any(),
+                "non_string_question", f"field {fields.question!r} is list"))
+        else:
+            checks.append(_reason(pl.lit(True), "non_string_question", f"field {fields.question!r} is {qt}"))
+
+    a, at = _field_expr(schema, fields.answer)
+    a_text = none_s
+    if a is None:
+        checks.append(_reason(pl.lit(True), "missing_answer", f"field {fields.answer!r} not in record"))
+    else:
+        checks.append(_reason(a.is_null(), "missing_answer", f"field {fields.answer!r} is null"))
+        if at == pl.String:
+            a_text = a
+        elif at.is_numeric():
+            a_text = _number_as_text(a, at)
+        else:
+            checks.append(_reason(pl.lit(True), "non_string_answer", f"field {fields.answer!r} is {at}"))
+
+    def optional_text(dotted):
+        e, _ = _field_expr(schema, dotted) if dotted else (None, None)
+        return none_s if e is None else e.cast(pl.String)
+
+    id_raw = optional_text(fields.id)
+    lv, lt = _field_expr(schema, fields.level) if fields.level else (None, None)
+    reason = pl.coalesce([c[0] for c in checks]) if checks else none_s
+    detail = pl.coalesce([c[1] for c in checks]) if checks else none_s
+    return df.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+        q_text.alias("q_text"), q_msgs.alias("q_msgs"), a_text.alias("a_text"),
+        pl.when(id_raw != "").then(id_raw).alias("id_raw"),
+        (none_i if lv is None else _level_expr(lv, lt)).alias("level"),
+        optional_text(fields.source).alias("src"),
+        reason.alias("_reason"), detail.alias("_detail"),
+    ).cast(dict(EXTRACTED))
+
+
+def needed_columns(columns, fields: Fields) -> list[str]:
+    """The top-level columns (of `columns`) that the fields reach into."""
+    heads = {f.split(".")[0] for f in (fields.question, fields.answer, fields.id, fields.level, fields.source) if f}
+    return [c for c in columns if c in heads]
+
+
+def _frame_raw(load: Callable[[], pl.DataFrame]) -> Callable[[list[int]], dict[int, str]]:
+    def raw(rows: list[int]) -> dict[int, str]:
+        df = load()
+        picked = df[sorted(rows)]
+        return {i: json.dumps(rec, default=str, ensure_ascii=False)
+                for i, rec in zip(sorted(rows), picked.iter_rows(named=True), strict=True)}
+
+    return raw
+
+
+def _columnar_file(path: Path, fields: Fields) -> tuple[pl.DataFrame, Callable]:
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        lf = pl.scan_parquet(path)
+        schema = lf.collect_schema()
+        df = lf.select(needed_columns(schema, fields)).collect(engine="streaming")
+        if not df.width:  # none of the fields exist: still one row per record
+            df = pl.DataFrame({"_n": pl.int_range(lf.select(pl.len()).collect().item(), eager=True)})
+        return extract_columns(df, fields), _frame_raw(lambda: pl.read_parquet(path))
+    df = pl.read_csv(path, infer_schema=False)  # every cell a string: no guessing of types
+    return extract_columns(df, fields), _frame_raw(lambda: pl.read_csv(path, infer_schema=False))
+
+
+def _read_file(path: Path, fields: Fields) -> Part:
+    suffix = path.suffix.lower()
+    if suffix not in FILE_SUFFIXES:
+        raise DataError(f"{path}: unsupported file type; accepted: {', '.join(FILE_SUFFIXES)}")
+    try:
+        if suffix == ".jsonl":
+            frame, raw = _jsonl_part(path, fields), _jsonl_raw(path)
+        elif suffix == ".json":
+            frame, raw = _json_part(path, fields)
+        else:
+            frame, raw = _columnar_file(path, fields)
+    except (DataError, FileNotFoundError):
+        raise
+    except Exception as exc:
+        raise DataError(
+            f"{path}: cannot read as {suffix[1:]} ({type(exc).__name__}: {exc}); "
+            f"accepted inputs: {', '.join(FILE_SUFFIXES)} files, folders of them, datasets.save_to_disk "
+            "folders, or a Hub dataset name"
+        ) from exc
+    return Part(str(path), path.stem, frame, raw)
+
+
+def _dataset_part(ds, label: str, source: str, fields: Fields) -> Part:
+    """A `datasets.Dataset` through polars (its Arrow table, only the needed columns)."""
+    keep = needed_columns(ds.column_names, fields)
+    df = ds.select_columns(keep).to_polars() if keep else pl.DataFrame({"_n": pl.int_range(len(ds), eager=True)})
+
+    def raw(rows: list[int]) -> dict[int, str]:
+        picked = ds.select(sorted(rows))
+        return {i: json.dumps(rec, default=str, ensure_ascii=False) for i, rec in zip(sorted(rows), picked, strict=True)}
+
+    return Part(label, source, extract_columns(df, fields), raw)
+
+
+# ---------------------------------------------------------------- sources
+
+
+def _is_save_to_disk(path: Path) -> bool:
+    return (path / "state.json").exists() or (path / "dataset_dict.json").exists()
+
+
+def _splits_of(ds, where: str, splits: list[str]) -> list[tuple[str | None, object]]:
+    import datasets
+
+    if not isinstance(ds, datasets.DatasetDict):
+        return [(None, ds)]
+    missing = [s for s in splits if s not in ds]
+    if missing:
+        raise DataError(f"{where}: split {missing[0]!r} not found; available: {', '.join(ds)}")
+    return [(s, ds[s]) for s in splits]
+
+
+def _label(base: str, config: str | None, split: str | None, n_splits: int) -> str:
+    return base + (f":{config}" if config else "") + (f"[{split}]" if split and n_splits > 1 else "")
+
+
+def _local_configs(path: Path, configs: list[str] | str | None) -> list[tuple[str | None, Path]]:
+    """(config, folder) pairs: the folder itself, or its save_to_disk sub-folders, one per config."""
+    if _is_save_to_disk(path):
+        if configs not in (None, "all"):
+            raise DataError(f"{path}: a single save_to_disk folder has no configs; drop --hub-config")
+        return [(None, path)]
+    subs = {p.name: p for p in sorted(path.iterdir()) if p.is_dir() and _is_save_to_disk(p)}
+    if configs is None:
+        return []
+    if not subs:
+        raise DataError(f"{path}: configs were asked for, but no sub-folder is a save_to_disk folder")
+    if configs == "all":
+        return list(subs.items())
+    missing = [c for c in configs if c not in subs]
+    if missing:
+        raise DataError(f"{path}: config {missing[0]!r} not found; available: {', '.join(subs)}")
+    return [(c, subs[c]) for c in configs]
+
+
+def _looks_like_path(spec: str) -> bool:
+    """True for specs that can only be meant as local paths (Hub names are 'name' or 'owner/name')."""
+    return spec.startswith(("/", ".", "~")) or spec.count("/") > 1 or Path(spec).suffix.lower() in FILE_SUFFIXES
+
+
+def parse_configs(value: str | list[str] | None) -> list[str] | str | None:
+    """--hub-config: None, "all", or a comma-separated list (or a YAML list)."""
+    if value is None or value == "all":
+        return value
+    names = value if isinstance(value, list) else [c.strip() for c in str(value).split(",")]
+    return [n for n in names if n] or None
+
+
+def parse_splits(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return ["train"]
+    names = value if isinstance(value, list) else [s.strip() for s in str(value).split(",")]
+    return [n for n in names if n] or ["train"]
+
+
+def read_parts(spec: str, fields: Fields, splits: list[str] | None = None,
+               configs: list[str] | str | None = None) -> Iterator[Part]:
+    """The parts of a local file/folder, save_to_disk folder(s), or Hub dataset (several configs and
+    splits: `configs="all"` or a list)."""
+    splits = splits or ["train"]
+    path = Path(spec)
+    if path.is_file():
+        yield _read_file(path, fields)
+        return
+    if path.is_dir():
+        pairs = _local_configs(path, configs)
+        if pairs:
+            import datasets
+
+            for config, folder in pairs:
+                for split, ds in _splits_of(datasets.load_from_disk(str(folder)), str(folder), splits):
+                    yield _dataset_part(ds, _label(str(path), config, split, len(splits)),
+                                        path.name + (f":{config}" if config else ""), fields)
+            return
+        files = sorted(p for p in path.rglob("*") if p.suffix.lower() in FILE_SUFFIXES and p.is_file())
+        if not files:
+            raise DataError(f"{path}: folder holds no {', '.join(FILE_SUFFIXES)} files and is not a save_to_disk folder")
+        for f in files:
+            yield _read_file(f, fields)
+        return
+    if _looks_like_path(spec):
+        raise DataError(f"{spec}: no such file or folder")
+    yield from _hub_parts(spec, fields, splits, configs)
+
+
+def _hub_parts(spec: str, fields: Fields, splits: list[str], configs) -> Iterator[Part]:
+    import datasets  # a Hub name, "owner/name" or "name"
+
+    try:
+        names = datasets.get_dataset_config_names(spec) if configs == "all" else (configs or [None])
+        for config in names:
+            for split in splits:
+                ds = datasets.load_dataset(spec, config, split=split)
+                yield _dataset_part(ds, _label(spec, config, split, len(splits)),
+                                    spec + (f":{config}" if config else ""), fields)
+    except DataError:
+        raise
+    except Exception as exc:
+        raise DataError(
+            f"{spec}: not a local path, and loading it as a Hub dataset failed ({type(exc).__name__}: {exc})"
+        ) from exc
