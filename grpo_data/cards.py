@@ -74,6 +74,35 @@ def front_matter(name: str, manifest: dict, license: str, pretty_name: str | Non
     }
 
 
+def provenance_sections(data: dict) -> str:
+    """Markdown for where the rows came from: sources, the mixture and decontamination (if any)."""
+    out = []
+    if data.get("sources"):
+        lines = "\n".join(f"| `{s['label']}` | `{s['source']}` | {s['read']} | {s['kept']} |" for s in data["sources"])
+        out.append("## Sources\n\n| input | source column | rows read | valid |\n| --- | --- | --- | --- |\n" + lines)
+    mix = data.get("mixture")
+    if mix:
+        lines = "\n".join(
+            f"| `{s['data']}` | {s['weight'] if s['weight'] is not None else '-'} | {s['cap'] if s['cap'] is not None else '-'} "
+            f"| {s['available']} | {s['taken']} | {s.get('short_by', '-')} |" for s in mix["sources"])
+        out.append("## Mixture\n\nSources were deduplicated across each other (the first listed keeps a shared "
+                   f"problem), then sampled without replacement (seed {mix.get('seed')}, total "
+                   f"{mix.get('total') or 'largest that fills every share'}).\n\n"
+                   "| source | weight | cap | available | taken | short of share |\n| --- | --- | --- | --- | --- | --- |\n"
+                   + lines)
+    dec = data.get("decontamination")
+    if dec:
+        sets = "\n".join(f"| `{name}` | {n} |" for name, n in dec.get("removed_by_eval_set", {}).items()) or "| (none) | 0 |"
+        out.append(f"## Decontamination\n\nChecked {dec['checked']} problems against {dec['eval_rows']} evaluation rows "
+                   f"({', '.join(f'`{a}`' for a in dec.get('against', []))}): a problem was removed when it shares "
+                   f"{dec['min_shared']}+ word {dec['ngram']}-grams with one evaluation row"
+                   f"{' or its whole normalized text' if dec.get('exact') else ''}. Removed: {dec['removed']} "
+                   f"({dec['removed_exact']} by exact text).\n\n| evaluation set | removed |\n| --- | --- |\n" + sets)
+    else:
+        out.append("## Decontamination\n\nNot checked against any evaluation set (`grpo decontaminate`).")
+    return "\n\n".join(out) + "\n"
+
+
 def write_card(shards: str | Path, name: str, out: str | Path | None = None, license: str = "apache-2.0",
                pretty_name: str | None = None, language: str = "en") -> Path:
     shards = Path(shards)
@@ -122,6 +151,7 @@ Total: {manifest['rows']} problems. Not profiled (left out): {manifest.get('unpr
 
 ![pass-rate histogram]({png.name})
 
+{provenance_sections(manifest.get("data") or {})}
 ## Rejected rows
 
 | reason | rows |

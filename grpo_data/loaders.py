@@ -74,9 +74,6 @@ def hashes_expr(text: pl.Expr) -> pl.Expr:
 # Column forms of preset extractors; one without a form here runs per row in Python.
 VECTORIZED: dict[Callable, Callable[[pl.Expr], pl.Expr]] = {answer_after_hashes: hashes_expr}
 
-__all__ = ["DataError", "LoadLimits", "LoadResult", "PRESETS", "Preset", "answer_after_hashes", "last_boxed",
-           "load_problems", "load_sources", "parse_level", "resolve_preset", "write_load_result"]
-
 
 # ---------------------------------------------------------------- presets
 
@@ -300,12 +297,14 @@ def reject_rows(flagged: pl.DataFrame, parts: dict[str, Part]) -> pl.DataFrame:
 class LoadResult:
     """The canonical table, the rejected rows (REJECT_SCHEMA, with their reason) and what was read.
 
-    sources: per part, {"label", "source", "read", "kept"}."""
+    sources: per part, {"label", "source", "read", "kept"}.
+    origin:  per table row, the index of the `Source` (in `load_sources`' list) it came from."""
 
     table: pl.DataFrame
     rejects: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REJECT_SCHEMA))
     n_read: int = 0
     sources: list[dict] = field(default_factory=list)
+    origin: pl.Series = field(default_factory=lambda: pl.Series([], dtype=pl.Int64))
 
     @property
     def reject_counts(self) -> dict[str, int]:
@@ -336,7 +335,7 @@ def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), v
         raise DataError("max_prompt_tokens needs a tokenizer (path or Hub name) to count tokens")
     count_tokens = _token_counter(limits.tokenizer)
     frames, parts = [], {}
-    for src in sources:
+    for number, src in enumerate(sources):
         source_name = Path(src.spec).stem if Path(src.spec).exists() else src.spec
         for part in read_parts(src.spec, fields_of(src.preset), list(src.splits), src.configs):
             if Path(src.spec).is_file():
@@ -344,7 +343,8 @@ def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), v
             if part.label in parts:
                 raise DataError(f"{part.label}: named twice in one load")
             parts[part.label] = part
-            frames.append(canonicalize(part, src.preset, limits, count_tokens))
+            frames.append(canonicalize(part, src.preset, limits, count_tokens).with_columns(
+                pl.lit(number, dtype=pl.Int64).alias("_origin")))
             if progress is not None:
                 progress(f"read {part.label}: {part.frame.height} rows")
     df = pl.concat(frames, rechunk=True) if frames else None
@@ -362,12 +362,31 @@ def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), v
         pl.first("source"), pl.len().alias("read"), pl.col("_reason").is_null().sum().alias("kept"))
     return LoadResult(
         table=kept.select(list(SCHEMA)),
+        origin=kept["_origin"],
         rejects=reject_rows(df.filter(pl.col("_reason").is_not_null()).select("_label", "_row", "_reason", "_detail"),
                             parts),
         n_read=df.height,
         sources=[{"label": r["_label"], "source": r["source"], "read": r["read"], "kept": r["kept"]}
                  for r in per_part.iter_rows(named=True)],
     )
+
+
+def read_eval_rows(spec: str, preset: Preset, split: str | list[str] = "test",
+                   hub_config: str | list[str] | None = None) -> pl.DataFrame:
+    """Every evaluation row with question text, whatever its answer (decontamination compares
+    questions): columns eval_file, eval_row, eval_id, text (the user messages' contents)."""
+    from grpo_data.decontam import problem_text_expr
+
+    frames = []
+    for part in read_parts(spec, fields_of(preset), parse_splits(split), parse_configs(hub_config)):
+        df = canonicalize(part, preset, LoadLimits(max_prompt_chars=2**62))
+        frames.append(df.filter(pl.col("prompt").is_not_null() & (pl.col("_reason").is_null() | ~pl.col("_reason").is_in(
+            ["malformed_row", "missing_question", "non_string_question", "empty_question"]))).select(
+            pl.col("_label").alias("eval_file"), pl.col("_row").alias("eval_row"), pl.col("id").alias("eval_id"),
+            problem_text_expr(pl.col("prompt")).alias("text")))
+    if not frames:
+        raise DataError(f"{spec}: no evaluation rows read")
+    return pl.concat(frames)
 
 
 def load_problems(spec: str, preset: Preset, limits: LoadLimits = LoadLimits(), split: str | list[str] = "train",
@@ -385,8 +404,25 @@ def rejects_path(out: str | os.PathLike) -> Path:
     return out.with_name(out.name.removesuffix(".parquet") + ".rejects.jsonl")
 
 
-def write_load_result(result: LoadResult, out: str | os.PathLike) -> tuple[Path, Path]:
-    """Problems to `out` (parquet), rejects with their reason beside it (`*.rejects.jsonl`)."""
-    problems = io.write_parquet(out, result.table)
+PROVENANCE_KEY = "grpo_data"  # parquet footer key: where a problem table came from
+
+
+def provenance(result: LoadResult, **extra) -> dict:
+    """What a card needs to know about a loaded table: its parts, reject counts, and `extra`
+    (a mixture report, a decontamination summary)."""
+    return {"sources": result.sources, "rejected": result.reject_counts, "rows": result.table.height, **extra}
+
+
+def read_provenance(path: str | os.PathLike) -> dict:
+    """The provenance a problem parquet carries in its footer ({} for one written elsewhere)."""
+    raw = pl.read_parquet_metadata(path).get(PROVENANCE_KEY)
+    return json.loads(raw) if raw else {}
+
+
+def write_load_result(result: LoadResult, out: str | os.PathLike, **extra) -> tuple[Path, Path]:
+    """Problems to `out` (parquet, provenance in the footer), rejects with their reason beside it
+    (`*.rejects.jsonl`). `extra` keys are added to the provenance."""
+    meta = {PROVENANCE_KEY: json.dumps(provenance(result, **extra), default=str)}
+    problems = io.write_parquet(out, result.table, metadata=meta)
     rej = io.write_ndjson(rejects_path(out), result.rejects)
     return problems, rej

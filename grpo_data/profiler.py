@@ -4,7 +4,10 @@
 
 Output, one row per problem (PROFILE_COLUMNS): `id`, `k`, `n_correct`, `pass_rate` (= n_correct/k),
 the Jeffreys posterior `post_a`/`post_b`, its mean and 90% credible interval, mean completion length,
-truncation rate and a count per verifier reason. Run metadata (model and weights hash, sampling,
+truncation rate, a count per verifier reason, and `n_formatted`: completions that carried their
+answer in the format the prompt asks for (a `\\boxed{}`; null when the prompt asks for none). When
+few do, the pass rate measures formatting, not difficulty: the run logs a warning and records the
+rate in its metadata (`format`). Run metadata (model and weights hash, sampling,
 template hash, verifier and package versions, seed, rule) goes into the parquet footer (key
 `grpo_profile`) and a sidecar `NAME.json`.
 
@@ -32,7 +35,7 @@ import polars as pl
 
 from grpo_data import io
 from grpo_data.problems import level_array
-from grpo_data.prompting import PromptConfig, SamplingConfig, resolve_stops, template_hash
+from grpo_data.prompting import PromptConfig, SamplingConfig, requested_format, resolve_stops, template_hash
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.stats import (
     JEFFREYS,
@@ -49,8 +52,10 @@ logger = logging.getLogger(__name__)
 METADATA_KEY = "grpo_profile"
 PROFILE_COLUMNS = [
     "id", "k", "n_correct", "pass_rate", "post_a", "post_b", "post_mean", "ci_low", "ci_high",
-    "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS],
+    "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS], "n_formatted",
 ]
+REQUIRED_COLUMNS = PROFILE_COLUMNS[:-1]  # profiles written before n_formatted existed still read
+FORMAT_WARN_BELOW = 0.5  # a run whose completions carry the requested format less often than this warns
 
 
 @dataclass(frozen=True)
@@ -138,8 +143,9 @@ def finished_parts(out: str | Path) -> pl.DataFrame:
     return pl.concat([pl.read_parquet(f, columns=["id", "n_correct", "k"]) for f in files])
 
 
-def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int, reasons: dict[str, int]) -> dict:
-    """One profile row (without id) from raw counts."""
+def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int, reasons: dict[str, int],
+                      formatted: int | None = None) -> dict:
+    """One profile row (without id) from raw counts; `formatted` None when no format was requested."""
     a, b = posterior(n_correct, k, JEFFREYS)
     lo, hi = credible_interval(a, b, 0.9)
     return {
@@ -147,6 +153,7 @@ def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int
         "post_mean": float(beta_mean(a, b)), "ci_low": float(lo), "ci_high": float(hi),
         "mean_completion_tokens": float(np.mean(lengths)) if lengths else 0.0,
         "truncation_rate": truncated / k, **{f"n_{r}": reasons.get(r, 0) for r in REASONS},
+        "n_formatted": formatted,
     }
 
 
@@ -159,8 +166,11 @@ class _Tally:
         self.lengths: list[int] = []
         self.truncated = 0
         self.reasons: dict[str, int] = {}
+        self.formatted: int | None = None
 
-    def add(self, completions, verdicts) -> None:
+    def add(self, completions, verdicts, formatted=None) -> None:
+        if formatted is not None:
+            self.formatted = (self.formatted or 0) + sum(bool(f) for f in formatted)
         for comp, v in zip(completions, verdicts, strict=True):
             self.k += 1
             self.correct += int(v.correct)
@@ -173,7 +183,7 @@ def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list
                   tallies: list[_Tally]) -> int:
     """Sample n_each[i] completions for each prompt, verify, add to tallies; returns samples drawn."""
     for tally, group in zip(tallies, sampler.sample(prompts, golds, n_each), strict=True):
-        tally.add(group.completions, group.verdicts)
+        tally.add(group.completions, group.verdicts, group.formatted)
     return int(sum(n_each))
 
 
@@ -203,7 +213,7 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
                 break
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
             samples += _sample_round(sampler, prompts, golds, extra, tallies)
-    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons) for t in tallies]
+    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted) for t in tallies]
     return rows, samples
 
 
@@ -285,7 +295,8 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
         hist_c = np.concatenate([hist_c, [r["n_correct"] for r in rows]])
         hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
         hist_g = np.concatenate([hist_g, groups if groups is not None else np.zeros(len(rows))])
-        table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)])
+        table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)],
+                             schema_overrides={"n_formatted": pl.Int64})
         first = chunk["id"][0]
         io.write_parquet(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}-{first}.parquet", table.select(PROFILE_COLUMNS))
         bar.update(chunk.height)
@@ -295,8 +306,27 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
             on_chunk(chunk_no)
     bar.close()
     io.write_json(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}.done", {"problems": mine.height})
+    fmt = sampler.answer_format
+    rate = sampler.cost.formatted / sampler.cost.completions if fmt and sampler.cost.completions else None
+    warn_format(rate, fmt, "this run's")
     return {"problems": todo.height, "skipped": mine.height - todo.height, "samples": samples_total,
-            "seconds": time.monotonic() - start}
+            "seconds": time.monotonic() - start, "format_rate": rate}
+
+
+def warn_format(rate: float | None, fmt: str | None, whose: str) -> None:
+    if rate is not None and rate < FORMAT_WARN_BELOW:
+        logger.warning("only %.0f%% of %s completions gave the answer in the requested %s format: pass rates "
+                       "measure formatting as much as difficulty; check the instruction, the chat template and "
+                       "max_tokens before trusting them", 100 * rate, whose, fmt)
+
+
+def format_summary(table: pl.DataFrame, fmt: str | None) -> dict:
+    """{"requested", "rate", "problems_below_half"} of a profile table (rate None when not requested)."""
+    if "n_formatted" not in table.columns or table["n_formatted"].null_count() == table.height:
+        return {"requested": fmt, "rate": None}
+    done = table.filter(pl.col("n_formatted").is_not_null())
+    return {"requested": fmt, "rate": float(done["n_formatted"].sum() / max(1, done["k"].sum())),
+            "problems_below_half": int((done["n_formatted"] < done["k"] / 2).sum())}
 
 
 def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards: int | None = None) -> pl.DataFrame:
@@ -309,7 +339,7 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
         missing = [i for i in range(n_shards) if not (pdir / f"shard{i:04d}-of-{n_shards:04d}.done").exists()]
         if missing:
             raise RuntimeError(f"{pdir}: shards {missing} of {n_shards} have not finished; rerun them first")
-    table = pl.concat([pl.read_parquet(f) for f in files]).sort("id")
+    table = pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed").sort("id")
     dup = table.filter(pl.col("id").is_duplicated())["id"].unique().to_list()
     if dup:
         raise RuntimeError(f"{pdir}: ids profiled twice: {dup[:5]} (parts were mixed from different runs?)")
@@ -321,6 +351,9 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
     meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
     meta["rows"] = table.height
     meta["samples"] = int(table["k"].sum())
+    prompt = (meta.get("config") or {}).get("prompt") or {}
+    meta["format"] = format_summary(table, requested_format(PromptConfig(**prompt)))
+    warn_format(meta["format"]["rate"], meta["format"]["requested"], "the profile's")
     io.write_parquet(out, table, metadata={METADATA_KEY: json.dumps(meta, default=str)})
     io.write_json(Path(out).with_suffix(".json"), meta)
     return table
@@ -329,7 +362,7 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
 def read_profile(path: str | Path) -> tuple[pl.DataFrame, dict]:
     """A profile table and its run metadata."""
     table = pl.read_parquet(path)
-    missing = [c for c in PROFILE_COLUMNS if c not in table.columns]
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
     if missing:
         raise ValueError(f"{path}: not a profile (missing columns {missing}); write one with `grpo profile`")
     meta = pl.read_parquet_metadata(path).get(METADATA_KEY)

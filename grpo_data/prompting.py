@@ -61,6 +61,25 @@ class PromptConfig:
     instruction_suffix: str = ""
 
 
+def requested_format(cfg: PromptConfig) -> str | None:
+    """The answer format the prompt asks for: "boxed" when the instruction or system prompt mentions
+    \\boxed, else None (nothing to check)."""
+    text = (cfg.instruction_suffix or "") + (cfg.system_prompt or "")
+    return "boxed" if "\\boxed" in text else None
+
+
+def has_format(text: str, fmt: str | None, tail_chars: int = 2000) -> bool | None:
+    """Whether a completion carries its answer in the requested format (None when none was requested):
+    for "boxed", a \\boxed{} with balanced braces in its last `tail_chars` characters."""
+    if fmt is None:
+        return None
+    if fmt == "boxed":
+        from grpo_data.answers import last_boxed
+
+        return last_boxed(text[-tail_chars:]) is not None
+    raise ValueError(f"unknown answer format {fmt!r}; known: boxed")
+
+
 def build_messages(messages: list[dict], cfg: PromptConfig) -> list[dict]:
     out = [{"role": m["role"], "content": m["content"]} for m in messages]
     if cfg.instruction_suffix:

@@ -19,17 +19,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_data.engines import Completion
-from grpo_data.prompting import PromptConfig, SamplingConfig, encode_prompt, resolve_stops
+from grpo_data.prompting import PromptConfig, SamplingConfig, encode_prompt, has_format, requested_format, resolve_stops
 
 
 @dataclass
 class ScoredGroup:
     """The answers sampled for one prompt and the verifier's verdict on each.
 
-    completions: the sampled answers; verdicts: one `grpo_data.verify.Verdict` per answer."""
+    completions: the sampled answers; verdicts: one `grpo_data.verify.Verdict` per answer;
+    formatted: per answer, whether it carries the answer in the requested format (None: not requested)."""
 
     completions: list[Completion]
     verdicts: list
+    formatted: list | None = None
 
     @property
     def correct(self) -> np.ndarray:
@@ -44,13 +46,15 @@ class ScoredGroup:
 
 @dataclass
 class SamplingCost:
-    """What sampling cost so far: seconds generating and verifying, completions and their tokens."""
+    """What sampling cost so far: seconds generating and verifying, completions and their tokens, and
+    how many carried the requested answer format (`formatted`, counted only when one is requested)."""
 
     gen_seconds: float = 0.0
     verify_seconds: float = 0.0
     completions: int = 0
     tokens: int = 0
     truncated: int = 0
+    formatted: int = 0
 
 
 class RolloutSampler:
@@ -58,6 +62,7 @@ class RolloutSampler:
         self.engine, self.verifier, self.tokenizer = engine, verifier, tokenizer
         self.prompt = prompt
         self.sampling = resolve_stops(sampling, tokenizer)
+        self.answer_format = requested_format(prompt)
         self.cost = SamplingCost()
 
     def encode(self, messages: list[dict]) -> list[int]:
@@ -85,8 +90,11 @@ class RolloutSampler:
             self.cost.completions += len(flat)
             self.cost.tokens += sum(len(c.token_ids) for c in flat)
             self.cost.truncated += sum(c.truncated for c in flat)
+            formatted = [has_format(c.text, self.answer_format) for c in flat]
+            self.cost.formatted += sum(bool(f) for f in formatted)
             pos = 0
             for i, g in zip(idx, groups, strict=True):
-                out[i] = ScoredGroup(list(g), list(verdicts[pos : pos + len(g)]))
+                out[i] = ScoredGroup(list(g), list(verdicts[pos : pos + len(g)]),
+                                     None if self.answer_format is None else formatted[pos : pos + len(g)])
                 pos += len(g)
         return out

@@ -94,7 +94,7 @@ class RolloutBatch:
     informative_groups: generated groups with reward variance; rounds: sampling rounds used;
     underfilled: fewer than batch_groups groups could be found; gen_seconds / gen_tokens: generation
     cost; n_correct: correct answers among all generated rollouts; truncated: generated answers
-    that hit max_tokens."""
+    that hit max_tokens; formatted: generated answers in the prompt's requested answer format."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
@@ -102,6 +102,7 @@ class RolloutBatch:
     informative_groups: int = 0
     n_correct: int = 0
     truncated: int = 0
+    formatted: int = 0
     rounds: int = 0
     underfilled: bool = False
     gen_seconds: float = 0.0
@@ -134,12 +135,13 @@ class RolloutBatcher:
     def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch, n: int | None = None) -> list[Group]:
         ids = [self.prompt_ids(int(i)) for i in idx]
         cost = self.sampler.cost
-        before = (cost.gen_seconds, cost.verify_seconds, cost.tokens, cost.truncated)
+        before = (cost.gen_seconds, cost.verify_seconds, cost.tokens, cost.truncated, cost.formatted)
         scored = self.sampler.sample(ids, [self.answers[int(i)] for i in idx], n or self.group_size)
         batch.gen_seconds += cost.gen_seconds - before[0]
         batch.verify_seconds += cost.verify_seconds - before[1]
         batch.gen_tokens += cost.tokens - before[2]
         batch.truncated += cost.truncated - before[3]
+        batch.formatted += cost.formatted - before[4]
         return [make_group(int(i), p, s, self.overlong) for i, p, s in zip(idx, ids, scored, strict=True)]
 
     def _share(self, idx: np.ndarray) -> np.ndarray:

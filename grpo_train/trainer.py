@@ -258,7 +258,7 @@ class Trainer:
         kept_rewards = [r for g in batch.groups for r in g.rewards]
         counts = {"generated_rollouts": batch.generated_rollouts, "informative_groups": batch.informative_groups,
                   "generated_groups": batch.generated_groups, "n_correct": batch.n_correct,
-                  "truncated": batch.truncated, "kept_reward_sum": float(sum(kept_rewards)),
+                  "truncated": batch.truncated, "formatted": batch.formatted, "kept_reward_sum": float(sum(kept_rewards)),
                   "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "gen_tokens": batch.gen_tokens}
         len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
@@ -292,6 +292,8 @@ class Trainer:
             "informative_rollout_ratio": self.totals["informative_rollouts"] / max(1, self.totals["rollouts_generated"]),
             "rollouts_generated": self.totals["rollouts_generated"],
             "truncated_fraction": counts["truncated"] / max(1, counts["generated_rollouts"]),
+            "format_rate": (counts["formatted"] / max(1, counts["generated_rollouts"])
+                            if self.batcher.sampler.answer_format else None),
             "groups_trained": len(trained), "rounds": batch.rounds, "underfilled": batch.underfilled,
             "gen_tokens_per_s": counts["gen_tokens"] / max(batch.gen_seconds, 1e-9),
             "completion_len_mean": counts["kept_len_sum"] / kept if counts["kept_sequences"] else 0.0,

@@ -19,6 +19,8 @@ import sys
 SUBCOMMANDS: dict[str, str] = {
     "verify": "verify",
     "load": "load",
+    "mix": "mix",
+    "decontaminate": "decontaminate",
     "world": "world",
     "bootstrap": "bootstrap",
     "profile": "profile",

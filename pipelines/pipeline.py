@@ -33,7 +33,7 @@ def load_spec(path: str | Path, quick: bool = False) -> dict:
     if quick:
         spec = deep_merge(spec, quick_block)
         spec["out"] = spec["out"].rstrip("/") + "-quick"
-    known = {"name", "out", "world", "data", "model", "bootstrap", "profile", "shards", "card", "train"}
+    known = {"name", "out", "world", "data", "decontaminate", "model", "bootstrap", "profile", "shards", "card", "train"}
     unknown = sorted(set(spec) - known)
     if unknown:
         raise ValueError(f"{path}: unknown pipeline section(s) {unknown}; known: {sorted(known)}")
@@ -49,27 +49,61 @@ def _stage(name: str):
 
 
 def data_stage(spec: dict, out: Path) -> dict[str, Path]:
+    """The world, or a dataset (`data.source`) or mixture (`data.sources`, see grpo_data/mixture.py),
+    split into train and held-out by id hash; reused when `data:` is unchanged."""
     from pipelines.stages import write_world
 
     if "world" in spec:
         return write_world(out / "world", **spec["world"])
-    from grpo_data.loaders import load_problems, resolve_preset, write_load_result
+    from grpo_data.loaders import PROVENANCE_KEY, Source, load_sources, provenance, resolve_preset, write_load_result
+    from grpo_data.mixture import build_mixture, parse_mixture
 
     d = spec["data"]
     folder = out / "data"
     paths = {"train": folder / "train.parquet", "heldout": folder / "heldout.parquet", "config": folder / "data.json"}
     if paths["config"].exists() and json.loads(paths["config"].read_text()) == d and paths["train"].exists():
         return paths
-    result = load_problems(d["source"], resolve_preset(d.get("preset"), d.get("question_field"), d.get("answer_field")),
-                           split=d.get("split", "train"))
-    write_load_result(result, folder / "problems.parquet")
+    extra = {}
+    if "sources" in d:
+        result, report = build_mixture(parse_mixture({k: d[k] for k in ("sources", "total", "seed") if k in d}, "data"))
+        extra["mixture"] = {"seed": d.get("seed", 0), "total": d.get("total"), "sources": report}
+    else:
+        preset = resolve_preset(d.get("preset"), d.get("question_field"), d.get("answer_field"))
+        result = load_sources([Source.of(d["source"], preset, d.get("split", "train"), d.get("hub_config"))])
+    write_load_result(result, folder / "problems.parquet", **extra)
     frac = float(d.get("heldout_fraction", 0.02))
     # deterministic split by id hash
     table = result.table.with_columns((pl.col("id").hash(seed=0) % 10_000 < int(frac * 10_000)).alias("_held"))
-    io.write_parquet(paths["train"], table.filter(~pl.col("_held")).drop("_held"))
+    io.write_parquet(paths["train"], table.filter(~pl.col("_held")).drop("_held"),
+                     metadata={PROVENANCE_KEY: json.dumps(provenance(result, **extra), default=str)})
     io.write_parquet(paths["heldout"], table.filter(pl.col("_held")).drop("_held"))
     io.write_json(paths["config"], d)
     return paths
+
+
+def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
+    """With a `decontaminate:` section, the training split without rows that overlap the named
+    evaluation sets (`heldout` names the pipeline's own held-out split); reused when unchanged."""
+    from grpo_data.decontam import DecontamConfig
+    from pipelines.stages import decontaminate_file
+
+    d = dict(spec["decontaminate"])
+    against = [str(paths["heldout"]) if a == "heldout" else str(a) for a in d.pop("against", ["heldout"])]
+    options = {k: d.pop(k) for k in ("preset", "split", "config") if k in d}
+    cfg = DecontamConfig(**d)
+    train = paths["train"]
+    out = train.with_name(train.stem + ".decontaminated.parquet")
+    key = {"train": hashlib.sha256(train.read_bytes()).hexdigest(), "against": against, "cfg": d, **options}
+    stamp = out.with_suffix(".inputs.json")
+    if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
+        print(f"{out} is up to date")
+    else:
+        summary = decontaminate_file(train, against, out, cfg, options.get("preset"), options.get("split", "test"),
+                                     options.get("config"))
+        print(f"decontaminated {train}: removed {summary['removed']} of {summary['checked']} "
+              f"({summary['removed_exact']} by exact text) against {summary['eval_rows']} evaluation rows")
+        io.write_json(stamp, key)
+    return {**paths, "train": out}
 
 
 def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
@@ -112,6 +146,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
 def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     """Run every stage; returns the summary dict (also written to OUT/summary.json)."""
     from grpo_data.cards import write_card
+    from grpo_data.loaders import read_provenance
     from grpo_data.profiler import read_profile
     from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
     from grpo_train.config import config_from_tree, dump_config, train_tree
@@ -124,6 +159,8 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
 
     t = _stage("data")
     paths = data_stage(spec, out)
+    if spec.get("decontaminate"):
+        paths = decontaminate_stage(spec, paths)
     timings["data"] = time.monotonic() - t
 
     t = _stage("model (warm start)")
@@ -155,7 +192,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     if current != shard_key:
         write_shards(pl.read_parquet(paths["train"]), prof_table, shards_dir, s.get("edges", (0, .1, .3, .7, .9, 1)),
                      s.get("format", "native"), source=str(paths["train"]), profile_meta=prof_meta,
-                     extra={"pipeline_key": shard_key})
+                     extra={"pipeline_key": shard_key, "data": read_provenance(paths["train"])})
     card_name = spec.get("card", {}).get("name", spec.get("name", "dataset"))
     card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md")
     timings["shards"] = time.monotonic() - t

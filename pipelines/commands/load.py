@@ -19,8 +19,10 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--answer-field", help="field holding the gold answer (dotted for nested)")
     parser.add_argument("--id-field", help="field holding a stable id (default: hash of the prompt)")
     parser.add_argument("--level-field", help="field holding a difficulty level")
-    parser.add_argument("--split", default="train", help="split for Hub/save_to_disk datasets (default train)")
-    parser.add_argument("--hub-config", help="Hub dataset config name")
+    parser.add_argument("--split", default="train",
+                        help="split(s) for Hub/save_to_disk datasets: a name or a comma list (default train)")
+    parser.add_argument("--hub-config", help="config(s) of a Hub dataset, or of a folder holding one save_to_disk "
+                        "folder per config: a name, a comma list, or 'all'; recorded in each row's source")
     parser.add_argument("--max-prompt-chars", type=int, default=20_000, help="reject longer prompts")
     parser.add_argument("--max-prompt-tokens", type=int, help="reject longer prompts (needs --tokenizer)")
     parser.add_argument("--tokenizer", help="tokenizer path/name for --max-prompt-tokens")

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from grpo_data.loaders import DataError
+    from grpo_data.loaders import DataError, read_provenance
     from grpo_data.profiler import read_profile
     from grpo_data.shards import write_shards
     from pipelines.stages import read_problems
@@ -40,8 +40,11 @@ def run(args: argparse.Namespace) -> int:
         for line in rejects_file.read_text().splitlines():
             reason = json.loads(line)["reason"]
             rejected[reason] = rejected.get(reason, 0) + 1
+    data = Path(args.data)
+    prov = read_provenance(data) if data.is_file() and data.suffix == ".parquet" else {}
+    rejected = {**rejected, **prov.get("rejected", {})}
     manifest = write_shards(problems, profile, args.out, edges, args.format, source=args.data, profile_meta=meta,
-                            rejected=rejected)
+                            rejected=rejected, extra={"data": prov})
     for b, info in manifest["buckets"].items():
         print(f"bucket {b} [{info['lo']:.2f}, {info['hi']:.2f}]: {info['rows']} problems")
     print(f"{manifest['rows']} problems ({manifest['unprofiled']} unprofiled) -> {args.out}")

@@ -1,0 +1,215 @@
+"""Mixtures, decontamination and the format rate: on files written here, through the library and the CLI."""
+
+import json
+import logging
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+
+from grpo_data.decontam import DecontamConfig, decontaminate, match_text_expr, ngram_hashes
+from grpo_data.engines import Completion
+from grpo_data.loaders import DataError, read_provenance
+from grpo_data.mixture import build_mixture, mixture_counts, parse_mixture
+from grpo_data.problems import to_table, user_prompt
+
+WORDS = [f"w{i}" for i in range(4000)]
+
+
+def sentence(rng, n=30):
+    return " ".join(rng.choice(WORDS, size=n))
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(path)
+
+
+def table_of(texts):
+    return to_table([{"id": f"p{i}", "source": "s", "prompt": user_prompt(t), "answer": "1", "level": None, "meta": "{}"}
+                     for i, t in enumerate(texts)])
+
+
+def evals_of(texts, name="eval"):
+    return pl.DataFrame({"eval_file": name, "eval_row": list(range(len(texts))),
+                         "eval_id": [f"e{i}" for i in range(len(texts))], "text": texts})
+
+
+# ---------------------------------------------------------------- mixtures
+
+
+def test_mixture_counts_follow_weights_caps_and_availability():
+    assert mixture_counts([100, 100], None, [None, 30], None) == [100, 30]
+    assert mixture_counts([1000, 100], [0.5, 0.5], [None, None], None) == [100, 100]  # the smaller source limits
+    assert mixture_counts([1000, 1000], [3, 1], [None, None], 400) == [300, 100]
+    assert mixture_counts([1000, 50], [0.5, 0.5], [None, None], 200) == [100, 50]  # short by 50
+    assert mixture_counts([1000, 1000], [1, 1, ], [None, 10], None) == [10, 10]
+
+
+def test_mixture_dedups_across_sources_and_keeps_each_rows_source(tmp_path, pool):
+    rng = np.random.default_rng(0)
+    a = [{"question": sentence(rng), "answer": f"#### {i}"} for i in range(60)]
+    b = [{"problem": sentence(rng), "answer": str(i)} for i in range(40)]
+    b += [{"problem": a[i]["question"] + "  ", "answer": str(i)} for i in range(10)]  # in both: kept from a
+    spec = parse_mixture({"seed": 1, "sources": [
+        {"data": write_jsonl(tmp_path / "a.jsonl", a), "preset": "gsm8k", "weight": 0.5},
+        {"data": write_jsonl(tmp_path / "b.jsonl", b), "preset": "problem_answer", "weight": 0.5}]})
+    result, report = build_mixture(spec, verifier=pool)
+    assert result.reject_counts == {"duplicate": 10}
+    assert [r["available"] for r in report] == [60, 40] and [r["taken"] for r in report] == [40, 40]
+    assert result.table["source"].value_counts().sort("source")["count"].to_list() == [40, 40]
+    assert result.table["id"].n_unique() == 80
+    again, _ = build_mixture(spec, verifier=pool)
+    assert again.table["id"].to_list() == result.table["id"].to_list()  # seeded
+
+
+def test_mixture_spec_errors_name_the_entry():
+    with pytest.raises(DataError, match=r"sources\[1\]: unknown key\(s\) \['wieght'\]"):
+        parse_mixture({"sources": [{"data": "a", "preset": "gsm8k"}, {"data": "b", "preset": "gsm8k", "wieght": 1}]})
+    with pytest.raises(DataError, match="every source a weight, or none"):
+        parse_mixture({"sources": [{"data": "a", "preset": "gsm8k", "weight": 1}, {"data": "b", "preset": "gsm8k"}]})
+
+
+# ---------------------------------------------------------------- decontamination
+
+
+def test_ngram_hashes_equal_a_slow_loop_and_stay_inside_rows():
+    rng = np.random.default_rng(3)
+    lengths = np.array([5, 0, 2, 9, 3])
+    flat = rng.integers(0, 2**63, size=lengths.sum(), dtype=np.uint64)
+    h, row = ngram_hashes(flat, lengths, 3)
+    expected, start = [], 0
+    for r, n in enumerate(lengths):
+        for i in range(n - 2):
+            w = [int(x) for x in flat[start + i : start + i + 3]]
+            expected.append(((w[0] * 1_000_003**2 + w[1] * 1_000_003 + w[2]) % 2**64, r))
+        start += n
+    assert list(zip(h.tolist(), row.tolist(), strict=True)) == expected
+
+
+def test_planted_overlaps_are_found_and_near_misses_kept():
+    rng = np.random.default_rng(1)
+    evals = [sentence(rng) for _ in range(30)] + ["Is 9+6 even?"]
+    pool = [sentence(rng) for _ in range(500)]
+    pool[10] = evals[0]                                             # verbatim
+    pool[20] = "Answer this. " + evals[1].upper().replace(" ", "  ") + "!"   # case, spacing, a prefix
+    words = evals[2].split()
+    pool[30] = " ".join(words[:12] + ["zz"] + words[13:25])          # longest shared run: 12 words
+    pool[40] = "is 9 + 6 even"                                       # short: exact text after normalization
+    pool[50] = "Is 9-6 even?"                                        # an operator differs: not the same problem
+    result = decontaminate(table_of(pool), evals_of(evals))
+    removed = dict(zip(result.removed["id"].to_list(), result.removed["eval_id"].to_list(), strict=True))
+    assert removed == {"p10": "e0", "p20": "e1", "p40": "e30"}
+    assert result.kept.height == 497 and result.summary()["removed_exact"] == 1
+    strict = decontaminate(table_of(pool), evals_of(evals), DecontamConfig(ngram=8, min_shared=5))
+    assert set(strict.removed["id"].to_list()) == {"p10", "p20", "p30", "p40"}  # 8-grams inside the 12-run: 5
+    # 30 words share 18 13-grams: below a threshold of 19 only the whole-text matches remain
+    assert decontaminate(table_of(pool), evals_of(evals), DecontamConfig(min_shared=19)).removed["id"].to_list() == [
+        "p10", "p40"]
+
+
+def test_match_text_keeps_operators_and_drops_prose_punctuation():
+    texts = pl.Series(["What is 9+6?", "Hello, World!! x^2 = 4.", "ＡＢ ３"]).to_frame("t")
+    assert texts.select(match_text_expr(pl.col("t")))["t"].to_list() == ["what is 9 + 6", "hello world x ^ 2 = 4", "ab 3"]
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", "--log-level", "WARNING", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_grpo_mix_decontaminate_shards_and_card(tmp_path):
+    rng = np.random.default_rng(2)
+    evals = [{"problem": sentence(rng), "answer": "1"} for _ in range(20)]
+    a = [{"question": sentence(rng), "answer": f"#### {i}"} for i in range(50)]
+    a[7]["question"] = evals[4]["problem"]
+    b = [{"problem": sentence(rng), "answer": "Yes" if i % 2 else "(B)"} for i in range(30)]
+    write_jsonl(tmp_path / "eval.jsonl", evals)
+    write_jsonl(tmp_path / "a.jsonl", a)
+    write_jsonl(tmp_path / "b.jsonl", b)
+    (tmp_path / "mix.yaml").write_text("seed: 0\nsources:\n  - {data: a.jsonl, preset: gsm8k}\n"
+                                       "  - {data: b.jsonl, preset: problem_answer, cap: 20}\n")
+    proc = run_cli("mix", "--spec", str(tmp_path / "mix.yaml"), "--out", str(tmp_path / "pool.parquet"))
+    assert proc.returncode == 0, proc.stderr
+    assert "b.jsonl: 20 of 30 taken" in proc.stdout
+    proc = run_cli("decontaminate", "--data", str(tmp_path / "pool.parquet"), "--against", str(tmp_path / "eval.jsonl"),
+                   "--out", str(tmp_path / "clean.parquet"))
+    assert proc.returncode == 2 and "--against-preset" in proc.stderr
+    proc = run_cli("decontaminate", "--data", str(tmp_path / "pool.parquet"), "--against", str(tmp_path / "eval.jsonl"),
+                   "--against-preset", "problem_answer", "--out", str(tmp_path / "clean.parquet"))
+    assert proc.returncode == 0, proc.stderr
+    assert "removed 1 (0 by exact text)" in proc.stdout
+    rejects = [json.loads(line) for line in (tmp_path / "clean.rejects.jsonl").read_text().splitlines()]
+    assert len(rejects) == 1 and rejects[0]["reason"] == "contaminated" and rejects[0]["eval_row"] == 4
+    assert json.loads(rejects[0]["raw"])["prompt"][0]["content"] == evals[4]["problem"]
+    clean = pl.read_parquet(tmp_path / "clean.parquet")
+    assert clean.height == 69
+    prov = read_provenance(tmp_path / "clean.parquet")
+    assert prov["decontamination"]["removed"] == 1 and prov["rejected"] == {"contaminated": 1}
+    assert [s["taken"] for s in prov["mixture"]["sources"]] == [50, 20]
+    # shards + card carry the mixture and the decontamination counts (a scripted profile stands in)
+    profile = clean.select("id").with_columns(
+        pl.lit(4).alias("k"), pl.lit(2).alias("n_correct"), pl.lit(0.5).alias("pass_rate"), pl.lit(1.5).alias("post_a"),
+        pl.lit(1.5).alias("post_b"), pl.lit(0.5).alias("post_mean"), pl.lit(0.2).alias("ci_low"), pl.lit(0.8).alias("ci_high"),
+        pl.lit(3.0).alias("mean_completion_tokens"), pl.lit(0.0).alias("truncation_rate"),
+        *[pl.lit(0).alias(f"n_{r}") for r in ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")])
+    profile.write_parquet(tmp_path / "profile.parquet")
+    proc = run_cli("shards", "--data", str(tmp_path / "clean.parquet"), "--profile", str(tmp_path / "profile.parquet"),
+                   "--out", str(tmp_path / "shards"))
+    assert proc.returncode == 0, proc.stderr
+    proc = run_cli("card", "--shards", str(tmp_path / "shards"), "--name", "mixed", "--out", str(tmp_path / "card.md"))
+    assert proc.returncode == 0, proc.stderr
+    card = (tmp_path / "card.md").read_text()
+    assert "## Mixture" in card and "| 30 | 20 |" in card
+    assert "Removed: 1 (0 by exact text)" in card and "| contaminated | 1 |" in card
+
+
+# ---------------------------------------------------------------- format rate
+
+
+class FormatEngine:
+    """Boxes its (correct) answer for problems whose question starts with "boxed", writes a bare number otherwise."""
+
+    name = "format-test"
+    model_path = "format-test"
+
+    def __init__(self):
+        from grpo_train.tiny_policy import build_tokenizer
+
+        self.tokenizer = build_tokenizer()
+
+    def generate(self, prompts, n, sampling):
+        out = []
+        for p in prompts:
+            q = self.tokenizer.decode(list(p)).split("user\n", 1)[1]
+            gold = q.split()[1]
+            text = f"so \\boxed{{{gold}}}" if q.startswith("boxed") else f"the answer is {gold}"
+            out.append([Completion(text, (1, 2), "stop") for _ in range(n)])
+        return out
+
+
+def test_format_rate_is_counted_per_problem_and_per_run(tmp_path, pool, caplog):
+    from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems, read_profile
+    from grpo_data.prompting import PromptConfig, SamplingConfig
+
+    texts = [f"boxed {i}" for i in range(3)] + [f"bare {i}" for i in range(7)]
+    problems = to_table([{"id": f"id{i}", "source": "t", "prompt": user_prompt(t), "answer": t.split()[1], "level": None,
+                          "meta": "{}"} for i, t in enumerate(texts)])
+    cfg = ProfileConfig(k=4, sampling=SamplingConfig(max_tokens=8),
+                        prompt=PromptConfig(instruction_suffix="Put the final answer in \\boxed{}."))
+    out = tmp_path / "prof.parquet"
+    with caplog.at_level(logging.WARNING, logger="grpo_data.profiler"):
+        stats = profile_problems(problems, FormatEngine(), pool, cfg, out, metadata={"config": cfg.to_dict()},
+                                 progress=False)
+    assert stats["format_rate"] == pytest.approx(0.3)
+    assert "only 30% of this run's completions gave the answer in the requested boxed format" in caplog.text
+    merge_parts(out)
+    table, meta = read_profile(out)
+    assert table.sort("id")["n_formatted"].to_list() == [4, 4, 4, 0, 0, 0, 0, 0, 0, 0]
+    assert table["n_ok"].sum() == 40  # the bare answers are still judged (and right): formatting is reported apart
+    assert meta["format"] == {"requested": "boxed", "rate": pytest.approx(0.3), "problems_below_half": 7}
+    plain = ProfileConfig(k=2, sampling=SamplingConfig(max_tokens=8))
+    stats = profile_problems(problems, FormatEngine(), pool, plain, tmp_path / "plain.parquet", progress=False)
+    assert stats["format_rate"] is None
