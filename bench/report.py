@@ -21,6 +21,16 @@ def summary_lines(name: str, r: dict) -> list[str]:
         return [f"- clean: {_fmt(r['clean']['verdicts_per_s'])} verdicts/s (goal >= 500)",
                 f"- 5% adversarial mix: {_fmt(r['adversarial_mix']['verdicts_per_s'])} verdicts/s, "
                 f"slowdown {_fmt(r['slowdown_mixed_vs_clean'])}x (goal <= 2x); workers replaced: {r['workers_replaced']}"]
+    if name == "data":
+        lines = []
+        for fmt, x in r["results"].items():
+            s, c = x["seconds"], x["checks"]
+            lines.append(f"- {r['rows']:,} rows as {fmt}: {_fmt(s['total'])} s in all (load {_fmt(s['load'])}, decontaminate "
+                         f"{_fmt(s['decontaminate'])}, write {_fmt(s['write'])}; goal <= 60 s), peak {_fmt(x['peak_rss_mb'])} MB "
+                         f"(process tree; goal <= 2048); planted evaluation rows removed {c['planted_removed']}/{c['planted']}, "
+                         f"other rows removed {c['false_positive_removals']}; broken rows in the rejects file "
+                         f"{c['broken_in_rejects']}/{c['broken_rows']} ({c['broken_wrong_reason']} with another reason)")
+        return lines
     if name == "scheduler":
         sim, t = r["simulation"], r["timing"]
         lines = []

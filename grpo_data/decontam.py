@@ -23,7 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-PROSE_PUNCT = r"[.,;:!?\"'`]"  # dropped; every other symbol is a word of its own: 9+6 and 9-6 differ
+# a word: a run of letters/digits, or one symbol that is not prose punctuation (.,;:!? and quotes
+# are dropped; 9+6 and 9-6 must differ)
+TOKEN = r"[\p{L}\p{N}]+|[^\p{L}\p{N}\s.,;:!?\"'`]"
+BITMAP_BITS = 24  # membership prefilter: a 2 MB bit table of the evaluation n-grams' low bits
 _P = np.uint64(1_000_003)  # multiplier of the n-gram hash
 _SEED = 17  # polars word-hash seed: one value for both sides, within one run
 BLOCK = 200_000  # pool rows per block
@@ -43,11 +46,16 @@ class DecontamConfig:
             raise ValueError(f"ngram and min_shared must be >= 1, got {self.ngram}, {self.min_shared}")
 
 
-def match_text_expr(text: pl.Expr) -> pl.Expr:
-    """Text as compared for contamination: NFKC, lower case, letters and digits in single-spaced words."""
+def match_tokens_expr(text: pl.Expr) -> pl.Expr:
+    """The words contamination is judged on: NFKC, lower case, runs of letters and digits, and every
+    other symbol but prose punctuation as a word of its own (one regex pass)."""
     nfkc = pl.when(text.str.contains(r"[^\x00-\x7F]")).then(text.str.normalize("NFKC")).otherwise(text)
-    spaced = nfkc.str.to_lowercase().str.replace_all(PROSE_PUNCT, " ").str.replace_all(r"([^\p{L}\p{N}\s])", " $1 ")
-    return spaced.str.replace_all(r"\s+", " ").str.strip_chars(" ")
+    return nfkc.str.to_lowercase().str.extract_all(TOKEN)
+
+
+def match_text_expr(text: pl.Expr) -> pl.Expr:
+    """The matching words as one single-spaced string (what `exact` compares)."""
+    return match_tokens_expr(text).list.join(" ")
 
 
 def problem_text_expr(prompt: pl.Expr) -> pl.Expr:
@@ -56,12 +64,14 @@ def problem_text_expr(prompt: pl.Expr) -> pl.Expr:
                             .struct.field("content")).list.join(" ")
 
 
-def _word_hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Flat uint64 word hashes of every row, and each row's word count."""
-    words = texts.str.split(" ").list.eval(pl.element().filter(pl.element() != ""))
-    lengths = words.list.len().fill_null(0).to_numpy().astype(np.int64)
-    flat = words.explode().drop_nulls().hash(seed=_SEED).to_numpy()
-    return flat, lengths
+def _hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of raw texts: flat uint64 word hashes of every row, each row's word count, and each row's
+    whole-text hash (of its words, single-spaced)."""
+    tokens = texts.to_frame("t").select(match_tokens_expr(pl.col("t")))["t"]
+    lengths = tokens.list.len().fill_null(0).to_numpy().astype(np.int64)
+    flat = tokens.explode().drop_nulls().hash(seed=_SEED).to_numpy()
+    full = tokens.list.join(" ").hash(seed=_SEED).to_numpy()
+    return flat, lengths, full
 
 
 def ngram_hashes(flat: np.ndarray, lengths: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -88,32 +98,35 @@ class EvalIndex:
 
     grams: np.ndarray  # (G,) uint64, sorted, unique
     gram_row: np.ndarray  # (G,) evaluation row of each
+    bitmap: np.ndarray  # (2^BITMAP_BITS,) bool: some evaluation n-gram has these low bits
     exact: dict[int, int]  # full-text hash -> evaluation row
     rows: pl.DataFrame  # eval_file, eval_row, eval_id, text
 
 
 def build_index(evals: pl.DataFrame, cfg: DecontamConfig) -> EvalIndex:
     """evals: columns eval_file, eval_row, eval_id, text (raw question text)."""
-    texts = evals.select(match_text_expr(pl.col("text")).alias("t"))["t"]
-    flat, lengths = _word_hashes(texts)
+    flat, lengths, full = _hashes(evals["text"])
     h, row = ngram_hashes(flat, lengths, cfg.ngram)
     order = np.argsort(h, kind="stable")
     h, row = h[order], row[order]
     keep = np.concatenate([[True], h[1:] != h[:-1]]) if len(h) else np.zeros(0, bool)
-    full = texts.hash(seed=_SEED).to_numpy()
     exact = {}
-    for i, (value, t) in enumerate(zip(full.tolist(), texts.to_list(), strict=True)):
-        if t:
+    for i, (value, n) in enumerate(zip(full.tolist(), lengths.tolist(), strict=True)):
+        if n:
             exact.setdefault(value, i)
-    return EvalIndex(h[keep], row[keep], exact, evals)
+    bitmap = np.zeros(1 << BITMAP_BITS, dtype=bool)
+    bitmap[(h & np.uint64((1 << BITMAP_BITS) - 1)).astype(np.int64)] = True
+    return EvalIndex(h[keep], row[keep], bitmap, exact, evals)
 
 
 def _block_matches(texts: pl.Series, index: EvalIndex, cfg: DecontamConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For one block: (pool row, eval row, shared n-grams, exact) of every contaminated row."""
-    flat, lengths = _word_hashes(texts)
+    flat, lengths, full = _hashes(texts)
     h, row = ngram_hashes(flat, lengths, cfg.ngram)
     rows_out, evals_out, shared_out, exact_out = [], [], [], []
     if len(h) and len(index.grams):
+        maybe = index.bitmap[(h & np.uint64((1 << BITMAP_BITS) - 1)).astype(np.int64)]  # cheap, cache-friendly
+        h, row = h[maybe], row[maybe]
         pos = np.clip(np.searchsorted(index.grams, h), 0, len(index.grams) - 1)
         hit = index.grams[pos] == h
         pairs = np.stack([row[hit], index.gram_row[pos[hit]]], axis=1)  # (hits, 2) pool row, eval row
@@ -130,7 +143,6 @@ def _block_matches(texts: pl.Series, index: EvalIndex, cfg: DecontamConfig) -> t
             shared_out.append(counts[first])
             exact_out.append(np.zeros(int(first.sum()), bool))
     if cfg.exact and index.exact:
-        full = texts.hash(seed=_SEED).to_numpy()
         seen = set(np.concatenate(rows_out).tolist()) if rows_out else set()
         ex = [(i, index.exact[v]) for i, v in enumerate(full.tolist()) if v in index.exact and i not in seen]
         if ex:
@@ -166,7 +178,7 @@ class DecontamResult:
 def decontaminate(pool: pl.DataFrame, evals: pl.DataFrame, cfg: DecontamConfig = DecontamConfig()) -> DecontamResult:
     """Split a canonical problem table into kept rows and rows that overlap `evals` (see build_index)."""
     index = build_index(evals, cfg)
-    texts = pool.select(match_text_expr(problem_text_expr(pl.col("prompt"))).alias("t"))["t"]
+    texts = pool.select(problem_text_expr(pl.col("prompt")).alias("t"))["t"]
     found = []
     for start in range(0, pool.height, BLOCK):
         r, e, s, x = _block_matches(texts.slice(start, BLOCK), index, cfg)
@@ -181,15 +193,20 @@ def decontaminate(pool: pl.DataFrame, evals: pl.DataFrame, cfg: DecontamConfig =
     return DecontamResult(kept, removed.sort("_pool_row").drop("_eval_idx"), cfg, evals.height)
 
 
-def removed_as_rejects(removed: pl.DataFrame, label: str, ngram: int) -> pl.DataFrame:
-    """Rejects-file rows (reason `contaminated`) for removed rows of the table read from `label`: the
-    row, the evaluation row it matches, and the canonical row as `raw`."""
+def removed_as_rejects(removed: pl.DataFrame, label: str | None, ngram: int) -> pl.DataFrame:
+    """Rejects-file rows (reason `contaminated`) for removed rows of the table read from `label` (its
+    row number), or with `label` None of the files the rows were loaded from (file and row from
+    `meta`): the evaluation row each matches, and the canonical row as `raw`."""
     if removed.height == 0:
         return pl.DataFrame(schema={"file": pl.String, "row": pl.Int64, "reason": pl.String, "detail": pl.String,
                                     "raw": pl.String, "eval_file": pl.String, "eval_row": pl.Int64, "eval_id": pl.String})
     detail = pl.when(pl.col("exact")).then(pl.format("same text as {} row {}", "eval_file", "eval_row")).otherwise(
         pl.format("{} shared {}-grams with {} row {}", "shared_ngrams", pl.lit(ngram), "eval_file", "eval_row"))
     raw = pl.struct("id", "source", "prompt", "answer", "level").struct.json_encode()
-    return removed.select(pl.lit(label).alias("file"), pl.col("_pool_row").alias("row"), pl.lit("contaminated").alias("reason"),
+    if label is None:
+        file, row = pl.col("meta").str.json_path_match("$.file"), pl.col("meta").str.json_path_match("$.row").cast(pl.Int64)
+    else:
+        file, row = pl.lit(label), pl.col("_pool_row")
+    return removed.select(file.alias("file"), row.alias("row"), pl.lit("contaminated").alias("reason"),
                           detail.alias("detail"), raw.alias("raw"), "eval_file", pl.col("eval_row").cast(pl.Int64),
                           pl.col("eval_id").cast(pl.String))

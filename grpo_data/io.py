@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import polars as pl
@@ -63,3 +65,36 @@ def write_ndjson(path: str | os.PathLike, df: pl.DataFrame) -> Path:
         df.write_ndjson(tmp)
 
     return _atomic(path, write)
+
+
+
+@contextmanager
+def atomic_folder(folder: str | os.PathLike) -> Iterator[Path]:
+    """A temporary folder beside `folder` to write a set of files into; when the block ends without
+    error it replaces `folder` (renamed into place), else it is removed: never half a set."""
+    folder = Path(folder)
+    tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        yield tmp
+        old = folder.parent / f".{folder.name}.old-{os.getpid()}"
+        if folder.exists():
+            folder.rename(old)
+        tmp.rename(folder)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_parquet_shards(folder: str | os.PathLike, df: pl.DataFrame, rows_per_file: int = 100_000,
+                         stem: str = "train") -> list[Path]:
+    """`df` as `folder/STEM-0000i-of-0000n.parquet` files of at most rows_per_file rows (the Hub's
+    layout), written atomically as a set."""
+    n = max(1, -(-df.height // rows_per_file))
+    names = [f"{stem}-{i:05d}-of-{n:05d}.parquet" for i in range(n)]
+    with atomic_folder(folder) as tmp:
+        for i, name in enumerate(names):
+            df.slice(i * rows_per_file, rows_per_file).write_parquet(tmp / name)
+    return [Path(folder) / name for name in names]

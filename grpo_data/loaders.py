@@ -47,7 +47,7 @@ import polars as pl
 from grpo_data import io
 from grpo_data.answers import answer_kind, last_boxed
 from grpo_data.problems import SCHEMA, normalize_expr, problem_ids, prompt_text_expr
-from grpo_data.readers import DataError, Fields, Part, parse_configs, parse_level, parse_splits, read_parts
+from grpo_data.readers import DataError, Fields, Part, parse_configs, parse_splits, read_parts
 
 logger = logging.getLogger(__name__)
 

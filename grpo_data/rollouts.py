@@ -19,7 +19,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from grpo_data.engines import Completion
-from grpo_data.prompting import PromptConfig, SamplingConfig, encode_prompt, has_format, requested_format, resolve_stops
+from grpo_data.prompting import (
+    PromptConfig,
+    SamplingConfig,
+    encode_prompt,
+    has_format,
+    requested_format,
+    resolve_stops,
+)
 
 
 @dataclass

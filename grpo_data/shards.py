@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -98,11 +96,8 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
     joined = joined.with_columns(bucket_of(pl.col("pass_rate"), edges).alias("bucket")).sort("id")
     unprofiled = problems.height - joined.height
     exported = to_format(joined, fmt)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     files, counts = {}, {}
-    try:
+    with io.atomic_folder(out) as tmp:
         for b in range(len(edges) - 1):
             part = exported.filter(pl.col("bucket") == b)
             counts[str(b)] = part.height
@@ -120,14 +115,6 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
             **(extra or {}),
         }
         io.write_json(tmp / MANIFEST, manifest)  # last: a folder without it is not a shard set
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        if out.exists():
-            out.rename(old)
-        tmp.rename(out)
-        shutil.rmtree(old, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return manifest
 
 

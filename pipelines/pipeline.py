@@ -55,7 +55,14 @@ def data_stage(spec: dict, out: Path) -> dict[str, Path]:
 
     if "world" in spec:
         return write_world(out / "world", **spec["world"])
-    from grpo_data.loaders import PROVENANCE_KEY, Source, load_sources, provenance, resolve_preset, write_load_result
+    from grpo_data.loaders import (
+        PROVENANCE_KEY,
+        Source,
+        load_sources,
+        provenance,
+        resolve_preset,
+        write_load_result,
+    )
     from grpo_data.mixture import build_mixture, parse_mixture
 
     d = spec["data"]

@@ -25,3 +25,15 @@ def test_accuracy_at_a_budget():
 def test_level_totals_sum_over_steps_in_level_order():
     steps = [{"trained_groups_level_10": 1, "trained_groups_level_2": 3}, {"trained_groups_level_2": 1, "step": 2}]
     assert _level_totals(steps) == {"2": 4, "10": 1}
+
+
+def test_data_bench_finds_every_planted_and_broken_row():
+    """The data benchmark's own checks, on 20k rows (the full run is `grpo bench data`)."""
+    from bench import data_bench
+
+    r = data_bench.run(n=20_000)
+    for fmt in ("jsonl", "parquet"):
+        c = r["results"][fmt]["checks"]
+        assert c["planted_removed"] == c["planted"] == 1000 and c["false_positive_removals"] == 0
+        assert c["broken_in_rejects"] == c["broken_rows"] == 1000 and c["broken_wrong_reason"] == 0
+        assert c["rows_accounted"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "run benchmarks (verify, scheduler, warmstart, profile, e2e, memory, all); results to bench/results/"
+HELP = "run benchmarks (verify, data, scheduler, warmstart, profile, e2e, memory, all); results to bench/results/"
 
-BENCHES = ("verify", "scheduler", "warmstart", "profile", "e2e", "memory")
+BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e", "memory")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +23,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         from bench import verify_bench
 
         result = verify_bench.run(n=800 if quick else 4000)
+    elif name == "data":
+        from bench import data_bench
+
+        result = data_bench.run(quick=quick)
     elif name == "scheduler":
         import dataclasses
 
