@@ -23,33 +23,40 @@ import re
 
 KINDS = ("number", "choice", "text", "math")
 
-# Plain numbers and simple fractions: math-verify parses every one of these (tests/test_answers.py
-# checks the fast verdict against math-verify's on a table), so a loader need not ask it.
-_NUMBER = re.compile(
-    r"-?(\d+|\d+\.\d+|\.\d+|\d+/\d+|\\[dt]?frac\{-?\d+\}\{-?\d+\}|\\[dt]?frac\d\d)"
-)
-NUMBER_PATTERN = r"^" + _NUMBER.pattern + r"$"  # the same test as a polars/Rust regex
+# Plain numbers and simple fractions, with an optional currency sign, percent or degree mark (MATH
+# writes "\$5", "5\%", "10^\circ"): math-verify parses every bare number here (tests/test_answers.py
+# checks the fast verdict against its own on a table), so a loader need not ask it. ASCII digits only:
+# "٣" and "５" are digits to Python's \d but not to math-verify.
+_NUMBER = re.compile(r"-?([0-9]+|[0-9]+\.[0-9]+|\.[0-9]+|[0-9]+/[0-9]+|\\[dt]?frac\{-?[0-9]+\}\{-?[0-9]+\}|\\[dt]?frac[0-9][0-9])")
+_UNITS = re.compile(r"^(?:\\\$|\$)\s*|\s*(?:\\%|%|\^\s*\\circ|\^\s*\{\s*\\circ\s*\})$")
 
-_WRAPPER = re.compile(r"^\\(?:text|textbf|mathrm|mathbf|textit|texttt)\s*\{(.*)\}$", re.S)
-_CHOICE = re.compile(r"^\(\s*([A-Za-z])\s*\)$|^([A-J])$")
+_WRAP = r"\\(?:text|textbf|mathrm|mathbf|textit|texttt)\s*\{"
+_WRAPPER = re.compile(r"^" + _WRAP + r"(.*)\}$", re.S)
+# "(C)", "\textbf{(C)}\ 12", "\text{(C) } 12", "(c) twelve": a letter in parentheses, maybe a value after
+_PAREN_CHOICE = re.compile(r"^(?:" + _WRAP + r"\s*)?\(\s*([A-Za-z])\s*\)\s*(\}?)\s*(?:\\[ ,;:!]|~|\\quad|\s)*(.*?)\s*$", re.S)
+_BARE_CHOICE = re.compile(r"^(?:" + _WRAP + r"\s*)?([A-J])\s*\}?$")
+_ANY_PAREN_LETTER = re.compile(r"\(\s*([A-Za-z])\s*\)")
 _WORDS = re.compile(r"^[A-Za-z]+(?:[ '\-][A-Za-z]+)*$")
-# Words that are math: math-verify reads them as numbers (infinity -> oo), so they stay "math".
-_MATH_WORDS = frozenset({"infinity", "inf", "pi", "oo"})
+# Words that are math: math-verify reads them as numbers or functions, so they stay "math".
+_MATH_WORDS = frozenset({"infinity", "inf", "pi", "oo", "sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp",
+                         "max", "min", "mod", "det", "lim", "gcd", "lcm"})
 _SHORT_TEXT = frozenset({"no", "ok"})
+_MARKDOWN = re.compile(r"\*\*|__|\*|`")
+_CLAUSE_END = re.compile(r"\s*(?:[,;]|\s(?:because|since|as|so|which|when|where)\s).*$", re.I | re.S)
 
-_ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>\$?\\?\(?[^\n]*?)\s*(?:\.\s*$|\.\s|\n|$)",
-                     re.IGNORECASE)
+_ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>[^\n]*?)\s*(?:\.\s*$|\.\s|\n|$)", re.IGNORECASE)
 
 
 def unwrap(text: str) -> str:
-    """`\\text{ Yes }` -> `Yes`; `$(C)$` -> `(C)`; a final period and surrounding space removed."""
-    s = text.strip()
+    """`\\text{ Yes }` -> `Yes`; `$(C)$` -> `(C)`; markdown emphasis, a final period and surrounding
+    space removed."""
+    s = _MARKDOWN.sub("", text).strip()
     for _ in range(3):  # nested wrappers: $\text{\textbf{(C)}}$
         before = s
         if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
             s = s.strip("$").strip()
         m = _WRAPPER.match(s)
-        if m:
+        if m and m.group(1).count("{") == m.group(1).count("}"):
             s = m.group(1).strip()
         s = s.rstrip(".").strip()
         if s == before:
@@ -57,17 +64,34 @@ def unwrap(text: str) -> str:
     return s
 
 
+def bare_number(gold: str) -> str | None:
+    """The number a gold answer is ("\\$5" -> "5", "10^\\circ" -> "10", "3/4"), or None."""
+    core = _UNITS.sub("", gold.strip())
+    return core if _NUMBER.fullmatch(core) else None
+
+
 def is_number(gold: str) -> bool:
-    return _NUMBER.fullmatch(gold.strip()) is not None
+    return bare_number(gold) is not None
+
+
+def parse_choice(text: str) -> tuple[str, str] | None:
+    """(letter, value) of a multiple-choice answer: `(c)` -> ("C", ""), `\\textbf{(B)}\\ 12` -> ("B", "12"),
+    `C` -> ("C", ""); else None. A bare letter counts only as A-J upper case (a bare lower-case letter
+    is more often a variable)."""
+    s = unwrap(text)
+    m = _PAREN_CHOICE.match(s)
+    if m:
+        value = m.group(3)
+        if s.startswith("\\") and not m.group(2) and value.endswith("}"):  # \textbf{(C) 12}: the value was inside
+            value = value[:-1].strip()
+        return m.group(1).upper(), unwrap(value) if value else ""
+    m = _BARE_CHOICE.match(s)
+    return (m.group(1), "") if m else None
 
 
 def choice_letter(text: str) -> str | None:
-    """`(c)`, `\\text{(C)}`, `C` -> "C"; anything else None. A bare letter counts only as A-J upper case
-    (a bare lower-case letter is more often a variable)."""
-    m = _CHOICE.match(unwrap(text))
-    if not m:
-        return None
-    return (m.group(1) or m.group(2)).upper()
+    parsed = parse_choice(text)
+    return parsed[0] if parsed else None
 
 
 def words(text: str) -> str | None:
@@ -83,7 +107,7 @@ def answer_kind(gold: str) -> str:
     products of variables such as "xy" stay math."""
     if is_number(gold):
         return "number"
-    if choice_letter(gold) is not None:
+    if parse_choice(gold) is not None:
         return "choice"
     w = words(gold)
     if w is not None and w not in _MATH_WORDS and (any(len(t) >= 3 for t in w.split()) or w in _SHORT_TEXT):
@@ -116,21 +140,37 @@ def final_answer_text(pred: str) -> str | None:
     if boxed is not None:
         return boxed
     found = None
-    for m in _ANCHOR.finditer(pred):
+    for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)):
         found = m.group("ans")
     return found.strip() if found else None
 
 
+def _first_clause(answer: str) -> str:
+    """"yes, because 2 divides 4" -> "yes": a text answer is judged on its first clause."""
+    return _CLAUSE_END.sub("", unwrap(answer)).strip()
+
+
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
-    """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer."""
+    """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer.
+
+    A choice is right when the prediction names the gold's letter and no other one ("(C) or (D)" is
+    wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value."""
     answer = final_answer_text(pred)
     if answer is None:
         return None, ""
     if kind == "choice":
-        got = choice_letter(answer)
-        if got is None:  # "C) 12", "(C) twelve": a leading choice letter
-            m = re.match(r"^\(?([A-Ja-j])\)", unwrap(answer))
-            got = m.group(1).upper() if m else None
-        return got == choice_letter(gold), answer[:80]
-    got_words = words(answer)
+        letter, value = parse_choice(gold)
+        if len({x.upper() for x in _ANY_PAREN_LETTER.findall(answer)}) > 1:
+            return False, answer[:80]
+        got = parse_choice(answer)
+        if got is None and len(unwrap(answer)) == 1 and unwrap(answer).isalpha():
+            got = (unwrap(answer).upper(), "")  # a bare lower-case letter, named as the answer
+        if got is not None:
+            return got[0] == letter, answer[:80]
+        if value:
+            mine, theirs = bare_number(value), bare_number(unwrap(answer))
+            same = mine == theirs if mine is not None and theirs is not None else unwrap(value).lower() == unwrap(answer).lower()
+            return same, answer[:80]
+        return False, answer[:80]
+    got_words = words(_first_clause(answer))
     return got_words is not None and got_words == words(gold), answer[:80]

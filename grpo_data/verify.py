@@ -28,7 +28,7 @@ import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
-from grpo_data.answers import answer_kind, judge_string
+from grpo_data.answers import answer_kind, bare_number, judge_string
 
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
@@ -136,6 +136,8 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
         if correct is None:
             return Verdict(False, "no_answer")
         return Verdict(True, "ok") if correct else Verdict(False, "wrong", detail)
+    if kind == "number":
+        gold = bare_number(gold)  # "\\$5" -> "5": math-verify reads the bare number
     gold_check = _math_gold_is_parseable(gold, timeout_s)
     if gold_check.reason != "ok":
         return gold_check

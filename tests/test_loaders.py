@@ -13,11 +13,11 @@ from grpo_data.loaders import (
     answer_after_hashes,
     last_boxed,
     load_problems,
-    parse_level,
     resolve_preset,
     write_load_result,
 )
 from grpo_data.problems import SCHEMA, problem_id, user_prompt
+from grpo_data.readers import parse_level
 
 
 def write_jsonl(path, rows):
