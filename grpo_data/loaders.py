@@ -204,6 +204,9 @@ def canonicalize(part: Part, preset: Preset, limits: LoadLimits, count_tokens=No
             normalize_expr(pl.element().struct.field("content")) != "").list.any()).alias("_has_text"),
         pl.col("_extracted").str.strip_chars().alias("answer"),
     )
+    # an empty question is named before a missing answer, as the record path did
+    answer_reason = pl.col("_reason").is_in(["missing_answer", "non_string_answer"])
+    df = df.with_columns(pl.when(answer_reason & ~pl.col("_has_text")).then(None).otherwise(pl.col("_reason")).alias("_reason"))
     df = df.with_columns(*_first_reason(
         (~pl.col("_has_text"), "empty_question", ""),
         (pl.col("_extracted").is_null(), "no_extractable_answer", f"no answer found in {preset.answer_field!r} by the preset"),
@@ -247,17 +250,41 @@ def check_golds(answers: pl.Series, verifier) -> dict[str, str]:
     return {g: v.detail for g, v in zip(math_golds, checks, strict=True) if v.reason != "ok"}
 
 
-def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
-    """Set duplicate_id / duplicate / conflicting_duplicate on rows (in order) that so far have no reason.
+def _duplicates_in_order(df: pl.DataFrame) -> pl.DataFrame:
+    """mark_duplicates row by row, for tables whose explicit ids collide (the order of checks matters)."""
+    live = df.select(pl.col("_reason").is_null(), "_explicit", "id", "_key", "answer",
+                     normalize_expr(pl.col("answer")).alias("_norm"))
+    reasons, details = df["_reason"].to_list(), df["_detail"].to_list()
+    seen_prompt: dict[str, tuple[str, str]] = {}
+    seen_id: set[str] = set()
+    for i, (ok, explicit, rid, key, answer, norm) in enumerate(live.iter_rows()):
+        if not ok:
+            continue
+        if explicit and rid in seen_id:
+            reasons[i], details[i] = "duplicate_id", f"id '{rid}' seen before"
+        elif key in seen_prompt:
+            first_answer, first_norm = seen_prompt[key]
+            if first_norm == norm:
+                reasons[i], details[i] = "duplicate", "same prompt and answer as an earlier row"
+            else:
+                reasons[i], details[i] = "conflicting_duplicate", f"earlier row has answer '{first_answer}'"
+        else:
+            seen_prompt[key] = (answer, norm)
+            seen_id.add(rid)
+    return df.with_columns(pl.Series("_reason", reasons, dtype=pl.String), pl.Series("_detail", details, dtype=pl.String))
 
-    A row is a duplicate_id when an earlier such row has the same explicit id; of the rest, a
-    duplicate when an earlier one has the same normalized prompt (`_key`) and answer, a
-    conflicting_duplicate when the answer differs (the detail names the earlier answer)."""
+
+def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
+    """Set duplicate_id / duplicate / conflicting_duplicate on rows that so far have no reason, in
+    order: a row is a duplicate_id when an earlier kept row has its explicit id, else a duplicate when
+    an earlier kept row has the same normalized prompt (`_key`) and answer, a conflicting_duplicate
+    when the answer differs (the detail names the earlier answer).
+
+    Without colliding explicit ids (the usual case) this is column work; with them, a loop over the
+    rows, because whether a row is kept then depends on which earlier rows were."""
     live = pl.col("_reason").is_null()
-    first_id = pl.col("id").is_first_distinct().over(live & pl.col("_explicit"))
-    df = df.with_columns(*_first_reason((pl.col("_explicit") & ~first_id, "duplicate_id",
-                                         pl.format("id '{}' seen before", pl.col("id")))))
-    live = pl.col("_reason").is_null()
+    if df.filter(live & pl.col("_explicit"))["id"].is_duplicated().any():
+        return _duplicates_in_order(df)
     df = df.with_columns(pl.col("_key").is_first_distinct().over(live).alias("_first"))
     firsts = df.filter(pl.col("_reason").is_null() & pl.col("_first")).select(
         "_key", normalize_expr(pl.col("answer")).alias("_first_norm"), pl.col("answer").alias("_first_answer"))

@@ -112,14 +112,13 @@ def parse_level(value) -> int | None:
     """'Level 3' -> 3, 3 -> 3, '3' -> 3; anything else -> None (ASCII digits, as the columnar path)."""
     if isinstance(value, bool) or value is None:
         return None
-    if isinstance(value, int):
-        return value
     if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
+        value = int(value)
+    elif isinstance(value, str):
         digits = "".join(ch for ch in value if "0" <= ch <= "9")
-        return int(digits) if digits else None
-    return None
+        value = int(digits) if digits else None
+    # a level that does not fit an int64 is not a level (and the columnar path reads it as null)
+    return value if isinstance(value, int) and -(2**63) <= value < 2**63 else None
 
 
 def extract_record(rec, fields: Fields, error: str = "") -> dict:
@@ -227,9 +226,13 @@ def _json_part(path: Path, fields: Fields) -> tuple[pl.DataFrame, Callable]:
 # ---------------------------------------------------------------- columnar records (parquet, csv, Arrow)
 
 
+class _JSONText(Exception):
+    """A dotted field reaches into a column of JSON text: types are only known per row."""
+
+
 def _field_expr(schema: pl.Schema, dotted: str) -> tuple[pl.Expr | None, pl.DataType | None]:
     """An expression for a dotted field over a frame with `schema`, and the field's dtype; (None, None)
-    when the field does not exist. Struct fields are followed; JSON-text columns are searched."""
+    when the field does not exist. Struct fields are followed; a JSON-text column raises _JSONText."""
     head, *rest = dotted.split(".")
     if head not in schema:
         return None, None
@@ -240,9 +243,8 @@ def _field_expr(schema: pl.Schema, dotted: str) -> tuple[pl.Expr | None, pl.Data
             if part not in names:
                 return None, None
             expr, dtype = expr.struct.field(part), names[part]
-        elif dtype == pl.String:  # a JSON object stored as text
-            path = "$." + ".".join(rest[i:])
-            return expr.str.json_path_match(path), pl.String
+        elif dtype == pl.String:  # a JSON object stored as text: its values' types vary per row
+            raise _JSONText(dotted)
         else:
             return None, None
     return expr, dtype
@@ -258,8 +260,8 @@ def _is_messages(dtype) -> bool:
 def _number_as_text(expr: pl.Expr, dtype) -> pl.Expr:
     if dtype.is_integer():
         return expr.cast(pl.String)
-    return pl.when(expr == expr.floor()).then(expr.cast(pl.Int64, strict=False).cast(pl.String)).otherwise(
-        expr.cast(pl.String))
+    # floats as the record path writes them (1e20 -> "100000000000000000000"); float answer columns are rare
+    return expr.map_elements(number_text, return_dtype=pl.String)
 
 
 def _level_expr(expr: pl.Expr, dtype) -> pl.Expr:
@@ -277,7 +279,17 @@ def _reason(cond: pl.Expr, reason: str, detail: str) -> tuple[pl.Expr, pl.Expr]:
 
 
 def extract_columns(df: pl.DataFrame, fields: Fields) -> pl.DataFrame:
-    """EXTRACTED columns from a columnar frame, with the same reasons as `extract_record`."""
+    """EXTRACTED columns from a columnar frame, with the same reasons as `extract_record`. A field
+    inside a JSON-text column (verl's `reward_model` written as a string) is read row by row through
+    `extract_record`, which opens the JSON and sees a list answer as a list, not as "[1]"."""
+    try:
+        return _extract_columns(df, fields)
+    except _JSONText:
+        rows = [{**extract_record(rec, fields), "_row": i} for i, rec in enumerate(df.iter_rows(named=True))]
+        return _records_frame(rows)
+
+
+def _extract_columns(df: pl.DataFrame, fields: Fields) -> pl.DataFrame:
     schema = df.schema
     none_s, none_i = pl.lit(None, dtype=pl.String), pl.lit(None, dtype=pl.Int64)
     checks: list[tuple[pl.Expr, pl.Expr]] = []
@@ -345,6 +357,19 @@ def _frame_raw(load: Callable[[], pl.DataFrame]) -> Callable[[list[int]], dict[i
     return raw
 
 
+def _parquet_raw(path: Path) -> Callable[[list[int]], dict[int, str]]:
+    """Raw records of some rows of a parquet file, read with a row filter (not the whole file)."""
+
+    def raw(rows: list[int]) -> dict[int, str]:
+        want = sorted(rows)
+        picked = pl.scan_parquet(path).with_row_index("_grpo_row").filter(
+            pl.col("_grpo_row").is_in(want)).collect()
+        return {int(r.pop("_grpo_row")): json.dumps(r, default=str, ensure_ascii=False)
+                for r in picked.iter_rows(named=True)}
+
+    return raw
+
+
 def _columnar_file(path: Path, fields: Fields) -> tuple[pl.DataFrame, Callable]:
     suffix = path.suffix.lower()
     if suffix == ".parquet":
@@ -353,7 +378,7 @@ def _columnar_file(path: Path, fields: Fields) -> tuple[pl.DataFrame, Callable]:
         df = lf.select(needed_columns(schema, fields)).collect(engine="streaming")
         if not df.width:  # none of the fields exist: still one row per record
             df = pl.DataFrame({"_n": pl.int_range(lf.select(pl.len()).collect().item(), eager=True)})
-        return extract_columns(df, fields), _frame_raw(lambda: pl.read_parquet(path))
+        return extract_columns(df, fields), _parquet_raw(path)
     df = pl.read_csv(path, infer_schema=False)  # every cell a string: no guessing of types
     return extract_columns(df, fields), _frame_raw(lambda: pl.read_csv(path, infer_schema=False))
 
@@ -422,6 +447,9 @@ def _local_configs(path: Path, configs: list[str] | str | None) -> list[tuple[st
         return [(None, path)]
     subs = {p.name: p for p in sorted(path.iterdir()) if p.is_dir() and _is_save_to_disk(p)}
     if configs is None:
+        if subs:
+            raise DataError(f"{path}: holds one save_to_disk folder per config ({', '.join(subs)}); "
+                            "pass --hub-config all, or name the ones to load")
         return []
     if not subs:
         raise DataError(f"{path}: configs were asked for, but no sub-folder is a save_to_disk folder")
@@ -431,6 +459,38 @@ def _local_configs(path: Path, configs: list[str] | str | None) -> list[tuple[st
     if missing:
         raise DataError(f"{path}: config {missing[0]!r} not found; available: {', '.join(subs)}")
     return [(c, subs[c]) for c in configs]
+
+
+SPLIT_NAMES = ("train", "test", "validation", "valid", "val", "dev", "eval")
+
+
+def _split_of(file: Path, root: Path) -> str | None:
+    """The split a file of a downloaded dataset belongs to, from its name (`train-00000-of-00002.parquet`,
+    `test.jsonl`) or a folder (`train/`), else None."""
+    for part in [*file.relative_to(root).parts[:-1], file.name]:
+        for name in SPLIT_NAMES:
+            if part == name or part.lower().startswith((name + "-", name + "_", name + ".")):
+                return name
+    return None
+
+
+def split_files(files: list[Path], root: Path, splits: list[str]) -> list[Path]:
+    """The files of the requested splits when the folder's files are named by split (a Hub snapshot
+    keeps train and test side by side: loading both into a training pool would contaminate it);
+    every file when none is."""
+    named = {f: _split_of(f, root) for f in files}
+    if not any(named.values()):
+        return files
+    chosen = [f for f in files if named[f] in splits]
+    if not chosen:
+        found = sorted({s for s in named.values() if s})
+        raise DataError(f"{root}: files are named by split ({', '.join(found)}), none for {', '.join(splits)}; "
+                        "choose with --split")
+    unnamed = [f for f in files if named[f] is None]
+    if unnamed:
+        raise DataError(f"{root}: some files are named by split and some not (e.g. {unnamed[0].name}); "
+                        "point --data at the files to load")
+    return chosen
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -475,8 +535,10 @@ def read_parts(spec: str, fields: Fields, splits: list[str] | None = None,
         files = sorted(p for p in path.rglob("*") if p.suffix.lower() in FILE_SUFFIXES and p.is_file())
         if not files:
             raise DataError(f"{path}: folder holds no {', '.join(FILE_SUFFIXES)} files and is not a save_to_disk folder")
-        for f in files:
-            yield _read_file(f, fields)
+        for f in split_files(files, path, splits):
+            part = _read_file(f, fields)
+            part.source = path.stem  # one source for the folder, whatever its files are called
+            yield part
         return
     if _looks_like_path(spec):
         raise DataError(f"{spec}: no such file or folder")
@@ -488,6 +550,8 @@ def _hub_parts(spec: str, fields: Fields, splits: list[str], configs) -> Iterato
 
     try:
         names = datasets.get_dataset_config_names(spec) if configs == "all" else (configs or [None])
+        if configs == "all" and "all" in names:  # the dataset's own union config (lighteval/MATH): not twice
+            names = ["all"]
         for config in names:
             for split in splits:
                 ds = datasets.load_dataset(spec, config, split=split)

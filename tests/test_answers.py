@@ -1,9 +1,15 @@
 """Answer kinds, the gold fast path, and string judging of choice and text answers."""
 
-import polars as pl
 import pytest
 
-from grpo_data.answers import answer_kind, bare_number, choice_letter, final_answer_text, is_number, parse_choice
+from grpo_data.answers import (
+    answer_kind,
+    bare_number,
+    choice_letter,
+    final_answer_text,
+    is_number,
+    parse_choice,
+)
 from grpo_data.verify import _math_gold_is_parseable, gold_is_parseable, verify_answer
 
 KINDS = [

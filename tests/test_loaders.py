@@ -258,3 +258,82 @@ def test_several_configs_and_splits_in_one_load(tmp_path, pool):
         "algebra[train]", "algebra[test]", "geometry[train]", "geometry[test]"]
     with pytest.raises(DataError, match="config 'topology' not found; available: algebra, counting, geometry"):
         load_problems(str(tmp_path / "math"), resolve_preset("math"), hub_config="topology", verifier=pool)
+
+
+def test_numeric_answer_columns_read_as_the_record_path_writes_them(tmp_path, pool):
+    pl.DataFrame({"problem": ["a", "b"], "answer": [3, 4]}).write_parquet(tmp_path / "ints.parquet")
+    pl.DataFrame({"problem": ["a", "b", "c"], "answer": [3.0, 0.5, 1e20]}).write_parquet(tmp_path / "floats.parquet")
+    ints = load_problems(str(tmp_path / "ints.parquet"), resolve_preset("problem_answer"), verifier=pool)
+    floats = load_problems(str(tmp_path / "floats.parquet"), resolve_preset("problem_answer"), verifier=pool)
+    assert ints.table["answer"].to_list() == ["3", "4"]
+    assert floats.table["answer"].to_list() == ["3", "0.5", "100000000000000000000"]
+
+
+def test_fields_inside_json_text_keep_their_types(tmp_path, pool):
+    rows = {"prompt": ["p1", "p2", "p3"],
+            "reward_model": ['{"ground_truth": "7"}', '{"ground_truth": [1, 2]}', '{"style": "rule"}']}
+    pl.DataFrame(rows).write_parquet(tmp_path / "v.parquet")
+    res = load_problems(str(tmp_path / "v.parquet"), resolve_preset(None, "prompt", "reward_model.ground_truth"),
+                        verifier=pool)
+    assert res.table["answer"].to_list() == ["7"]
+    assert res.rejects["reason"].to_list() == ["non_string_answer", "missing_answer"]
+
+
+def test_one_odd_level_does_not_fail_the_file(tmp_path, pool):
+    f = write_jsonl(tmp_path / "l.jsonl", [{"problem": "a", "answer": "1", "level": "AIME id 20190215123456789012"},
+                                          {"problem": "b", "answer": "2", "level": "Level 4"}])
+    res = load_problems(str(f), resolve_preset("problem_answer"), verifier=pool)
+    assert res.table["level"].to_list() == [None, 4]
+
+
+def test_explicit_id_collisions_are_judged_in_row_order(tmp_path, pool):
+    # r2 repeats r1's prompt (a duplicate, not kept), so r3 may use r2's id; r4 takes r1's id: duplicate_id
+    f = write_jsonl(tmp_path / "ids.jsonl", [
+        {"uid": "A", "q": "same", "a": "1"}, {"uid": "B", "q": "same", "a": "1"},
+        {"uid": "B", "q": "other", "a": "2"}, {"uid": "A", "q": "third", "a": "3"}])
+    res = load_problems(str(f), resolve_preset(None, "q", "a", "uid"), verifier=pool)
+    assert res.table["id"].to_list() == ["A", "B"]
+    assert res.rejects["reason"].to_list() == ["duplicate", "duplicate_id"]
+
+
+def test_a_downloaded_snapshot_folder_loads_only_the_asked_split(tmp_path, pool):
+    snap = tmp_path / "gsm8k-snapshot" / "main"
+    snap.mkdir(parents=True)
+    pl.DataFrame({"problem": ["t1?", "t2?"], "answer": ["1", "2"]}).write_parquet(snap / "train-00000-of-00001.parquet")
+    pl.DataFrame({"problem": ["e1?"], "answer": ["9"]}).write_parquet(snap / "test-00000-of-00001.parquet")
+    res = load_problems(str(tmp_path / "gsm8k-snapshot"), resolve_preset("problem_answer"), verifier=pool)
+    assert res.table["answer"].to_list() == ["1", "2"] and res.table["source"].unique().to_list() == ["gsm8k-snapshot"]
+    both = load_problems(str(tmp_path / "gsm8k-snapshot"), resolve_preset("problem_answer"), split="train,test",
+                         verifier=pool)
+    assert both.table.height == 3
+    with pytest.raises(DataError, match="named by split \\(test, train\\), none for validation"):
+        load_problems(str(tmp_path / "gsm8k-snapshot"), resolve_preset("problem_answer"), split="validation",
+                      verifier=pool)
+
+
+def test_a_folder_of_configs_without_hub_config_says_what_to_pass(tmp_path, pool):
+    save_configs(tmp_path / "math")
+    with pytest.raises(DataError, match="one save_to_disk folder per config \\(algebra, counting, geometry\\); "
+                                        "pass --hub-config all"):
+        load_problems(str(tmp_path / "math"), resolve_preset("math"), verifier=pool)
+
+
+def test_hub_configs_and_splits_through_datasets(monkeypatch, pool):
+    import datasets
+
+    calls = []
+
+    def load_dataset(name, config, split):
+        calls.append((name, config, split))
+        return datasets.Dataset.from_dict({"problem": [f"{config} {split} q?"], "answer": ["5"]})
+
+    monkeypatch.setattr(datasets, "get_dataset_config_names", lambda name: ["algebra", "geometry"])
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    res = load_problems("someone/math", resolve_preset("problem_answer"), hub_config="all", split="train,test",
+                        verifier=pool)
+    assert calls == [("someone/math", c, s) for c in ("algebra", "geometry") for s in ("train", "test")]
+    assert sorted(res.table["source"].unique().to_list()) == ["someone/math:algebra", "someone/math:geometry"]
+    monkeypatch.setattr(datasets, "get_dataset_config_names", lambda name: ["all", "algebra"])
+    calls.clear()
+    load_problems("someone/math", resolve_preset("problem_answer"), hub_config="all", verifier=pool)
+    assert calls == [("someone/math", "all", "train")]  # the dataset's own union config, not it and its parts
