@@ -18,16 +18,20 @@ A mixture file (YAML):
         weight: 0.7
         cap: 20000           # at most this many rows from this source
 
-Sources load together (`grpo_data.loaders.load_sources`), so a problem found in two sources is kept
-once, from the source listed first; every row keeps its `source`. Then each source gives
-min(available, cap) rows, or, with weights, weight_i / sum(weights) of the mixture: of `total` rows
-when given, else of the largest mixture every source can fill at its share. A source that cannot
-fill its share gives all it has and the report says by how much it fell short. Rows are drawn
-without replacement (a pool of unique problems; the scheduler decides how often each is trained on).
+Each source is loaded (and deduplicated within itself) on its own. Its count is min(available, cap),
+or, with weights, weight_i / sum(weights) of the mixture: of `total` rows when given, else of the
+largest mixture every source can fill at its share. Sources are then sampled in the order listed,
+each from its rows whose normalized prompt no earlier source has already put in the mixture: a
+problem found in two sources is kept once, and a source that overlaps an earlier one loses only the
+problems actually taken from it, not every problem they share. A source that cannot fill its count
+gives all it has and the report says by how much it fell short. Rows are drawn without replacement
+(a pool of unique problems; the scheduler decides how often each is trained on); every row keeps its
+`source`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +40,7 @@ import polars as pl
 import yaml
 
 from grpo_data.loaders import DataError, LoadLimits, LoadResult, Source, load_sources, resolve_preset
+from grpo_data.problems import prompt_text_expr
 
 SOURCE_KEYS = {"data", "preset", "question_field", "answer_field", "id_field", "level_field", "split", "hub_config",
                "weight", "cap"}
@@ -55,6 +60,21 @@ class MixSpec:
     seed: int = 0
 
 
+def _number(value, at: str, key: str, kind=float, low: float = 0.0, strict: bool = True):
+    """value as `kind`, finite and > low (>= low when not strict); DataError naming where otherwise."""
+    bad = DataError(f"{at}: {key} must be {'an integer' if kind is int else 'a number'} "
+                    f"{'>' if strict else '>='} {low:g}, got {value!r}")
+    if isinstance(value, bool) or (kind is int and isinstance(value, float) and not value.is_integer()):
+        raise bad
+    try:
+        x = kind(value)
+    except (TypeError, ValueError):
+        raise bad from None
+    if not math.isfinite(x) or x < low or (strict and x == low):
+        raise bad
+    return x
+
+
 def parse_mixture(raw: dict, where: str = "mixture") -> MixSpec:
     """A MixSpec from the YAML mapping; errors name the source entry and the key to fix."""
     if not isinstance(raw, dict) or not isinstance(raw.get("sources"), list) or not raw["sources"]:
@@ -72,10 +92,8 @@ def parse_mixture(raw: dict, where: str = "mixture") -> MixSpec:
             raise DataError(f"{at}: unknown key(s) {bad}; accepted: {', '.join(sorted(SOURCE_KEYS))}")
         preset = resolve_preset(s.get("preset"), s.get("question_field"), s.get("answer_field"), s.get("id_field"),
                                 s.get("level_field"))
-        weight = None if s.get("weight") is None else float(s["weight"])
-        cap = None if s.get("cap") is None else int(s["cap"])
-        if (weight is not None and weight <= 0) or (cap is not None and cap < 0):
-            raise DataError(f"{at}: weight must be > 0 and cap >= 0")
+        weight = None if s.get("weight") is None else _number(s["weight"], at, "weight")
+        cap = None if s.get("cap") is None else _number(s["cap"], at, "cap", int, strict=False)
         entries.append(MixEntry(Source.of(str(s["data"]), preset, s.get("split"), s.get("hub_config")), weight, cap))
     weighted = [e.weight is not None for e in entries]
     if any(weighted) and not all(weighted):
@@ -83,7 +101,8 @@ def parse_mixture(raw: dict, where: str = "mixture") -> MixSpec:
     total = raw.get("total")
     if total is not None and not all(weighted):
         raise DataError(f"{where}: `total` needs weights on the sources")
-    return MixSpec(tuple(entries), None if total is None else int(total), int(raw.get("seed", 0)))
+    return MixSpec(tuple(entries), None if total is None else _number(total, where, "total", int),
+                   _number(raw.get("seed", 0), where, "seed", int, strict=False))
 
 
 def read_mixture(path: str | Path) -> MixSpec:
@@ -114,25 +133,30 @@ def mixture_counts(available: list[int], weights: list[float] | None, caps: list
 
 def build_mixture(spec: MixSpec, limits: LoadLimits = LoadLimits(), verifier=None) -> tuple[LoadResult, list[dict]]:
     """The mixed pool (a LoadResult whose rejects are every source's) and a report row per source."""
-    loaded = load_sources([e.source for e in spec.entries], limits, verifier)
-    origin = loaded.origin
-    available = [int((origin == i).sum()) for i in range(len(spec.entries))]
+    loads = [load_sources([e.source], limits, verifier) for e in spec.entries]
+    available = [r.table.height for r in loads]
     weights = [e.weight for e in spec.entries] if spec.entries[0].weight is not None else None
+    if weights is not None and spec.total is None and 0 in available:
+        empty = spec.entries[available.index(0)].source.spec
+        raise DataError(f"{empty}: no valid rows, so no mixture can give it its share; drop it or set `total`")
     take = mixture_counts(available, weights, [e.cap for e in spec.entries], spec.total)
     rng = np.random.default_rng(spec.seed)
-    chosen = []
-    for i, n in enumerate(take):
-        rows = np.flatnonzero(origin.to_numpy() == i)
-        chosen.append(np.sort(rng.choice(rows, size=n, replace=False)) if n < len(rows) else rows)
-    idx = np.concatenate(chosen) if chosen else np.zeros(0, np.int64)
-    table = loaded.table[pl.Series(idx, dtype=pl.Int64)]
-    target = None
-    if weights is not None:
-        total = spec.total if spec.total is not None else sum(take)
-        target = [round(w / sum(weights) * total) for w in weights]
-    report = [{"data": e.source.spec, "preset": e.source.preset.description, "weight": e.weight, "cap": e.cap,
-               "available": a, "taken": t, **({"short_by": max(0, target[i] - t)} if target else {})}
-              for i, (e, a, t) in enumerate(zip(spec.entries, available, take, strict=True))]
-    mixed = LoadResult(table, loaded.rejects, loaded.n_read, loaded.sources,
-                       origin=pl.Series(np.repeat(np.arange(len(take)), take), dtype=pl.Int64))
+    taken_keys = pl.Series("_key", [], dtype=pl.String)
+    tables, report = [], []
+    for entry, loaded, want in zip(spec.entries, loads, take, strict=True):
+        keyed = loaded.table.with_columns(prompt_text_expr(pl.col("prompt")).alias("_key"))
+        fresh = keyed.filter(~pl.col("_key").is_in(taken_keys.implode()))
+        n = min(want, fresh.height)
+        rows = np.sort(rng.choice(fresh.height, size=n, replace=False)) if n < fresh.height else np.arange(n)
+        chosen = fresh[pl.Series(rows, dtype=pl.Int64)]
+        taken_keys = pl.concat([taken_keys, chosen["_key"]])
+        tables.append(chosen.drop("_key"))
+        report.append({"data": entry.source.spec, "preset": entry.source.preset.description, "weight": entry.weight,
+                       "cap": entry.cap, "available": loaded.table.height,
+                       "already_taken_from_earlier": keyed.height - fresh.height, "wanted": want, "taken": n,
+                       "short_by": want - n})
+    counts = [t.height for t in tables]
+    mixed = LoadResult(pl.concat(tables), pl.concat([r.rejects for r in loads]), sum(r.n_read for r in loads),
+                       [s for r in loads for s in r.sources],
+                       origin=pl.Series(np.repeat(np.arange(len(counts)), counts), dtype=pl.Int64))
     return mixed, report

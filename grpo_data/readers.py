@@ -237,7 +237,7 @@ def _field_expr(schema: pl.Schema, dotted: str) -> tuple[pl.Expr | None, pl.Data
     if head not in schema:
         return None, None
     expr, dtype = pl.col(head), schema[head]
-    for i, part in enumerate(rest):
+    for part in rest:
         if isinstance(dtype, pl.Struct):
             names = {f.name: f.dtype for f in dtype.fields}
             if part not in names:

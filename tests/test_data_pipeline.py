@@ -52,22 +52,41 @@ def test_mixture_dedups_across_sources_and_keeps_each_rows_source(tmp_path, pool
     rng = np.random.default_rng(0)
     a = [{"question": sentence(rng), "answer": f"#### {i}"} for i in range(60)]
     b = [{"problem": sentence(rng), "answer": str(i)} for i in range(40)]
-    b += [{"problem": a[i]["question"] + "  ", "answer": str(i)} for i in range(10)]  # in both: kept from a
+    b += [{"problem": a[i]["question"] + "  ", "answer": str(i)} for i in range(10)]  # in both sources
     spec = parse_mixture({"seed": 1, "sources": [
         {"data": write_jsonl(tmp_path / "a.jsonl", a), "preset": "gsm8k", "weight": 0.5},
         {"data": write_jsonl(tmp_path / "b.jsonl", b), "preset": "problem_answer", "weight": 0.5}]})
     result, report = build_mixture(spec, verifier=pool)
-    assert result.reject_counts == {"duplicate": 10}
-    assert [r["available"] for r in report] == [60, 40] and [r["taken"] for r in report] == [40, 40]
-    assert result.table["source"].value_counts().sort("source")["count"].to_list() == [40, 40]
-    assert result.table["id"].n_unique() == 80
+    assert [r["available"] for r in report] == [60, 50] and [r["wanted"] for r in report] == [50, 50]
+    shared_taken_by_a = sum(1 for i in range(10) if result.table.filter(
+        pl.col("source") == "a")["prompt"].list.first().struct.field("content").is_in([a[i]["question"]]).any())
+    assert report[1]["already_taken_from_earlier"] == shared_taken_by_a > 0
+    assert report[1]["taken"] == 50 - shared_taken_by_a and report[1]["short_by"] == shared_taken_by_a
+    contents = result.table["prompt"].list.first().struct.field("content").str.strip_chars()
+    assert contents.n_unique() == result.table.height == 100 - shared_taken_by_a  # no problem twice
+    assert result.table["source"].value_counts().sort("source")["count"].to_list() == [50, 50 - shared_taken_by_a]
     again, _ = build_mixture(spec, verifier=pool)
     assert again.table["id"].to_list() == result.table["id"].to_list()  # seeded
+
+
+def test_overlap_with_an_earlier_small_share_costs_only_what_it_took(tmp_path, pool):
+    shared = [{"problem": f"problem number {i} about things", "answer": str(i)} for i in range(800)]
+    a = shared + [{"problem": f"a-only {i}", "answer": "1"} for i in range(200)]
+    b = shared + [{"problem": f"b-only {i}", "answer": "2"} for i in range(200)]
+    spec = parse_mixture({"seed": 0, "total": 500, "sources": [
+        {"data": write_jsonl(tmp_path / "a.jsonl", a), "preset": "problem_answer", "weight": 0.1},
+        {"data": write_jsonl(tmp_path / "b.jsonl", b), "preset": "problem_answer", "weight": 0.9}]})
+    result, report = build_mixture(spec, verifier=pool)
+    assert result.table.height == 500 and [r["taken"] for r in report] == [50, 450]
 
 
 def test_mixture_spec_errors_name_the_entry():
     with pytest.raises(DataError, match=r"sources\[1\]: unknown key\(s\) \['wieght'\]"):
         parse_mixture({"sources": [{"data": "a", "preset": "gsm8k"}, {"data": "b", "preset": "gsm8k", "wieght": 1}]})
+    with pytest.raises(DataError, match=r"sources\[0\]: cap must be an integer >= 0, got 1.7"):
+        parse_mixture({"sources": [{"data": "a", "preset": "gsm8k", "cap": 1.7}]})
+    with pytest.raises(DataError, match="total must be an integer > 0, got -3"):
+        parse_mixture({"total": -3, "sources": [{"data": "a", "preset": "gsm8k", "weight": 1}]})
     with pytest.raises(DataError, match="every source a weight, or none"):
         parse_mixture({"sources": [{"data": "a", "preset": "gsm8k", "weight": 1}, {"data": "b", "preset": "gsm8k"}]})
 
