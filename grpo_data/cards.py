@@ -95,9 +95,10 @@ def provenance_sections(data: dict) -> str:
         sets = "\n".join(f"| `{name}` | {n} |" for name, n in dec.get("removed_by_eval_set", {}).items()) or "| (none) | 0 |"
         out.append(f"## Decontamination\n\nChecked {dec['checked']} problems against {dec['eval_rows']} evaluation rows "
                    f"({', '.join(f'`{a}`' for a in dec.get('against', []))}): a problem was removed when it shares "
-                   f"{dec['min_shared']}+ word {dec['ngram']}-grams with one evaluation row"
-                   f"{' or its whole normalized text' if dec.get('exact') else ''}. Removed: {dec['removed']} "
-                   f"({dec['removed_exact']} by exact text).\n\n| evaluation set | removed |\n| --- | --- |\n" + sets)
+                   f"{dec['min_shared']}+ word {dec['ngram']}-grams with one evaluation row, contains a shorter "
+                   f"evaluation problem whole{' or has its whole normalized text' if dec.get('exact') else ''}. "
+                   f"Removed: {dec['removed']} ({dec['removed_exact']} by exact text). Ignored as template text: "
+                   f"{dec.get('boilerplate_ignored', {})}.\n\n| evaluation set | removed |\n| --- | --- |\n" + sets)
     else:
         out.append("## Decontamination\n\nNot checked against any evaluation set (`grpo decontaminate`).")
     return "\n\n".join(out) + "\n"

@@ -404,15 +404,18 @@ def read_eval_rows(spec: str, preset: Preset, split: str | list[str] = "test",
     questions): columns eval_file, eval_row, eval_id, text (the user messages' contents)."""
     from grpo_data.decontam import problem_text_expr
 
+    unusable = ["malformed_row", "missing_question", "non_string_question", "empty_question"]
     frames = []
     for part in read_parts(spec, fields_of(preset), parse_splits(split), parse_configs(hub_config)):
         df = canonicalize(part, preset, LoadLimits(max_prompt_chars=2**62))
-        frames.append(df.filter(pl.col("prompt").is_not_null() & (pl.col("_reason").is_null() | ~pl.col("_reason").is_in(
-            ["malformed_row", "missing_question", "non_string_question", "empty_question"]))).select(
-            pl.col("_label").alias("eval_file"), pl.col("_row").alias("eval_row"), pl.col("id").alias("eval_id"),
-            problem_text_expr(pl.col("prompt")).alias("text")))
-    if not frames:
-        raise DataError(f"{spec}: no evaluation rows read")
+        usable = df.filter(pl.col("_reason").is_null() | ~pl.col("_reason").is_in(unusable))
+        if usable.height == 0:  # checking against nothing would look like a clean pool
+            why = df.group_by("_reason").len().sort("len", descending=True).head(3).iter_rows()
+            raise DataError(f"{part.label}: no evaluation question could be read with field "
+                            f"{preset.question_field!r} ({', '.join(f'{r}: {n}' for r, n in why)}); name the "
+                            "question field (--against-question-field) or the shape (--against-preset)")
+        frames.append(usable.select(pl.col("_label").alias("eval_file"), pl.col("_row").alias("eval_row"),
+                                    pl.col("id").alias("eval_id"), problem_text_expr(pl.col("prompt")).alias("text")))
     return pl.concat(frames)
 
 

@@ -94,9 +94,13 @@ def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
     from grpo_data.decontam import DecontamConfig
     from pipelines.stages import decontaminate_file
 
-    d = dict(spec["decontaminate"])
+    d = dict(spec["decontaminate"] or {})
+    accepted = {"against", "preset", "question_field", "split", "config", *DecontamConfig.__dataclass_fields__}
+    unknown = sorted(set(d) - accepted)
+    if unknown:
+        raise ValueError(f"decontaminate: unknown key(s) {unknown}; accepted: {', '.join(sorted(accepted))}")
     against = [str(paths["heldout"]) if a == "heldout" else str(a) for a in d.pop("against", ["heldout"])]
-    options = {k: d.pop(k) for k in ("preset", "split", "config") if k in d}
+    options = {k: d.pop(k) for k in ("preset", "question_field", "split", "config") if k in d}
     cfg = DecontamConfig(**d)
     train = paths["train"]
     out = train.with_name(train.stem + ".decontaminated.parquet")
@@ -106,7 +110,7 @@ def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
         print(f"{out} is up to date")
     else:
         summary = decontaminate_file(train, against, out, cfg, options.get("preset"), options.get("split", "test"),
-                                     options.get("config"))
+                                     options.get("config"), options.get("question_field"))
         print(f"decontaminated {train}: removed {summary['removed']} of {summary['checked']} "
               f"({summary['removed_exact']} by exact text) against {summary['eval_rows']} evaluation rows")
         io.write_json(stamp, key)
@@ -166,7 +170,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
 
     t = _stage("data")
     paths = data_stage(spec, out)
-    if spec.get("decontaminate"):
+    if "decontaminate" in spec:
         paths = decontaminate_stage(spec, paths)
     timings["data"] = time.monotonic() - t
 

@@ -75,9 +75,10 @@ def warm_policy(world_dir: str | Path = "runs/world", out: str | Path = "runs/po
     return bootstrap(pl.read_parquet(paths["train"]), out, cfg, progress=progress)
 
 
-def eval_rows(spec: str, preset: str | None, split: str = "test", config: str | None = None):
-    """Evaluation rows (eval_file, eval_row, eval_id, text) of a canonical table or, with `preset`,
-    of any dataset the loaders read."""
+def eval_rows(spec: str, preset: str | None, split: str = "test", config: str | None = None,
+              question_field: str | None = None):
+    """Evaluation rows (eval_file, eval_row, eval_id, text) of a canonical table (recognized by its
+    columns, whatever the preset) or, with `preset` or `question_field`, of any dataset the loaders read."""
     import polars as pl
 
     from grpo_data.decontam import problem_text_expr
@@ -85,19 +86,20 @@ def eval_rows(spec: str, preset: str | None, split: str = "test", config: str | 
     from grpo_data.problems import SCHEMA
 
     path = Path(spec)
-    if preset is None and path.suffix == ".parquet" and path.is_file():
+    if path.suffix == ".parquet" and path.is_file():
         if all(c in pl.read_parquet_schema(path) for c in SCHEMA):
             return pl.read_parquet(path, columns=["id", "prompt"]).with_row_index("eval_row").select(
                 pl.lit(str(path)).alias("eval_file"), pl.col("eval_row").cast(pl.Int64), pl.col("id").alias("eval_id"),
                 problem_text_expr(pl.col("prompt")).alias("text"))
-    if preset is None:
+    if preset is None and question_field is None:
         raise DataError(f"{spec}: not a canonical problem table; name its shape with --against-preset "
-                        "(e.g. problem_answer, math, gsm8k)")
-    return read_eval_rows(spec, resolve_preset(preset), split, config)
+                        "(e.g. problem_answer, math, gsm8k) or its question field with --against-question-field")
+    fields = resolve_preset(preset, question_field, None if preset else question_field)
+    return read_eval_rows(spec, fields, split, config)
 
 
 def decontaminate_file(data: str | Path, against: list[str], out: str | Path, cfg, preset: str | None = None,
-                       split: str = "test", config: str | None = None) -> dict:
+                       split: str = "test", config: str | None = None, question_field: str | None = None) -> dict:
     """Decontaminate the canonical table at `data` against evaluation sets; write the kept rows to
     `out` (provenance carried on, with the decontamination summary) and the removed ones to its
     rejects file. Returns the summary."""
@@ -107,9 +109,12 @@ def decontaminate_file(data: str | Path, against: list[str], out: str | Path, cf
     from grpo_data.loaders import PROVENANCE_KEY, read_provenance, rejects_path
     from grpo_data.problems import SCHEMA, validate_table
 
+    if Path(out).resolve() == Path(data).resolve():
+        raise ValueError(f"{out}: write the decontaminated table to another file than its input (the input's "
+                         "rejects file would be overwritten)")
     table = pl.read_parquet(data)
     validate_table(table, str(data))
-    evals = pl.concat([eval_rows(a, preset, split, config) for a in against])
+    evals = pl.concat([eval_rows(a, preset, split, config, question_field) for a in against])
     result = decontaminate(table.select(list(SCHEMA)), evals, cfg)
     summary = {**result.summary(), "against": list(against)}
     prov = read_provenance(data)

@@ -121,7 +121,7 @@ def test_planted_overlaps_are_found_and_near_misses_kept():
     result = decontaminate(table_of(pool), evals_of(evals))
     removed = dict(zip(result.removed["id"].to_list(), result.removed["eval_id"].to_list(), strict=True))
     assert removed == {"p10": "e0", "p20": "e1", "p40": "e30"}
-    assert result.kept.height == 497 and result.summary()["removed_exact"] == 1
+    assert result.kept.height == 497 and result.summary()["removed_exact"] == 2  # p10 and p40
     strict = decontaminate(table_of(pool), evals_of(evals), DecontamConfig(ngram=8, min_shared=5))
     assert set(strict.removed["id"].to_list()) == {"p10", "p20", "p30", "p40"}  # 8-grams inside the 12-run: 5
     # 30 words share 18 13-grams: below a threshold of 19 only the whole-text matches remain
@@ -129,9 +129,42 @@ def test_planted_overlaps_are_found_and_near_misses_kept():
         "p10", "p40"]
 
 
-def test_match_text_keeps_operators_and_drops_prose_punctuation():
-    texts = pl.Series(["What is 9+6?", "Hello, World!! x^2 = 4.", "ＡＢ ３"]).to_frame("t")
-    assert texts.select(match_text_expr(pl.col("t")))["t"].to_list() == ["what is 9 + 6", "hello world x ^ 2 = 4", "ab 3"]
+def test_match_text_keeps_operators_and_drops_punctuation_and_latex_markup():
+    texts = pl.Series(["What is 9+6?", "Hello, World!! x^2 = 4.", "ＡＢ ３", "Find $\\dfrac{1}{2}$.",
+                       "Find \\(\\frac{1}{2}\\)", "\\left( x \\right)\\,"]).to_frame("t")
+    assert texts.select(match_text_expr(pl.col("t")))["t"].to_list() == [
+        "what is 9 + 6", "hello world x ^ 2 = 4", "ab 3", "find frac 1 2", "find frac 1 2", "( x )"]
+
+
+TEMPLATE = " Let's think step by step and output the final answer within \\boxed{}."
+
+
+def test_a_shared_prompt_template_is_not_contamination():
+    rng = np.random.default_rng(4)
+    evals = [sentence(rng, 20) + TEMPLATE for _ in range(40)]
+    pool = [sentence(rng, 20) + TEMPLATE for _ in range(300)]
+    pool[5] = evals[7]
+    result = decontaminate(table_of(pool), evals_of(evals))
+    assert result.removed["id"].to_list() == ["p5"]
+    assert result.summary()["boilerplate_ignored"]["ngrams_common_in_eval"] == 1  # the 13-word template
+    # the pool side alone also finds it: one evaluation row carrying the template, a pool full of it
+    one = decontaminate(table_of(pool), evals_of([evals[7], sentence(rng, 20)]))
+    assert one.removed["id"].to_list() == ["p5"] and one.summary()["boilerplate_ignored"]["ngrams_common_in_pool"] >= 1
+
+
+def test_latex_variants_and_short_evaluation_rows_are_found():
+    rng = np.random.default_rng(5)
+    long_eval = "Let " + sentence(rng, 14) + " and compute $\\dfrac{3}{4} + x^2$ for every " + sentence(rng, 10)
+    short_eval = "Compute $\\dbinom{16}{5} + 2$ exactly."  # 7 words: shorter than a 13-gram
+    tiny_eval = "Find $x$."  # 2 words: only the exact test
+    pool = [sentence(rng) for _ in range(200)]
+    pool[1] = "Solve this. " + long_eval.replace("$\\dfrac{3}{4} + x^2$", "\\(\\frac{3}{4}+x^{2}\\)")
+    pool[2] = "Problem: compute \\(\\binom{16}{5}+2\\) exactly. Show your work."
+    pool[3] = "Find x"
+    pool[4] = "Compute binom 16 5 + 3 exactly"  # one word differs: not contained
+    result = decontaminate(table_of(pool), evals_of([long_eval, short_eval, tiny_eval]))
+    how = dict(zip(result.removed["id"].to_list(), result.removed["how"].to_list(), strict=True))
+    assert how == {"p1": "ngram", "p2": "contained", "p3": "exact"}
 
 
 def run_cli(*args):
@@ -159,7 +192,7 @@ def test_grpo_mix_decontaminate_shards_and_card(tmp_path):
     proc = run_cli("decontaminate", "--data", str(tmp_path / "pool.parquet"), "--against", str(tmp_path / "eval.jsonl"),
                    "--against-preset", "problem_answer", "--out", str(tmp_path / "clean.parquet"))
     assert proc.returncode == 0, proc.stderr
-    assert "removed 1 (0 by exact text)" in proc.stdout
+    assert "removed 1 (1 by exact text, 0 containing" in proc.stdout
     rejects = [json.loads(line) for line in (tmp_path / "clean.rejects.jsonl").read_text().splitlines()]
     assert len(rejects) == 1 and rejects[0]["reason"] == "contaminated" and rejects[0]["eval_row"] == 4
     assert json.loads(rejects[0]["raw"])["prompt"][0]["content"] == evals[4]["problem"]
@@ -182,7 +215,7 @@ def test_grpo_mix_decontaminate_shards_and_card(tmp_path):
     assert proc.returncode == 0, proc.stderr
     card = (tmp_path / "card.md").read_text()
     assert "## Mixture" in card and "| 30 | 20 |" in card
-    assert "Removed: 1 (0 by exact text)" in card and "| contaminated | 1 |" in card
+    assert "Removed: 1 (1 by exact text)" in card and "| contaminated | 1 |" in card
 
 
 # ---------------------------------------------------------------- format rate
@@ -232,3 +265,26 @@ def test_format_rate_is_counted_per_problem_and_per_run(tmp_path, pool, caplog):
     plain = ProfileConfig(k=2, sampling=SamplingConfig(max_tokens=8))
     stats = profile_problems(problems, FormatEngine(), pool, plain, tmp_path / "plain.parquet", progress=False)
     assert stats["format_rate"] is None
+
+
+def test_evaluation_sets_that_read_as_nothing_are_errors(tmp_path):
+    from pipelines.stages import decontaminate_file
+
+    rng = np.random.default_rng(6)
+    aime = write_jsonl(tmp_path / "aime.jsonl", [{"Problem": sentence(rng), "Answer": 7} for _ in range(5)])
+    pool = table_of([sentence(rng) for _ in range(20)])
+    pool.write_parquet(tmp_path / "pool.parquet")
+    with pytest.raises(DataError, match="aime.jsonl: no evaluation question could be read with field 'problem' "
+                                        "\\(missing_question: 5\\); name the question field"):
+        decontaminate_file(tmp_path / "pool.parquet", [aime], tmp_path / "out.parquet", DecontamConfig(),
+                           preset="problem_answer")
+    summary = decontaminate_file(tmp_path / "pool.parquet", [aime], tmp_path / "out.parquet", DecontamConfig(),
+                                 question_field="Problem")
+    assert summary["eval_rows"] == 5
+    # a canonical table is recognized even when a preset is named for the other sets
+    summary = decontaminate_file(tmp_path / "pool.parquet", [str(tmp_path / "pool.parquet")], tmp_path / "o2.parquet",
+                                 DecontamConfig(), preset="problem_answer")
+    assert summary["eval_rows"] == 20 and summary["removed"] == 20
+    with pytest.raises(ValueError, match="another file than its input"):
+        decontaminate_file(tmp_path / "pool.parquet", [aime], tmp_path / "pool.parquet", DecontamConfig(),
+                           question_field="Problem")

@@ -19,10 +19,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="canonical problem table (parquet from grpo load / mix)")
     parser.add_argument("--against", required=True, nargs="+", help="evaluation sets: files, folders or Hub names")
     parser.add_argument("--against-preset", help="shape of evaluation sets that are not canonical tables")
+    parser.add_argument("--against-question-field", help="question field of evaluation sets (dotted for nested), "
+                        "instead of a preset (AIME-style `Problem`)")
     parser.add_argument("--against-split", default="test", help="split(s) of Hub/save_to_disk evaluation sets")
     parser.add_argument("--against-config", help="config(s) of Hub evaluation sets: a name, a comma list or 'all'")
     parser.add_argument("--ngram", type=int, default=13, help="words per n-gram (default 13)")
     parser.add_argument("--min-shared", type=int, default=1, help="n-grams shared with one evaluation row to remove")
+    parser.add_argument("--min-words", type=int, default=4,
+                        help="evaluation rows shorter than --ngram but this long are matched by containment")
     parser.add_argument("--no-exact", action="store_true", help="skip the whole-text (normalized) comparison")
     parser.add_argument("--out", required=True, help="output parquet")
 
@@ -33,14 +37,18 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.stages import decontaminate_file
 
     try:
-        cfg = DecontamConfig(args.ngram, args.min_shared, not args.no_exact)
+        cfg = DecontamConfig(args.ngram, args.min_shared, args.min_words, not args.no_exact)
         summary = decontaminate_file(args.data, args.against, args.out, cfg, args.against_preset, args.against_split,
-                                     args.against_config)
+                                     args.against_config, args.against_question_field)
     except (DataError, ValueError, FileNotFoundError) as exc:
         print(f"grpo decontaminate: {exc}", file=sys.stderr)
         return 2
     print(f"checked {summary['checked']} problems against {summary['eval_rows']} evaluation rows: "
-          f"removed {summary['removed']} ({summary['removed_exact']} by exact text)")
+          f"removed {summary['removed']} ({summary['removed_exact']} by exact text, {summary['removed_contained']} "
+          f"containing a short evaluation problem, {summary['removed_ngram']} by shared {args.ngram}-grams)")
+    ignored = summary["boilerplate_ignored"]
+    if any(ignored.values()):
+        print(f"  ignored as boilerplate (template text, not problems): {ignored}")
     for name, n in summary["removed_by_eval_set"].items():
         print(f"  {name}: {n}")
     print(f"kept -> {args.out}")
