@@ -35,7 +35,7 @@ import polars as pl
 
 from grpo_data import io
 from grpo_data.problems import level_array
-from grpo_data.prompting import PromptConfig, SamplingConfig, requested_format, resolve_stops, template_hash
+from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.stats import (
     JEFFREYS,
@@ -69,6 +69,8 @@ class ProfileConfig:
     seed:       engine seed, recorded in the metadata.
     prior_groups: adaptive mode's empirical-Bayes prior: "level" fits one per level (when the
                 problems have a `level` column; shrunk toward the pool's), "none" one for the pool.
+    answer_format: whose rate `n_formatted` counts: "boxed", "none", or "auto" (the prompt config's
+                request, else the problems' own instruction; `prompting.detect_format`).
     """
 
     k: int = 16
@@ -78,6 +80,7 @@ class ProfileConfig:
     chunk_size: int = 64
     seed: int = 0
     prior_groups: str = "level"
+    answer_format: str = "auto"
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.chunk_size < 1:
@@ -88,7 +91,8 @@ class ProfileConfig:
     def to_dict(self) -> dict:
         return {"k": self.k, "rule": asdict(self.rule) if self.rule else None,
                 "sampling": self.sampling.to_dict(), "prompt": asdict(self.prompt),
-                "chunk_size": self.chunk_size, "seed": self.seed, "prior_groups": self.prior_groups}
+                "chunk_size": self.chunk_size, "seed": self.seed, "prior_groups": self.prior_groups,
+                "answer_format": self.answer_format}
 
 
 # Every option a profile run takes, with its one default: `grpo profile` flags and a pipeline's
@@ -98,7 +102,7 @@ PROFILE_OPTIONS: dict[str, object] = {
     "engine": None, "vllm": {}, "k": 16, "adaptive": False, "band": (0.2, 0.8), "confidence": 0.8,
     "screen_k": 2, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
     "max_tokens": 32, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
-    "chunk_size": 64, "seed": 0,
+    "chunk_size": 64, "seed": 0, "answer_format": "auto",
 }
 
 
@@ -116,7 +120,7 @@ def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
     stop_ids = None if o["stop_token_ids"] is None else tuple(int(i) for i in o["stop_token_ids"])
     cfg = ProfileConfig(
         k=int(o["k"]), rule=rule, chunk_size=int(o["chunk_size"]), seed=int(o["seed"]),
-        prior_groups=str(o["prior_groups"]),
+        prior_groups=str(o["prior_groups"]), answer_format=str(o["answer_format"]),
         sampling=SamplingConfig(temperature=float(o["temperature"]), top_p=float(o["top_p"]),
                                 max_tokens=int(o["max_tokens"]), stop=tuple(o["stop"]), stop_token_ids=stop_ids),
         prompt=PromptConfig(system_prompt=o["system_prompt"], instruction_suffix=o["instruction_suffix"] or ""))
@@ -282,7 +286,8 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
         io.write_json(pdir / "metadata.json", metadata)
-    sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling)
+    fmt = detect_format(cfg.prompt, problems["prompt"].head(1000).to_list(), cfg.answer_format)
+    sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling, answer_format=fmt)
     start, samples_total = time.monotonic(), 0
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
     for chunk_no, chunk in enumerate(todo.iter_slices(cfg.chunk_size)):
@@ -320,12 +325,13 @@ def warn_format(rate: float | None, fmt: str | None, whose: str) -> None:
                        "max_tokens before trusting them", 100 * rate, whose, fmt)
 
 
-def format_summary(table: pl.DataFrame, fmt: str | None) -> dict:
-    """{"requested", "rate", "problems_below_half"} of a profile table (rate None when not requested)."""
+def format_summary(table: pl.DataFrame) -> dict:
+    """{"requested", "rate", "problems_below_half"} of a profile table: requested "boxed" when its rows
+    counted a format (n_formatted not null), rate None when none was requested."""
     if "n_formatted" not in table.columns or table["n_formatted"].null_count() == table.height:
-        return {"requested": fmt, "rate": None}
+        return {"requested": None, "rate": None}
     done = table.filter(pl.col("n_formatted").is_not_null())
-    return {"requested": fmt, "rate": float(done["n_formatted"].sum() / max(1, done["k"].sum())),
+    return {"requested": "boxed", "rate": float(done["n_formatted"].sum() / max(1, done["k"].sum())),
             "problems_below_half": int((done["n_formatted"] < done["k"] / 2).sum())}
 
 
@@ -351,8 +357,7 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
     meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
     meta["rows"] = table.height
     meta["samples"] = int(table["k"].sum())
-    prompt = (meta.get("config") or {}).get("prompt") or {}
-    meta["format"] = format_summary(table, requested_format(PromptConfig(**prompt)))
+    meta["format"] = format_summary(table)
     warn_format(meta["format"]["rate"], meta["format"]["requested"], "the profile's")
     io.write_parquet(out, table, metadata={METADATA_KEY: json.dumps(meta, default=str)})
     io.write_json(Path(out).with_suffix(".json"), meta)

@@ -68,6 +68,23 @@ def requested_format(cfg: PromptConfig) -> str | None:
     return "boxed" if "\\boxed" in text else None
 
 
+ANSWER_FORMATS = ("auto", "boxed", "none")
+
+
+def detect_format(cfg: PromptConfig, prompts: list[list[dict]] | None = None, setting: str = "auto") -> str | None:
+    """The answer format to count: `setting` "boxed"/"none" as given; "auto" asks the prompt config,
+    then the problems' own messages (verl-style data carries its instruction in the prompt): "boxed"
+    when at least half of them mention \\boxed."""
+    if setting not in ANSWER_FORMATS:
+        raise ValueError(f"answer format must be one of {', '.join(ANSWER_FORMATS)}, got {setting!r}")
+    if setting != "auto":
+        return None if setting == "none" else setting
+    if requested_format(cfg) or not prompts:
+        return requested_format(cfg)
+    asking = sum(any("\\boxed" in m["content"] for m in p) for p in prompts)
+    return "boxed" if asking >= len(prompts) / 2 else None
+
+
 def has_format(text: str, fmt: str | None, tail_chars: int = 2000) -> bool | None:
     """Whether a completion carries its answer in the requested format (None when none was requested):
     for "boxed", a \\boxed{} with balanced braces in its last `tail_chars` characters."""

@@ -65,11 +65,14 @@ class SamplingCost:
 
 
 class RolloutSampler:
-    def __init__(self, engine, verifier, tokenizer, prompt: PromptConfig, sampling: SamplingConfig) -> None:
+    def __init__(self, engine, verifier, tokenizer, prompt: PromptConfig, sampling: SamplingConfig,
+                 answer_format: str | None = "auto") -> None:
+        """answer_format: the format whose rate is counted ("boxed", None), or "auto": the one the
+        prompt config asks for (callers that know the problems pass `prompting.detect_format`'s)."""
         self.engine, self.verifier, self.tokenizer = engine, verifier, tokenizer
         self.prompt = prompt
         self.sampling = resolve_stops(sampling, tokenizer)
-        self.answer_format = requested_format(prompt)
+        self.answer_format = requested_format(prompt) if answer_format == "auto" else answer_format
         self.cost = SamplingCost()
 
     def encode(self, messages: list[dict]) -> list[int]:

@@ -28,7 +28,7 @@ import torch
 
 from grpo_data import io
 from grpo_data.problems import level_array
-from grpo_data.prompting import PromptConfig, SamplingConfig
+from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_train.config import TrainConfig, dump_config
@@ -228,7 +228,8 @@ class Trainer:
                                   stop_token_ids=ro.stop_token_ids, logprobs=True)
         prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
         tok = self.learner.tokenizer
-        self.sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg, sampling)
+        fmt = detect_format(prompt_cfg, self.problems["prompt"].head(1000).to_list())
+        self.sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg, sampling, answer_format=fmt)
         self.eval_sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg,
                                            dataclasses.replace(sampling, logprobs=False))
         self.batcher = RolloutBatcher(

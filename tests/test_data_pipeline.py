@@ -288,3 +288,17 @@ def test_evaluation_sets_that_read_as_nothing_are_errors(tmp_path):
     with pytest.raises(ValueError, match="another file than its input"):
         decontaminate_file(tmp_path / "pool.parquet", [aime], tmp_path / "pool.parquet", DecontamConfig(),
                            question_field="Problem")
+
+
+def test_format_detection_reads_the_problems_own_instruction():
+    from grpo_data.prompting import PromptConfig, detect_format
+
+    verl_style = [[{"role": "user", "content": "1+1? Let's think step by step and output the final answer within "
+                                               "\\boxed{}."}]] * 3
+    plain = [[{"role": "user", "content": "1+1?"}]] * 3
+    assert detect_format(PromptConfig(), verl_style) == "boxed"
+    assert detect_format(PromptConfig(), plain) is None
+    assert detect_format(PromptConfig(instruction_suffix="Put it in \\boxed{}."), plain) == "boxed"
+    assert detect_format(PromptConfig(), verl_style, "none") is None
+    with pytest.raises(ValueError, match="answer format must be one of auto, boxed, none"):
+        detect_format(PromptConfig(), plain, "latex")

@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-k", type=int, default=32, help="adaptive: most samples per problem")
     parser.add_argument("--prior-groups", choices=("level", "none"), default="level",
                         help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once")
+    parser.add_argument("--answer-format", choices=("auto", "boxed", "none"), default="auto",
+                        help="format whose rate is counted per problem (auto: the one the instruction or the "
+                        "problems' own prompts ask for)")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--max-tokens", type=int, default=32)
@@ -89,7 +92,7 @@ def options_from_args(args: argparse.Namespace) -> dict:
             "prior_groups": args.prior_groups, "temperature": args.temperature, "top_p": args.top_p,
             "max_tokens": args.max_tokens, "stop": args.stop, "stop_token_ids": stop_ids,
             "system_prompt": args.system_prompt, "instruction_suffix": args.instruction_suffix,
-            "chunk_size": args.chunk_size, "seed": args.seed}
+            "chunk_size": args.chunk_size, "seed": args.seed, "answer_format": args.answer_format}
 
 
 def run(args: argparse.Namespace) -> int:
