@@ -1,18 +1,26 @@
 """The data pipeline at scale (`grpo bench data`): load, dedup, decontaminate and write a million rows.
 
-Input: N synthetic GSM8K-shaped rows (question of ~45 words, worked answer ending in `#### N`) as
-JSON lines, 5% of them broken or repeated in known ways (MESS), and 5,000 evaluation rows of the
-same shape, of which PLANTED are copied into the pool (verbatim, re-cased and re-spaced, or behind
-an added sentence). Timed, in a child process whose peak memory (the whole process tree) is
-sampled: `load_problems` (read, normalize, check golds, dedup) -> `decontaminate` against the
-evaluation rows -> the kept rows written as parquet shards, the rejects beside them. The same run
-on the same rows as one parquet file is measured too (the Hub's format; polars reads it column by
-column).
+Input: N synthetic GSM8K-shaped rows (question of ~45 words with a `$N$` quantity, worked answer
+ending in `#### N`) as JSON lines, and 5,000 evaluation rows (10% of them one-line problems shorter
+than a 13-gram). What makes it a fair test rather than a clean one:
+  - 5% of the pool is broken or repeated in known ways (MESS);
+  - half of all pool and evaluation questions end with the same instruction template (verl's "Let's
+    think step by step and output the final answer within \boxed{}."), which a naive 13-gram match
+    would take for contamination of every row;
+  - PLANTED evaluation rows are copied into the pool: verbatim, re-cased and re-spaced, behind an
+    added sentence, with `$N$` rewritten as `\\(N\\)`, and one-liners behind "Problem: ";
+  - NEAR_MISS pool rows share a 10-word run with an evaluation row (below a 13-gram) and must stay;
+  - gold answers are integers, as GSM8K's are (the fast path judges them without math-verify); what
+    other golds cost is measured apart: distinct LaTeX golds checked per second through the verifier
+    pool (`latex_golds`), the figure to scale a NuminaMath-like load by.
+Timed, in a child process whose memory (the whole process tree) is sampled: `load_problems` (read,
+normalize, check golds, dedup) -> `decontaminate` -> the kept rows written as parquet shards, the
+rejects beside them. The same rows as one parquet file (the Hub's format) are measured too.
 
-Checked after the run, from the files written: every planted row removed (and no other), every
-broken row in the rejects file with the reason it was broken for.
+Checked after the run, from the files written: every planted row removed and no other, every broken
+row in the rejects file with the reason it was broken for, every row accounted for.
 
-Goals (2 cores): the whole run <= 60 s and <= 2 GB peak.
+Goals (2 cores): the whole run <= 60 s (child start-up and imports included) and <= 2 GB peak.
 """
 
 from __future__ import annotations
@@ -40,28 +48,56 @@ MESS = {
     "conflicting_duplicate": (0.005, "conflicting_duplicate"),
 }
 EVAL_ROWS = 5_000
+SHORT_EVAL_SHARE = 0.1
 PLANTED = 1_000
-WORDS = [f"{a}{b}" for a in ("ba", "ke", "lo", "mi", "nu", "po", "ra", "si", "tu", "ve", "xa", "zo", "di", "fe")
-         for b in range(400)]
+NEAR_MISS = 1_000
+LATEX_GOLDS = 5_000
+TEMPLATE = " Let's think step by step and output the final answer within \\boxed{}."
+WORDS = np.array([f"{a}{b}" for a in ("ba", "ke", "lo", "mi", "nu", "po", "ra", "si", "tu", "ve", "xa", "zo", "di",
+                                      "fe") for b in range(400)])
 
 
-def _question(rng: np.random.Generator, n_words: int = 45) -> str:
-    w = rng.choice(WORDS, size=n_words)
-    return " ".join(w[:20]) + f" has {rng.integers(2, 99)} items. " + " ".join(w[20:]) + "?"
+def _questions(rng: np.random.Generator, n: int, n_words: int = 45) -> list[str]:
+    words = rng.choice(WORDS, size=(n, n_words)).tolist()
+    counts, template = rng.integers(2, 999, size=n).tolist(), (rng.random(n) < 0.5).tolist()
+    return [" ".join(w[:20]) + f" has ${c}$ items. " + " ".join(w[20:]) + "?" + (TEMPLATE if t else "")
+            for w, c, t in zip(words, counts, template, strict=True)]
 
 
-def _answer(rng: np.random.Generator, value: int) -> str:
-    return " ".join(rng.choice(WORDS, size=40)) + f" <<{value}>>\n#### {value}"
+def _one_liner(rng: np.random.Generator) -> str:
+    return f"Compute ${rng.integers(2, 99)} \\cdot {rng.integers(2, 99)}$ " + " ".join(rng.choice(WORDS, size=4)) + "."
+
+
+def _answers(rng: np.random.Generator, n: int) -> list[str]:
+    words = rng.choice(WORDS, size=(n, 40)).tolist()
+    values = rng.integers(1, 9999, size=n).tolist()
+    return [" ".join(w) + f" <<{v}>>\n#### {v}" for w, v in zip(words, values, strict=True)]
+
+
+def latex_gold_rate(n: int = LATEX_GOLDS) -> dict:
+    """Distinct LaTeX gold answers checked per second by `check_golds` (verifier pool start included)."""
+    from grpo_data.loaders import check_golds
+
+    forms = ["\\sqrt{{{v}}}", "{v}\\pi", "x^2+{v}", "\\frac{{\\sqrt{{{v}}}}}{{2}}", "({v}, \\infty)"]
+    golds = pl.Series([forms[i % len(forms)].format(v=i // len(forms) + 2) for i in range(n)])
+    t = time.monotonic()
+    bad = check_golds(golds, None)
+    seconds = time.monotonic() - t
+    return {"golds": n, "unparseable": len(bad), "seconds": seconds, "golds_per_s": n / seconds,
+            "workers": os.cpu_count()}
 
 
 def make_data(folder: Path, n: int, seed: int = 0) -> dict:
     """Write pool.jsonl, pool.parquet and eval.jsonl; return what was planted where."""
     rng = np.random.default_rng(seed)
-    evals = [{"question": _question(rng), "answer": _answer(rng, int(rng.integers(1, 9999)))} for _ in range(EVAL_ROWS)]
-    rows: list[dict | str] = [{"question": _question(rng), "answer": _answer(rng, int(rng.integers(1, 9999)))}
-                              for _ in range(n)]
+    n_short = int(SHORT_EVAL_SHARE * EVAL_ROWS)
+    evals = [{"question": q, "answer": a} for q, a in zip(
+        [_one_liner(rng) for _ in range(n_short)] + _questions(rng, EVAL_ROWS - n_short), _answers(rng, EVAL_ROWS),
+        strict=True)]
+    rows: list[dict | str] = [{"question": q, "answer": a}
+                              for q, a in zip(_questions(rng, n), _answers(rng, n), strict=True)]
     positions = rng.permutation(np.arange(1000, n))  # leave early rows clean: duplicates copy them
-    cursor, expected, planted = 0, {}, {}
+    cursor, expected, planted, near = 0, {}, {}, {}
     for kind, (share, reason) in MESS.items():
         for pos in positions[cursor:cursor + int(share * n)].tolist():
             src = rows[int(rng.integers(0, 1000))]
@@ -82,14 +118,23 @@ def make_data(folder: Path, n: int, seed: int = 0) -> dict:
             expected[pos] = reason
         cursor += int(share * n)
     for j, pos in enumerate(positions[cursor:cursor + PLANTED].tolist()):
-        e = evals[j]
+        e = evals[j] if j % 5 == 4 else evals[n_short + j]  # every fifth a one-liner
         q = e["question"]
-        if j % 3 == 1:
+        if j % 5 == 4:
+            q = "Problem: " + q
+        elif j % 5 == 1:
             q = q.upper().replace(" ", "  ")
-        elif j % 3 == 2:
+        elif j % 5 == 2:
             q = "Read carefully. " + q
+        elif j % 5 == 3:
+            q = q.replace("$", "\\(", 1).replace("$", "\\)", 1)
         rows[pos] = {"question": q, "answer": e["answer"]}
         planted[pos] = j
+    cursor += PLANTED
+    for j, pos in enumerate(positions[cursor:cursor + NEAR_MISS].tolist()):
+        words = evals[n_short + PLANTED + j]["question"].split()
+        rows[pos]["question"] = " ".join(words[25:35]) + " " + rows[pos]["question"]  # a 10-word run
+        near[pos] = j
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / "pool.jsonl", "w") as fh:
         for r in rows:
@@ -99,7 +144,7 @@ def make_data(folder: Path, n: int, seed: int = 0) -> dict:
     with open(folder / "eval.jsonl", "w") as fh:
         for r in evals:
             fh.write(json.dumps(r) + "\n")
-    return {"expected_rejects": expected, "planted": planted}
+    return {"expected_rejects": expected, "planted": planted, "near_miss": near}
 
 
 # ---------------------------------------------------------------- the timed run (child process)
@@ -126,17 +171,28 @@ def run_pipeline(pool: str, evals: str, out: str) -> dict:
             "removed_contaminated": result.removed.height, "shard_files": len(written)}
 
 
-def _tree_rss_kb(pid: int) -> int:
-    """Resident memory of a process and all its descendants (kB), from /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
+def _children(pid: int) -> list[int]:
+    """Child pids from /proc/PID/task/*/children (cheap), else by scanning /proc."""
+    try:
+        out = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                out += [int(x) for x in fh.read().split()]
+        return out
+    except OSError:
+        found = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
             try:
                 with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(entry))
+                    if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                        found.append(int(entry))
             except (OSError, IndexError, ValueError):
                 continue
+        return found
+
+
+def _tree_rss_kb(pid: int) -> int:
+    """Resident memory of a process and all its descendants (kB), from /proc."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
@@ -144,8 +200,8 @@ def _tree_rss_kb(pid: int) -> int:
             with open(f"/proc/{p}/status") as fh:
                 total += next(int(line.split()[1]) for line in fh if line.startswith("VmRSS:"))
         except (OSError, StopIteration):
-            pass
-        todo += children.get(p, [])
+            continue
+        todo += _children(p)
     return total
 
 
@@ -160,7 +216,7 @@ def measure(pool: Path, evals: Path, out: Path) -> dict:
     def poll() -> None:
         while proc.poll() is None:
             peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
-            time.sleep(0.05)
+            time.sleep(0.02)
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
@@ -170,7 +226,7 @@ def measure(pool: Path, evals: Path, out: Path) -> dict:
         raise RuntimeError(f"data bench child failed:\n{stderr[-3000:]}")
     result = json.loads(stdout.strip().splitlines()[-1])
     result["wall_seconds_with_startup"] = time.monotonic() - start
-    result["peak_rss_mb"] = peak[0] / 1024
+    result["peak_rss_mb"] = peak[0] / 1024  # sum over the process tree, sampled every 20 ms
     return result
 
 
@@ -184,11 +240,13 @@ def check(out: Path, truth: dict, n: int) -> dict:
     contaminated = set(rejects.filter(pl.col("reason") == "contaminated")["row"].to_list())
     kept = pl.read_parquet(out / "shards" / "*.parquet")
     meta_rows = kept.select(pl.col("meta").str.json_path_match("$.row").cast(pl.Int64))["meta"]
-    planted_kept = len(set(truth["planted"]) & set(meta_rows.to_list()))
+    kept_rows = set(meta_rows.to_list())
+    planted_kept = len(set(truth["planted"]) & kept_rows)
     return {"broken_rows": len(exp), "broken_in_rejects": len(exp) - len(missing), "broken_wrong_reason": len(wrong_reason),
             "planted": len(truth["planted"]), "planted_removed": len(truth["planted"]) - planted_kept,
             "contaminated_rows_removed": len(contaminated),
             "false_positive_removals": len(contaminated - set(truth["planted"])),
+            "near_misses": len(truth["near_miss"]), "near_misses_kept": len(set(truth["near_miss"]) & kept_rows),
             "rows_accounted": kept.height + rejects.height == n}
 
 
@@ -205,12 +263,14 @@ def run(quick: bool = False, n: int | None = None) -> dict:
             r = measure(tmp / "in" / f"pool.{fmt}", tmp / "in" / "eval.jsonl", out)
             r["checks"] = check(out, truth, n) if fmt == "jsonl" else check_parquet(out, truth, n)
             results[fmt] = r
-    goals = {fmt: {"total_s_le_60": r["seconds"]["total"] <= 60, "peak_le_2gb": r["peak_rss_mb"] <= 2048,
+    goals = {fmt: {"total_s_le_60": r["wall_seconds_with_startup"] <= 60,
+                   "peak_le_2gb": max(r["peak_rss_mb"], r["main_process_maxrss_mb"]) <= 2048,
                    "every_planted_removed": r["checks"]["planted_removed"] == r["checks"]["planted"],
                    "every_broken_row_rejected": r["checks"]["broken_in_rejects"] == r["checks"]["broken_rows"]}
              for fmt, r in results.items()}
     return {"rows": n, "mess_share": sum(s for s, _ in MESS.values()), "eval_rows": EVAL_ROWS, "planted": PLANTED,
-            "generate_seconds_untimed": gen_s, "results": results, "goals": goals}
+            "near_miss": NEAR_MISS, "template_share": 0.5, "generate_seconds_untimed": gen_s, "results": results,
+            "goals": goals, "latex_golds": latex_gold_rate(1000 if n < 1_000_000 else LATEX_GOLDS)}
 
 
 def check_parquet(out: Path, truth: dict, n: int) -> dict:
@@ -220,4 +280,9 @@ def check_parquet(out: Path, truth: dict, n: int) -> dict:
 
 
 if __name__ == "__main__":  # the child process of `measure`
-    print(json.dumps(run_pipeline(*sys.argv[1:4])))
+    out = run_pipeline(*sys.argv[1:4])
+    # the kernel's high-water marks (they catch spikes between the parent's samples): this process,
+    # and the largest of its finished children (the verifier pool's workers)
+    with open("/proc/self/status") as fh:  # VmHWM: this process's own peak (ru_maxrss survives exec)
+        out["main_process_maxrss_mb"] = next(int(x.split()[1]) for x in fh if x.startswith("VmHWM:")) / 1024
+    print(json.dumps(out))

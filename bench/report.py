@@ -25,11 +25,17 @@ def summary_lines(name: str, r: dict) -> list[str]:
         lines = []
         for fmt, x in r["results"].items():
             s, c = x["seconds"], x["checks"]
-            lines.append(f"- {r['rows']:,} rows as {fmt}: {_fmt(s['total'])} s in all (load {_fmt(s['load'])}, decontaminate "
-                         f"{_fmt(s['decontaminate'])}, write {_fmt(s['write'])}; goal <= 60 s), peak {_fmt(x['peak_rss_mb'])} MB "
-                         f"(process tree; goal <= 2048); planted evaluation rows removed {c['planted_removed']}/{c['planted']}, "
-                         f"other rows removed {c['false_positive_removals']}; broken rows in the rejects file "
+            lines.append(f"- {r['rows']:,} rows as {fmt}: {_fmt(x['wall_seconds_with_startup'])} s with start-up (load "
+                         f"{_fmt(s['load'])}, decontaminate {_fmt(s['decontaminate'])}, write {_fmt(s['write'])}; goal <= 60 s), "
+                         f"peak {_fmt(x['peak_rss_mb'])} MB over the process tree sampled, main process high-water mark "
+                         f"{_fmt(x['main_process_maxrss_mb'])} MB (goal <= 2048); planted evaluation rows removed "
+                         f"{c['planted_removed']}/{c['planted']}, other rows removed {c['false_positive_removals']}, near "
+                         f"misses kept {c['near_misses_kept']}/{c['near_misses']}; broken rows in the rejects file "
                          f"{c['broken_in_rejects']}/{c['broken_rows']} ({c['broken_wrong_reason']} with another reason)")
+        g = r.get("latex_golds")
+        if g:
+            lines.append(f"- distinct LaTeX gold answers checked through the verifier pool: {_fmt(g['golds_per_s'])}/s "
+                         f"({g['golds']} in {_fmt(g['seconds'])} s, pool start included); integer golds need no pool")
         return lines
     if name == "scheduler":
         sim, t = r["simulation"], r["timing"]

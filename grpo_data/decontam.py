@@ -43,7 +43,7 @@ BITMAP_BITS = 24  # membership prefilter: a 2 MB bit table of the evaluation has
 _MASK = np.uint64((1 << BITMAP_BITS) - 1)
 _P = np.uint64(1_000_003)  # multiplier of the n-gram hash
 _SEED = 17  # polars word-hash seed: one value for both sides, within one run
-BLOCK = 200_000  # pool rows per block
+BLOCK = 50_000  # pool rows per block: bounds the (words,) arrays alive at once
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,14 +186,20 @@ def _first_reason(*pairs: tuple[pl.Expr, str, pl.Expr | str]) -> list[pl.Expr]:
     return [reason.alias("_reason"), detail.alias("_detail")]
 
 
-def canonicalize(part: Part, preset: Preset, limits: LoadLimits, count_tokens=None) -> pl.DataFrame:
-    """Canonical columns plus `_label`, `_row`, `_reason`, `_detail`, `_explicit` and `_key` (the
-    normalized prompt text that ids and duplicates are judged on) for every record of a part."""
-    df = part.frame
-    if preset.extract_answer is not None:
-        df = df.with_columns(_extract_answers(df["a_text"], preset).alias("_extracted"))
-    else:
-        df = df.with_columns(pl.col("a_text").alias("_extracted"))
+def canonical_chunks(part: Part, preset: Preset, limits: LoadLimits, count_tokens=None) -> Iterator[pl.DataFrame]:
+    """`canonicalize` of each chunk of a part."""
+    for frame in part.chunks():
+        yield canonicalize(frame, part.label, part.source, preset, limits, count_tokens)
+
+
+def canonicalize(df: pl.DataFrame, label: str, source: str, preset: Preset, limits: LoadLimits,
+                 count_tokens=None) -> pl.DataFrame:
+    """Canonical columns plus `_label`, `_row`, `_reason`, `_detail`, `_explicit` and `_k1`/`_k2`
+    for a chunk of a part's records. `_k1`/`_k2` are two 64-bit hashes of the normalized prompt text
+    (`problems.prompt_text`, which ids are the sha1 of): duplicates are judged on them, so the text
+    itself, as long as the prompt, is not kept for the whole load."""
+    extracted = (_extract_answers(df["a_text"], preset) if preset.extract_answer is not None else df["a_text"])
+    df = df.with_columns(extracted.alias("_extracted")).drop("a_text")  # the worked solutions are done with
     prompt = pl.when(pl.col("q_msgs").is_not_null()).then(pl.col("q_msgs")).otherwise(
         pl.concat_list(pl.struct(pl.lit("user").alias("role"), pl.col("q_text").alias("content"))))
     # a plain question's key is computed on the string; only message lists go through list.eval
@@ -220,14 +226,15 @@ def canonicalize(part: Part, preset: Preset, limits: LoadLimits, count_tokens=No
         df = df.with_columns(pl.Series("_tokens", counts, dtype=pl.Int64)).with_columns(*_first_reason(
             (pl.col("_tokens") > limits.max_prompt_tokens, "prompt_too_long",
              pl.format("{} tokens > {}", pl.col("_tokens"), pl.lit(limits.max_prompt_tokens)))))
-    label = json.dumps(part.label, ensure_ascii=False)
+    quoted = json.dumps(label, ensure_ascii=False)
     return df.with_columns(
         pl.col("id_raw").is_not_null().alias("_explicit"),
         pl.coalesce(pl.col("id_raw"), problem_ids(df["_key"])).alias("id"),
-        pl.coalesce(pl.col("src"), pl.lit(part.source)).alias("source"),
-        pl.concat_str(pl.lit('{"file": ' + label + ', "row": '), pl.col("_row").cast(pl.String), pl.lit("}")).alias("meta"),
-        pl.lit(part.label).alias("_label"),
-    ).select("_label", "_row", "_reason", "_detail", "_explicit", "_key", *SCHEMA)
+        pl.coalesce(pl.col("src"), pl.lit(source)).alias("source"),
+        pl.concat_str(pl.lit('{"file": ' + quoted + ', "row": '), pl.col("_row").cast(pl.String), pl.lit("}")).alias("meta"),
+        pl.lit(label).alias("_label"),
+        pl.col("_key").hash(seed=1).alias("_k1"), pl.col("_key").hash(seed=2).alias("_k2"),
+    ).select("_label", "_row", "_reason", "_detail", "_explicit", "_k1", "_k2", *SCHEMA)
 
 
 # ---------------------------------------------------------------- global checks
@@ -252,14 +259,15 @@ def check_golds(answers: pl.Series, verifier) -> dict[str, str]:
 
 def _duplicates_in_order(df: pl.DataFrame) -> pl.DataFrame:
     """mark_duplicates row by row, for tables whose explicit ids collide (the order of checks matters)."""
-    live = df.select(pl.col("_reason").is_null(), "_explicit", "id", "_key", "answer",
+    live = df.select(pl.col("_reason").is_null(), "_explicit", "id", pl.struct("_k1", "_k2").alias("_key"), "answer",
                      normalize_expr(pl.col("answer")).alias("_norm"))
     reasons, details = df["_reason"].to_list(), df["_detail"].to_list()
-    seen_prompt: dict[str, tuple[str, str]] = {}
+    seen_prompt: dict[tuple[int, int], tuple[str, str]] = {}
     seen_id: set[str] = set()
     for i, (ok, explicit, rid, key, answer, norm) in enumerate(live.iter_rows()):
         if not ok:
             continue
+        key = (key["_k1"], key["_k2"])
         if explicit and rid in seen_id:
             reasons[i], details[i] = "duplicate_id", f"id '{rid}' seen before"
         elif key in seen_prompt:
@@ -277,7 +285,7 @@ def _duplicates_in_order(df: pl.DataFrame) -> pl.DataFrame:
 def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
     """Set duplicate_id / duplicate / conflicting_duplicate on rows that so far have no reason, in
     order: a row is a duplicate_id when an earlier kept row has its explicit id, else a duplicate when
-    an earlier kept row has the same normalized prompt (`_key`) and answer, a conflicting_duplicate
+    an earlier kept row has the same normalized prompt (`_k1`, `_k2`) and answer, a conflicting_duplicate
     when the answer differs (the detail names the earlier answer).
 
     Without colliding explicit ids (the usual case) this is column work; with them, a loop over the
@@ -285,10 +293,10 @@ def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
     live = pl.col("_reason").is_null()
     if df.filter(live & pl.col("_explicit"))["id"].is_duplicated().any():
         return _duplicates_in_order(df)
-    df = df.with_columns(pl.col("_key").is_first_distinct().over(live).alias("_first"))
+    df = df.with_columns(pl.struct("_k1", "_k2").is_first_distinct().over(live).alias("_first"))
     firsts = df.filter(pl.col("_reason").is_null() & pl.col("_first")).select(
-        "_key", normalize_expr(pl.col("answer")).alias("_first_norm"), pl.col("answer").alias("_first_answer"))
-    df = df.join(firsts, on="_key", how="left", maintain_order="left")
+        "_k1", "_k2", normalize_expr(pl.col("answer")).alias("_first_norm"), pl.col("answer").alias("_first_answer"))
+    df = df.join(firsts, on=["_k1", "_k2"], how="left", maintain_order="left")
     dup = pl.col("_reason").is_null() & ~pl.col("_first")
     same = normalize_expr(pl.col("answer")) == pl.col("_first_norm")
     df = df.with_columns(*_first_reason(
@@ -355,8 +363,7 @@ def _token_counter(tokenizer: str | None) -> Callable[[str], int] | None:
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
 
 
-def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), verifier=None,
-                 progress: Callable[[str], None] | None = None) -> LoadResult:
+def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), verifier=None) -> LoadResult:
     """Read every source, check limits, gold answers and duplicates across all of them (in source order)."""
     if limits.max_prompt_tokens is not None and limits.tokenizer is None:
         raise DataError("max_prompt_tokens needs a tokenizer (path or Hub name) to count tokens")
@@ -370,11 +377,10 @@ def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), v
             if part.label in parts:
                 raise DataError(f"{part.label}: named twice in one load")
             parts[part.label] = part
-            frames.append(canonicalize(part, src.preset, limits, count_tokens).with_columns(
-                pl.lit(number, dtype=pl.Int64).alias("_origin")))
-            if progress is not None:
-                progress(f"read {part.label}: {part.frame.height} rows")
-    df = pl.concat(frames, rechunk=True) if frames else None
+            for chunk in canonical_chunks(part, src.preset, limits, count_tokens):
+                frames.append(chunk.with_columns(pl.lit(number, dtype=pl.Int64).alias("_origin")))
+                logger.debug("read %s: %d rows so far", part.label, int(chunk["_row"].max() or 0) + 1)
+    df = pl.concat(frames, rechunk=False) if frames else None  # no copy of the chunks
     if df is None or df.height == 0:
         return LoadResult(pl.DataFrame(schema=SCHEMA), n_read=0)
     bad = check_golds(df.filter(pl.col("_reason").is_null())["answer"], verifier)
@@ -407,7 +413,10 @@ def read_eval_rows(spec: str, preset: Preset, split: str | list[str] = "test",
     unusable = ["malformed_row", "missing_question", "non_string_question", "empty_question"]
     frames = []
     for part in read_parts(spec, fields_of(preset), parse_splits(split), parse_configs(hub_config)):
-        df = canonicalize(part, preset, LoadLimits(max_prompt_chars=2**62))
+        chunks = list(canonical_chunks(part, preset, LoadLimits(max_prompt_chars=2**62)))
+        if not chunks:
+            raise DataError(f"{part.label}: holds no rows")
+        df = pl.concat(chunks)
         usable = df.filter(pl.col("_reason").is_null() | ~pl.col("_reason").is_in(unusable))
         if usable.height == 0:  # checking against nothing would look like a clean pool
             why = df.group_by("_reason").len().sort("len", descending=True).head(3).iter_rows()

@@ -1,13 +1,15 @@
 """Read a dataset's records into columnar frames of the fields a preset names.
 
     for part in read_parts(spec, fields, splits=["train"], configs=None):
-        part.frame      # one row per record: _row, q_text / q_msgs, a_text, id_raw, level, src, _reason, _detail
+        for frame in part.chunks():  # <= CHUNK rows each: _row, q_text / q_msgs, a_text, id_raw, level, src, ...
+            ...
         part.raw(rows)  # the original records of those rows, as JSON text (for the rejects file)
 
 Inputs: `.jsonl`/`.json`/`.parquet`/`.csv` files, folders of them, `datasets.save_to_disk` folders
 (a DatasetDict, or one sub-folder per config), and Hub dataset names (one or several configs and
 splits). Parquet, CSV and Arrow-backed datasets are read column by column in polars, only the columns
-the fields name. JSON lines are decoded by Python's `json` in blocks: polars' ndjson reader stops at
+the fields name, CHUNK rows at a time, so memory follows the chunk and not the file. JSON lines are
+decoded by Python's `json` in blocks: polars' ndjson reader stops at
 the first malformed line and silently turns a list answer into the string "[1]", and both must
 become named rejects instead.
 
@@ -28,7 +30,7 @@ import polars as pl
 from grpo_data.problems import MESSAGE
 
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
-JSON_BLOCK = 100_000  # JSON lines decoded per block (bounds the Python objects alive at once)
+CHUNK = 100_000  # records per frame handed on (bounds the Python objects and raw text alive at once)
 
 EXTRACTED = pl.Schema({
     "_row": pl.Int64, "q_text": pl.String, "q_msgs": pl.List(MESSAGE), "a_text": pl.String,
@@ -57,12 +59,12 @@ class Part:
 
     label:  names the part in rejects and meta (a file path, or `name:config[split]`).
     source: the rows' `source` unless a source field gives one.
-    frame:  EXTRACTED columns, one row per record, in input order.
+    chunks: () -> frames of EXTRACTED columns, one row per record, in input order, <= CHUNK rows each.
     raw:    rows -> {row: original record as JSON text}, read again on demand."""
 
     label: str
     source: str
-    frame: pl.DataFrame
+    chunks: Callable[[], Iterator[pl.DataFrame]]
     raw: Callable[[list[int]], dict[int, str]]
 
 
@@ -171,8 +173,8 @@ def _records_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=EXTRACTED) if rows else pl.DataFrame(schema=EXTRACTED)
 
 
-def _jsonl_part(path: Path, fields: Fields) -> pl.DataFrame:
-    blocks, rows = [], []
+def _jsonl_chunks(path: Path, fields: Fields) -> Iterator[pl.DataFrame]:
+    rows = []
     with open(path, encoding="utf-8") as fh:
         for i, line in enumerate(fh):
             if not line.strip():
@@ -184,11 +186,11 @@ def _jsonl_part(path: Path, fields: Fields) -> pl.DataFrame:
                 row = extract_record(None, fields, f"line {i + 1} is not JSON: {exc.msg}")
             row["_row"] = i
             rows.append(row)
-            if len(rows) >= JSON_BLOCK:
-                blocks.append(_records_frame(rows))
+            if len(rows) >= CHUNK:
+                yield _records_frame(rows)
                 rows = []
-    blocks.append(_records_frame(rows))
-    return pl.concat(blocks, rechunk=True)
+    if rows:
+        yield _records_frame(rows)
 
 
 def _jsonl_raw(path: Path) -> Callable[[list[int]], dict[int, str]]:
@@ -212,15 +214,19 @@ def _json_records(path: Path) -> list:
     return data
 
 
-def _json_part(path: Path, fields: Fields) -> tuple[pl.DataFrame, Callable]:
+def _json_chunks(path: Path, fields: Fields) -> Iterator[pl.DataFrame]:
     data = _json_records(path)
-    rows = [{**extract_record(rec, fields, "not an object"), "_row": i} for i, rec in enumerate(data)]
+    for start in range(0, len(data), CHUNK):
+        yield _records_frame([{**extract_record(rec, fields, "not an object"), "_row": start + i}
+                              for i, rec in enumerate(data[start:start + CHUNK])])
 
+
+def _json_raw(path: Path) -> Callable[[list[int]], dict[int, str]]:
     def raw(want: list[int]) -> dict[int, str]:
         again = _json_records(path)
         return {i: json.dumps(again[i], default=str, ensure_ascii=False) for i in want}
 
-    return _records_frame(rows), raw
+    return raw
 
 
 # ---------------------------------------------------------------- columnar records (parquet, csv, Arrow)
@@ -278,18 +284,24 @@ def _reason(cond: pl.Expr, reason: str, detail: str) -> tuple[pl.Expr, pl.Expr]:
     return pl.when(cond).then(pl.lit(reason)), pl.when(cond).then(pl.lit(detail))
 
 
-def extract_columns(df: pl.DataFrame, fields: Fields) -> pl.DataFrame:
-    """EXTRACTED columns from a columnar frame, with the same reasons as `extract_record`. A field
-    inside a JSON-text column (verl's `reward_model` written as a string) is read row by row through
-    `extract_record`, which opens the JSON and sees a list answer as a list, not as "[1]"."""
+def extract_columns(df: pl.DataFrame, fields: Fields, offset: int = 0) -> pl.DataFrame:
+    """EXTRACTED columns from a columnar frame (its first row is record `offset`), with the same
+    reasons as `extract_record`. A field inside a JSON-text column (verl's `reward_model` written as
+    a string) is read row by row through `extract_record`, which opens the JSON and sees a list
+    answer as a list, not as "[1]"."""
     try:
-        return _extract_columns(df, fields)
+        return _extract_columns(df, fields, offset)
     except _JSONText:
-        rows = [{**extract_record(rec, fields), "_row": i} for i, rec in enumerate(df.iter_rows(named=True))]
+        rows = [{**extract_record(rec, fields), "_row": offset + i} for i, rec in enumerate(df.iter_rows(named=True))]
         return _records_frame(rows)
 
 
-def _extract_columns(df: pl.DataFrame, fields: Fields) -> pl.DataFrame:
+def _frame_chunks(df: pl.DataFrame, fields: Fields) -> Iterator[pl.DataFrame]:
+    for start in range(0, df.height, CHUNK):
+        yield extract_columns(df.slice(start, CHUNK), fields, start)
+
+
+def _extract_columns(df: pl.DataFrame, fields: Fields, offset: int) -> pl.DataFrame:
     schema = df.schema
     none_s, none_i = pl.lit(None, dtype=pl.String), pl.lit(None, dtype=pl.Int64)
     checks: list[tuple[pl.Expr, pl.Expr]] = []
@@ -332,7 +344,7 @@ def _extract_columns(df: pl.DataFrame, fields: Fields) -> pl.DataFrame:
     reason = pl.coalesce([c[0] for c in checks]) if checks else none_s
     detail = pl.coalesce([c[1] for c in checks]) if checks else none_s
     return df.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"),
+        (pl.int_range(pl.len(), dtype=pl.Int64) + offset).alias("_row"),
         q_text.alias("q_text"), q_msgs.alias("q_msgs"), a_text.alias("a_text"),
         pl.when(id_raw != "").then(id_raw).alias("id_raw"),
         (none_i if lv is None else _level_expr(lv, lt)).alias("level"),
@@ -370,51 +382,66 @@ def _parquet_raw(path: Path) -> Callable[[list[int]], dict[int, str]]:
     return raw
 
 
-def _columnar_file(path: Path, fields: Fields) -> tuple[pl.DataFrame, Callable]:
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        lf = pl.scan_parquet(path)
-        schema = lf.collect_schema()
-        df = lf.select(needed_columns(schema, fields)).collect(engine="streaming")
-        if not df.width:  # none of the fields exist: still one row per record
-            df = pl.DataFrame({"_n": pl.int_range(lf.select(pl.len()).collect().item(), eager=True)})
-        return extract_columns(df, fields), _parquet_raw(path)
-    df = pl.read_csv(path, infer_schema=False)  # every cell a string: no guessing of types
-    return extract_columns(df, fields), _frame_raw(lambda: pl.read_csv(path, infer_schema=False))
+def _parquet_chunks(path: Path, fields: Fields) -> Iterator[pl.DataFrame]:
+    """Only the needed columns, CHUNK rows at a time (the reader skips the row groups outside a slice)."""
+    lf = pl.scan_parquet(path)
+    columns = needed_columns(lf.collect_schema(), fields)
+    rows = lf.select(pl.len()).collect().item()
+    for start in range(0, rows, CHUNK):
+        if columns:
+            df = lf.select(columns).slice(start, CHUNK).collect()
+        else:  # none of the fields exist: still one row per record
+            df = pl.DataFrame({"_n": pl.int_range(min(CHUNK, rows - start), eager=True)})
+        yield extract_columns(df, fields, start)
+
+
+def _csv_chunks(path: Path, fields: Fields) -> Iterator[pl.DataFrame]:
+    yield from _frame_chunks(pl.read_csv(path, infer_schema=False), fields)  # every cell a string: no type guessing
+
+
+def _guarded(path: Path, chunks: Callable[[], Iterator[pl.DataFrame]]) -> Callable[[], Iterator[pl.DataFrame]]:
+    """The chunks of a file, with any failure to read it turned into a DataError naming the file."""
+
+    def read() -> Iterator[pl.DataFrame]:
+        try:
+            yield from chunks()
+        except (DataError, FileNotFoundError):
+            raise
+        except Exception as exc:
+            raise DataError(
+                f"{path}: cannot read as {path.suffix[1:]} ({type(exc).__name__}: {exc}); "
+                f"accepted inputs: {', '.join(FILE_SUFFIXES)} files, folders of them, datasets.save_to_disk "
+                "folders, or a Hub dataset name"
+            ) from exc
+
+    return read
 
 
 def _read_file(path: Path, fields: Fields) -> Part:
     suffix = path.suffix.lower()
     if suffix not in FILE_SUFFIXES:
         raise DataError(f"{path}: unsupported file type; accepted: {', '.join(FILE_SUFFIXES)}")
-    try:
-        if suffix == ".jsonl":
-            frame, raw = _jsonl_part(path, fields), _jsonl_raw(path)
-        elif suffix == ".json":
-            frame, raw = _json_part(path, fields)
-        else:
-            frame, raw = _columnar_file(path, fields)
-    except (DataError, FileNotFoundError):
-        raise
-    except Exception as exc:
-        raise DataError(
-            f"{path}: cannot read as {suffix[1:]} ({type(exc).__name__}: {exc}); "
-            f"accepted inputs: {', '.join(FILE_SUFFIXES)} files, folders of them, datasets.save_to_disk "
-            "folders, or a Hub dataset name"
-        ) from exc
-    return Part(str(path), path.stem, frame, raw)
+    if not path.exists():
+        raise FileNotFoundError(path)
+    reader, raw = {".jsonl": (_jsonl_chunks, _jsonl_raw), ".json": (_json_chunks, _json_raw),
+                   ".parquet": (_parquet_chunks, _parquet_raw),
+                   ".csv": (_csv_chunks, lambda p: _frame_raw(lambda: pl.read_csv(p, infer_schema=False)))}[suffix]
+    return Part(str(path), path.stem, _guarded(path, lambda: reader(path, fields)), raw(path))
 
 
 def _dataset_part(ds, label: str, source: str, fields: Fields) -> Part:
     """A `datasets.Dataset` through polars (its Arrow table, only the needed columns)."""
     keep = needed_columns(ds.column_names, fields)
-    df = ds.select_columns(keep).to_polars() if keep else pl.DataFrame({"_n": pl.int_range(len(ds), eager=True)})
+
+    def chunks() -> Iterator[pl.DataFrame]:  # Arrow memory-maps the data: slicing costs no copy
+        df = ds.select_columns(keep).to_polars() if keep else pl.DataFrame({"_n": pl.int_range(len(ds), eager=True)})
+        yield from _frame_chunks(df, fields)
 
     def raw(rows: list[int]) -> dict[int, str]:
         picked = ds.select(sorted(rows))
         return {i: json.dumps(rec, default=str, ensure_ascii=False) for i, rec in zip(sorted(rows), picked, strict=True)}
 
-    return Part(label, source, extract_columns(df, fields), raw)
+    return Part(label, source, chunks, raw)
 
 
 # ---------------------------------------------------------------- sources

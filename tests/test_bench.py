@@ -36,4 +36,4 @@ def test_data_bench_finds_every_planted_and_broken_row():
         c = r["results"][fmt]["checks"]
         assert c["planted_removed"] == c["planted"] == 1000 and c["false_positive_removals"] == 0
         assert c["broken_in_rejects"] == c["broken_rows"] == 1000 and c["broken_wrong_reason"] == 0
-        assert c["rows_accounted"]
+        assert c["rows_accounted"] and c["near_misses_kept"] == c["near_misses"] == 1000
