@@ -379,7 +379,7 @@ def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), v
             parts[part.label] = part
             for chunk in canonical_chunks(part, src.preset, limits, count_tokens):
                 frames.append(chunk.with_columns(pl.lit(number, dtype=pl.Int64).alias("_origin")))
-                logger.debug("read %s: %d rows so far", part.label, int(chunk["_row"].max() or 0) + 1)
+                logger.info("read %s: %d rows so far", part.label, int(chunk["_row"].max() or 0) + 1)
     df = pl.concat(frames, rechunk=False) if frames else None  # no copy of the chunks
     if df is None or df.height == 0:
         return LoadResult(pl.DataFrame(schema=SCHEMA), n_read=0)
