@@ -29,11 +29,13 @@ KINDS = ("number", "choice", "text", "math")
 # "٣" and "５" are digits to Python's \d but not to math-verify.
 _NUMBER = re.compile(r"-?([0-9]+|[0-9]+\.[0-9]+|\.[0-9]+|[0-9]+/[0-9]+|\\[dt]?frac\{-?[0-9]+\}\{-?[0-9]+\}|\\[dt]?frac[0-9][0-9])")
 _UNITS = re.compile(r"^(?:\\\$|\$)\s*|\s*(?:\\%|%|\^\s*\\circ|\^\s*\{\s*\\circ\s*\})$")
+_CURRENCY = re.compile(r"^(?:\\\$|\$)\s*(?=[0-9.])")
 
 _WRAP = r"\\(?:text|textbf|mathrm|mathbf|textit|texttt)\s*\{"
 _WRAPPER = re.compile(r"^" + _WRAP + r"(.*)\}$", re.S)
-# "(C)", "\textbf{(C)}\ 12", "\text{(C) } 12", "(c) twelve": a letter in parentheses, maybe a value after
-_PAREN_CHOICE = re.compile(r"^(?:" + _WRAP + r"\s*)?\(\s*([A-Za-z])\s*\)\s*(\}?)\s*(?:\\[ ,;:!]|~|\\quad|\s)*(.*?)\s*$", re.S)
+# "(C)", "\textbf{(C)}\ 12", "\text{(C) } 12", "(c) twelve": a letter in parentheses, maybe a value
+# after a space ("(x)(x+1)" and "(t) = 3" are not choices)
+_PAREN_CHOICE = re.compile(r"^(?:" + _WRAP + r"\s*)?\(\s*([A-Za-z])\s*\)(\s*\}?)((?:\s|\\[ ,;:!]|~|\\quad)*)(.*?)\s*$", re.S)
 _BARE_CHOICE = re.compile(r"^(?:" + _WRAP + r"\s*)?([A-J])\s*\}?$")
 _ANY_PAREN_LETTER = re.compile(r"\(\s*([A-Za-z])\s*\)")
 _WORDS = re.compile(r"^[A-Za-z]+(?:[ '\-][A-Za-z]+)*$")
@@ -56,12 +58,28 @@ def unwrap(text: str) -> str:
         if len(s) >= 2 and s[0] == "$" and s[-1] == "$":
             s = s.strip("$").strip()
         m = _WRAPPER.match(s)
-        if m and m.group(1).count("{") == m.group(1).count("}"):
+        if m and _balanced(m.group(1)):  # "\text{a}\ \frac{1}{2}" is not one wrapper around everything
             s = m.group(1).strip()
         s = s.rstrip(".").strip()
         if s == before:
             break
     return s
+
+
+def _balanced(text: str) -> bool:
+    """Braces nest properly and never close more than they opened."""
+    depth = 0
+    for ch in text:
+        depth += (ch == "{") - (ch == "}")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def for_math(gold: str) -> str:
+    """A gold answer as math-verify should read it: a leading currency sign off ("\\$5" -> "5"); a
+    percent or degree mark kept (math-verify knows 5\\% = 0.05)."""
+    return _CURRENCY.sub("", gold.strip())
 
 
 def bare_number(gold: str) -> str | None:
@@ -81,9 +99,12 @@ def parse_choice(text: str) -> tuple[str, str] | None:
     s = unwrap(text)
     m = _PAREN_CHOICE.match(s)
     if m:
-        value = m.group(3)
-        if s.startswith("\\") and not m.group(2) and value.endswith("}"):  # \textbf{(C) 12}: the value was inside
+        value = m.group(4)
+        if s.startswith("\\") and "}" not in m.group(2) and value.endswith("}"):  # \textbf{(C) 12}: value inside
             value = value[:-1].strip()
+        separated = m.group(3) or m.group(2).strip(" }") != m.group(2).strip("}") or " " in m.group(2)
+        if value and (not separated or value[0] in "=+-*/^<>" or _ANY_PAREN_LETTER.search(value)):
+            return None  # "(x)(x+1)", "(t) = 3", "(A), (C)": not one choice
         return m.group(1).upper(), unwrap(value) if value else ""
     m = _BARE_CHOICE.match(s)
     return (m.group(1), "") if m else None
@@ -150,11 +171,23 @@ def _first_clause(answer: str) -> str:
     return _CLAUSE_END.sub("", unwrap(answer)).strip()
 
 
+def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
+    """(gold's value, prediction's answer) when a choice gold carries a value (`\\textbf{(B)}\\ \\frac12`)
+    and the prediction states an answer without naming a letter: the two to compare as math."""
+    parsed, answer = parse_choice(gold), final_answer_text(pred)
+    if not parsed or not parsed[1] or answer is None or parse_choice(answer) is not None:
+        return None
+    if _ANY_PAREN_LETTER.search(answer) or (len(unwrap(answer)) == 1 and unwrap(answer).isalpha()):
+        return None
+    return parsed[1], answer
+
+
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer.
 
     A choice is right when the prediction names the gold's letter and no other one ("(C) or (D)" is
-    wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value."""
+    wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value (compared here
+    as a number or words; `verify_answer` compares other values with math-verify)."""
     answer = final_answer_text(pred)
     if answer is None:
         return None, ""
@@ -162,7 +195,7 @@ def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
         letter, value = parse_choice(gold)
         if len({x.upper() for x in _ANY_PAREN_LETTER.findall(answer)}) > 1:
             return False, answer[:80]
-        got = parse_choice(answer)
+        got = parse_choice(answer) or parse_choice(_first_clause(answer))  # "C, since 12 works"
         if got is None and len(unwrap(answer)) == 1 and unwrap(answer).isalpha():
             got = (unwrap(answer).upper(), "")  # a bare lower-case letter, named as the answer
         if got is not None:

@@ -17,11 +17,15 @@ and `9-6` differ.
 
 Boilerplate. A prompt template shared by training and evaluation rows ("Let's think step by step
 and output the final answer within \\boxed{}.") would match every row. An n-gram (or a short
-evaluation row) is boilerplate when it occurs in at least `boilerplate_share` of the evaluation rows
-or of the pool rows (and in at least 2 evaluation rows, or 5 pool rows): real contamination is a few
-problems, not a phrase in every one. Words inside boilerplate n-grams are boilerplate words, and an
-evaluation n-gram made mostly of them (the last word of a problem and the first twelve of the
-template) is ignored as well. How many were ignored is reported.
+evaluation row) is boilerplate when it occurs in at least `boilerplate_share` of the distinct
+evaluation texts (and at least 3: an evaluation set that repeats each problem 32 times, as DAPO's
+AIME copy does, has one text per problem), or in that share of the pool rows (at least 5) that share
+only a few n-grams with its evaluation row (five near-copies of one contaminated problem share most
+of them, and stay contamination). Words inside boilerplate n-grams are boilerplate words: an
+evaluation n-gram made mostly of them (a problem's last word and the template's first twelve) is
+ignored as well, and an evaluation problem whose words outside the template are fewer than n is
+matched by containment of those words (a MATH-500 one-liner in verl's prompt format).
+How many were ignored is reported.
 
 How it scales: words are hashed in polars; n-grams are 64-bit polynomial hashes, all lengths 1..n
 computed incrementally in numpy for a block of rows at once; membership goes through a 2 MB bit
@@ -60,7 +64,7 @@ class DecontamConfig:
     min_words: int = 4
     exact: bool = True
     boilerplate_share: float = 0.01
-    boilerplate_min_eval_rows: int = 2
+    boilerplate_min_eval_rows: int = 3
     boilerplate_min_pool_rows: int = 5
 
     def __post_init__(self) -> None:
@@ -152,16 +156,29 @@ class Lookup:
         return maybe[hit], pos[hit]
 
 
-def mostly_boilerplate(h: np.ndarray, start: np.ndarray, total: int, n: int, common: np.ndarray) -> np.ndarray:
-    """(G,) True for n-word windows (hashes h starting at word `start` of `total`) that are a common
-    n-gram or have more than n/2 of their words inside common n-grams."""
+def covered_words(h: np.ndarray, start: np.ndarray, total: int, n: int, common: np.ndarray) -> np.ndarray:
+    """(total,) True for words inside some n-word window (hashes h starting at word `start`) that is common."""
     is_common = np.isin(h, common)
     edges = np.zeros(total + 1, np.int64)
     np.add.at(edges, start[is_common], 1)
     np.add.at(edges, start[is_common] + n, -1)
-    covered = np.cumsum(edges[:-1]) > 0  # (total,) word lies inside some common n-gram
-    run = np.concatenate([[0], np.cumsum(covered)])
-    return is_common | ((run[start + n] - run[start]) > n // 2)
+    return np.cumsum(edges[:-1]) > 0
+
+
+def mostly_boilerplate(h: np.ndarray, start: np.ndarray, total: int, n: int, common: np.ndarray) -> np.ndarray:
+    """(G,) True for n-word windows that are a common n-gram or have more than n/2 of their words
+    inside common n-grams."""
+    run = np.concatenate([[0], np.cumsum(covered_words(h, start, total, n, common))])
+    return np.isin(h, common) | ((run[start + n] - run[start]) > n // 2)
+
+
+def sequence_hash(words: np.ndarray) -> np.uint64:
+    """The rolling hash of a word-hash sequence (as rolling_hashes gives it for its whole length)."""
+    out = np.uint64(0)
+    with np.errstate(over="ignore"):
+        for w in words:
+            out = out * _P + w
+    return out
 
 
 @dataclass
@@ -189,15 +206,26 @@ def build_index(evals: pl.DataFrame, cfg: DecontamConfig) -> EvalIndex:
     for m, hm, rm, sm in rolling_hashes(flat, lengths, cfg.ngram):
         if m == cfg.ngram:
             h, row, start = hm, rm, sm
-    # boilerplate on the evaluation side: an n-gram that many evaluation rows share, and the n-grams
-    # made mostly of its words
-    limit = max(cfg.boilerplate_min_eval_rows, cfg.boilerplate_share * evals.height)
-    common = _common(h.view(np.int64), row, limit).view(np.uint64)
+    # boilerplate on the evaluation side: an n-gram that many distinct evaluation texts share, and
+    # the n-grams made mostly of its words
+    limit = max(cfg.boilerplate_min_eval_rows, cfg.boilerplate_share * len(np.unique(full)))
+    common = _common(h.view(np.int64), full.view(np.int64)[row], limit).view(np.uint64)
     keep = ~mostly_boilerplate(h, start, len(flat), cfg.ngram, common)
-    short = {}
+    # short problems: whole rows shorter than n, and rows whose words outside the template are
+    short_h: dict[int, list] = {}
+    short_rows: dict[int, list] = {}
     for m in np.unique(lengths[(lengths >= cfg.min_words) & (lengths < cfg.ngram)]).tolist():
         rows_m = np.flatnonzero(lengths == m)
-        short[m] = Lookup.of(full_word_hash(flat, lengths, rows_m), rows_m)
+        short_h[m], short_rows[m] = list(full_word_hash(flat, lengths, rows_m)), list(rows_m)
+    if len(common):
+        covered = covered_words(h, start, len(flat), cfg.ngram, common)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        for r in np.unique(np.repeat(np.arange(len(lengths)), lengths)[covered]).tolist():
+            rest = flat[starts[r]:starts[r] + lengths[r]][~covered[starts[r]:starts[r] + lengths[r]]]
+            if cfg.min_words <= len(rest) < cfg.ngram:
+                short_h.setdefault(len(rest), []).append(sequence_hash(rest))
+                short_rows.setdefault(len(rest), []).append(r)
+    short = {m: Lookup.of(np.array(short_h[m], np.uint64), np.array(short_rows[m], np.int64)) for m in short_h}
     exact = {}
     for i, (value, n) in enumerate(zip(full.tolist(), lengths.tolist(), strict=True)):
         if n:
@@ -278,9 +306,16 @@ def decontaminate(pool: pl.DataFrame, evals: pl.DataFrame, cfg: DecontamConfig =
         for k, x in enumerate(_block_hits(texts.slice(start, BLOCK), index, cfg)):
             parts[k].append(x + start if k in (0, 2, 5) else x)  # pool rows: block-relative -> table rows
     g_row, g_idx, s_row, s_eval, s_words, x_row, x_eval = (np.concatenate(p) for p in parts)
-    # boilerplate on the pool side: an n-gram or short evaluation row that many pool rows contain
+    # boilerplate on the pool side: an n-gram that many pool rows contain while sharing little else
+    # with its evaluation row (near-copies of a contaminated problem share most of its n-grams), or a
+    # short evaluation row contained in many pool rows
     limit = max(cfg.boilerplate_min_pool_rows, cfg.boilerplate_share * pool.height)
-    common_grams, common_short = _common(g_idx, g_row, limit), _common(s_eval, s_row, limit)
+    g_eval_all = index.grams.rows[g_idx]
+    pair_shared = pl.DataFrame({"r": g_row, "e": g_eval_all}).with_columns(pl.len().over("r", "e").alias("n"))["n"]
+    eval_grams = np.bincount(index.grams.rows, minlength=index.rows.height)  # (E,) n-grams each evaluation row has
+    template_like = pair_shared.to_numpy() < 0.5 * eval_grams[g_eval_all]
+    common_grams = _common(g_idx[template_like], g_row[template_like], limit)
+    common_short = _common(s_eval, s_row, max(4 * cfg.boilerplate_min_pool_rows, cfg.boilerplate_share * pool.height))
     if len(common_grams):  # and the evaluation n-grams made mostly of their words
         common_grams = np.union1d(common_grams, index.boilerplate_grams(index.grams.hashes[common_grams], cfg.ngram))
     keep_g, keep_s = ~np.isin(g_idx, common_grams), ~np.isin(s_eval, common_short)

@@ -290,9 +290,10 @@ def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
 
     Without colliding explicit ids (the usual case) this is column work; with them, a loop over the
     rows, because whether a row is kept then depends on which earlier rows were."""
-    live = pl.col("_reason").is_null()
-    if df.filter(live & pl.col("_explicit"))["id"].is_duplicated().any():
+    live = df.filter(pl.col("_reason").is_null())
+    if (live["_explicit"] & live["id"].is_duplicated()).any():  # with another explicit id, or a hashed one
         return _duplicates_in_order(df)
+    live = pl.col("_reason").is_null()
     df = df.with_columns(pl.struct("_k1", "_k2").is_first_distinct().over(live).alias("_first"))
     firsts = df.filter(pl.col("_reason").is_null() & pl.col("_first")).select(
         "_k1", "_k2", normalize_expr(pl.col("answer")).alias("_first_norm"), pl.col("answer").alias("_first_answer"))

@@ -90,8 +90,11 @@ def parse_mixture(raw: dict, where: str = "mixture") -> MixSpec:
         bad = sorted(set(s) - SOURCE_KEYS)
         if bad:
             raise DataError(f"{at}: unknown key(s) {bad}; accepted: {', '.join(sorted(SOURCE_KEYS))}")
-        preset = resolve_preset(s.get("preset"), s.get("question_field"), s.get("answer_field"), s.get("id_field"),
-                                s.get("level_field"))
+        try:
+            preset = resolve_preset(s.get("preset"), s.get("question_field"), s.get("answer_field"),
+                                    s.get("id_field"), s.get("level_field"))
+        except DataError as exc:
+            raise DataError(f"{at}: {str(exc).replace('--', '').replace('-field', '_field')}") from None
         weight = None if s.get("weight") is None else _number(s["weight"], at, "weight")
         cap = None if s.get("cap") is None else _number(s["cap"], at, "cap", int, strict=False)
         entries.append(MixEntry(Source.of(str(s["data"]), preset, s.get("split"), s.get("hub_config")), weight, cap))

@@ -286,7 +286,8 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
         io.write_json(pdir / "metadata.json", metadata)
-    fmt = detect_format(cfg.prompt, problems["prompt"].head(1000).to_list(), cfg.answer_format)
+    sample = problems["prompt"].gather_every(max(1, problems.height // 1000))  # across every source, not the first
+    fmt = detect_format(cfg.prompt, sample.to_list(), cfg.answer_format)
     sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling, answer_format=fmt)
     start, samples_total = time.monotonic(), 0
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)

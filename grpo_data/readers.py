@@ -21,6 +21,7 @@ check runs later on the columns.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -492,13 +493,10 @@ SPLIT_NAMES = ("train", "test", "validation", "valid", "val", "dev", "eval")
 
 
 def _split_of(file: Path, root: Path) -> str | None:
-    """The split a file of a downloaded dataset belongs to, from its name (`train-00000-of-00002.parquet`,
-    `test.jsonl`) or a folder (`train/`), else None."""
-    for part in [*file.relative_to(root).parts[:-1], file.name]:
-        for name in SPLIT_NAMES:
-            if part == name or part.lower().startswith((name + "-", name + "_", name + ".")):
-                return name
-    return None
+    """The split a file of a downloaded dataset belongs to: a split name as a whole word, in any case,
+    in its folders or its name (`train-00000-of-00002.parquet`, `gsm8k_test.jsonl`, `Train/`), else None."""
+    words = re.split(r"[^a-z0-9]+", "/".join(file.relative_to(root).with_suffix("").parts).lower())
+    return next((w for w in words if w in SPLIT_NAMES), None)
 
 
 def split_files(files: list[Path], root: Path, splits: list[str]) -> list[Path]:

@@ -28,7 +28,7 @@ import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
-from grpo_data.answers import answer_kind, bare_number, judge_string
+from grpo_data.answers import answer_kind, choice_value_claim, for_math, judge_string
 
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
@@ -135,9 +135,11 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
         correct, detail = judge_string(gold, tail, kind)
         if correct is None:
             return Verdict(False, "no_answer")
+        claim = choice_value_claim(gold, tail) if kind == "choice" and not correct else None
+        if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
+            return verify_answer(claim[0], f"\\boxed{{{claim[1]}}}", timeout_s, pred_tail_chars)
         return Verdict(True, "ok") if correct else Verdict(False, "wrong", detail)
-    if kind == "number":
-        gold = bare_number(gold)  # "\\$5" -> "5": math-verify reads the bare number
+    gold = for_math(gold)  # "\\$5" -> "5"; a percent stays: math-verify knows 5\\% = 0.05
     gold_check = _math_gold_is_parseable(gold, timeout_s)
     if gold_check.reason != "ok":
         return gold_check

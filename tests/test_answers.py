@@ -51,6 +51,8 @@ def test_amc_choice_forms():
     assert parse_choice("\\textbf{(C) 12}") == ("C", "12")
     assert parse_choice("(c) twelve") == ("C", "twelve")
     assert parse_choice("x") is None and parse_choice("(1, 2)") is None
+    assert parse_choice("\\textbf{(B)}\\ \\frac{1}{2}") == ("B", "\\frac{1}{2}")  # braces nest: not one wrapper
+    assert parse_choice("(x)(x+1)") is None and parse_choice("(t) = 3") is None and parse_choice("(A), (C)") is None
 
 
 @pytest.mark.parametrize("gold,pred,ok,reason", [
@@ -79,6 +81,13 @@ def test_amc_choice_forms():
     ("Yes", "**Answer:** Yes", True, "ok"),
     ("Yes", "The answer is yes, because 2 divides 4.", True, "ok"),
     ("\\$5", "\\boxed{5}", True, "ok"),
+    ("5\\%", "\\boxed{0.05}", True, "ok"),                              # math-verify reads the percent
+    ("\\textbf{(B)}\\ \\frac{1}{2}", "\\boxed{\\frac12}", True, "ok"),        # a LaTeX value, compared as math
+    ("\\textbf{(C)}\\ 12", "\\boxed{12.0}", True, "ok"),
+    ("(A) 2\\sqrt{3}", "\\boxed{3\\sqrt2}", False, "wrong"),
+    ("(A), (C)", "\\boxed{A}", False, "wrong"),                             # two letters: not a single choice
+    ("(A), (C)", "\\boxed{(A), (C)}", True, "ok"),
+    ("\\textbf{(C)}\\ 12", "The answer is C, since 12 works.", True, "ok"),
     ("10^\\circ", "\\boxed{10}", True, "ok"),
 ])
 def test_choice_and_text_answers_are_judged_as_strings(gold, pred, ok, reason):

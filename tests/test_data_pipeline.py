@@ -302,3 +302,23 @@ def test_format_detection_reads_the_problems_own_instruction():
     assert detect_format(PromptConfig(), verl_style, "none") is None
     with pytest.raises(ValueError, match="answer format must be one of auto, boxed, none"):
         detect_format(PromptConfig(), plain, "latex")
+
+
+def test_repeated_evaluation_rows_and_near_copies_in_the_pool_stay_contamination():
+    rng = np.random.default_rng(7)
+    problems = [sentence(rng, 25) for _ in range(30)]
+    evals = [p + TEMPLATE for p in problems for _ in range(32)]  # DAPO's AIME copy: each problem 32 times
+    pool = [sentence(rng, 25) + TEMPLATE for _ in range(300)]
+    pool[0], pool[1] = problems[3], "Problem: " + problems[4]
+    for i, prefix in enumerate(["A.", "B.", "Solve:", "Now", "Next:"]):  # five near-copies of one problem
+        pool[10 + i] = f"{prefix} {problems[5]} Show work."
+    result = decontaminate(table_of(pool), evals_of(evals))
+    assert set(result.removed["id"].to_list()) == {"p0", "p1", "p10", "p11", "p12", "p13", "p14"}
+
+
+def test_a_short_problem_inside_a_template_is_matched_by_its_own_words():
+    rng = np.random.default_rng(8)
+    evals = ["Compute $\\dbinom{31}{28}$ for us." + TEMPLATE] + [sentence(rng, 20) + TEMPLATE for _ in range(40)]
+    pool = [sentence(rng, 20) for _ in range(100)] + ["Compute \\(\\binom{31}{28}\\) for us. Answer in a box."]
+    result = decontaminate(table_of(pool), evals_of(evals))
+    assert result.removed["id"].to_list() == ["p100"] and result.removed["how"].to_list() == ["contained"]

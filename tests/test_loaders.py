@@ -311,6 +311,25 @@ def test_a_downloaded_snapshot_folder_loads_only_the_asked_split(tmp_path, pool)
                       verifier=pool)
 
 
+def test_split_names_anywhere_in_a_file_name(tmp_path, pool):
+    folder = tmp_path / "gsm8k"
+    (folder / "Test").mkdir(parents=True)
+    write_jsonl(folder / "gsm8k_train.jsonl", [{"problem": "a?", "answer": "1"}])
+    write_jsonl(folder / "gsm8k_test.jsonl", [{"problem": "b?", "answer": "2"}])
+    write_jsonl(folder / "Test" / "more.jsonl", [{"problem": "c?", "answer": "3"}])
+    res = load_problems(str(folder), resolve_preset("problem_answer"), verifier=pool)
+    assert res.table["answer"].to_list() == ["1"]
+
+
+def test_an_explicit_id_equal_to_a_hashed_one_is_judged_in_row_order(tmp_path, pool):
+    hashed = problem_id(user_prompt("first"))
+    f = write_jsonl(tmp_path / "h.jsonl", [{"q": "first", "a": "1"}, {"uid": hashed, "q": "second", "a": "2"},
+                                           {"q": "second", "a": "3"}])
+    res = load_problems(str(f), resolve_preset(None, "q", "a", "uid"), verifier=pool)
+    assert res.table["answer"].to_list() == ["1", "3"]
+    assert res.rejects["reason"].to_list() == ["duplicate_id"]
+
+
 def test_a_folder_of_configs_without_hub_config_says_what_to_pass(tmp_path, pool):
     save_configs(tmp_path / "math")
     with pytest.raises(DataError, match="one save_to_disk folder per config \\(algebra, counting, geometry\\); "
