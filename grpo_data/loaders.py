@@ -2,7 +2,7 @@
 
 Sources: local `.jsonl`/`.json`/`.parquet`/`.csv` files, folders of them, folders written by
 `datasets.save_to_disk` (one, or one per config), and Hub dataset names with one, several or all
-configs and splits (`grpo_data.readers`). Several sources load together (`load_sources`, used by
+configs and splits (`grpo_data.sources`, `grpo_data.readers`). Several sources load together (`load_sources`, used by
 mixtures): duplicates are found across all of them, the earlier source winning.
 
 Columnar: records are read into polars frames and every check below is a column expression; the
@@ -47,7 +47,8 @@ import polars as pl
 from grpo_data import io
 from grpo_data.answers import answer_kind, last_boxed
 from grpo_data.problems import SCHEMA, normalize_expr, problem_ids, prompt_text_expr
-from grpo_data.readers import DataError, Fields, Part, parse_configs, parse_splits, read_parts
+from grpo_data.readers import DataError, Fields, Part
+from grpo_data.sources import parse_configs, parse_splits, read_parts
 
 logger = logging.getLogger(__name__)
 
