@@ -270,7 +270,7 @@ def run(quick: bool = False, n: int | None = None) -> dict:
              for fmt, r in results.items()}
     return {"rows": n, "mess_share": sum(s for s, _ in MESS.values()), "eval_rows": EVAL_ROWS, "planted": PLANTED,
             "near_miss": NEAR_MISS, "template_share": 0.5, "generate_seconds_untimed": gen_s, "results": results,
-            "goals": goals, "latex_golds": latex_gold_rate(1000 if n < 1_000_000 else LATEX_GOLDS)}
+            "goals": goals, "latex_golds": latex_gold_rate(LATEX_GOLDS if n >= 1_000_000 else 200)}
 
 
 def check_parquet(out: Path, truth: dict, n: int) -> dict:

@@ -275,6 +275,27 @@ def _common(keys: np.ndarray, rows: np.ndarray, limit: float) -> np.ndarray:
     return values[counts >= limit]
 
 
+def _pool_boilerplate(index: EvalIndex, g_row: np.ndarray, g_idx: np.ndarray, s_row: np.ndarray,
+                      s_eval: np.ndarray, pool_rows: int, cfg: DecontamConfig) -> tuple[np.ndarray, np.ndarray]:
+    """(n-gram indices, short evaluation rows) that are boilerplate on the pool side: an n-gram that
+    many pool rows contain while sharing little else with its evaluation row (near-copies of a
+    contaminated problem share most of its n-grams), with the evaluation n-grams made mostly of its
+    words; a short evaluation row contained in many pool rows.
+
+    g_row, g_idx: (hits,) pool row and n-gram index of every n-gram hit; s_row, s_eval: the same for
+    containment hits."""
+    limit = max(cfg.boilerplate_min_pool_rows, cfg.boilerplate_share * pool_rows)
+    g_eval = index.grams.rows[g_idx]  # (hits,) evaluation row of each hit
+    shared = pl.DataFrame({"r": g_row, "e": g_eval}).select(pl.len().over("r", "e"))["len"].to_numpy()  # (hits,)
+    eval_grams = np.bincount(index.grams.rows, minlength=index.rows.height)  # (E,) n-grams each evaluation row has
+    template_like = shared < 0.5 * eval_grams[g_eval]
+    common_grams = _common(g_idx[template_like], g_row[template_like], limit)
+    if len(common_grams):
+        common_grams = np.union1d(common_grams, index.boilerplate_grams(index.grams.hashes[common_grams], cfg.ngram))
+    common_short = _common(s_eval, s_row, max(4 * cfg.boilerplate_min_pool_rows, cfg.boilerplate_share * pool_rows))
+    return common_grams, common_short
+
+
 MATCH_SCHEMA = {"_pool_row": pl.Int64, "_eval_idx": pl.Int64, "shared_ngrams": pl.Int64, "how": pl.String}
 
 
@@ -306,18 +327,7 @@ def decontaminate(pool: pl.DataFrame, evals: pl.DataFrame, cfg: DecontamConfig =
         for k, x in enumerate(_block_hits(texts.slice(start, BLOCK), index, cfg)):
             parts[k].append(x + start if k in (0, 2, 5) else x)  # pool rows: block-relative -> table rows
     g_row, g_idx, s_row, s_eval, s_words, x_row, x_eval = (np.concatenate(p) for p in parts)
-    # boilerplate on the pool side: an n-gram that many pool rows contain while sharing little else
-    # with its evaluation row (near-copies of a contaminated problem share most of its n-grams), or a
-    # short evaluation row contained in many pool rows
-    limit = max(cfg.boilerplate_min_pool_rows, cfg.boilerplate_share * pool.height)
-    g_eval_all = index.grams.rows[g_idx]
-    pair_shared = pl.DataFrame({"r": g_row, "e": g_eval_all}).with_columns(pl.len().over("r", "e").alias("n"))["n"]
-    eval_grams = np.bincount(index.grams.rows, minlength=index.rows.height)  # (E,) n-grams each evaluation row has
-    template_like = pair_shared.to_numpy() < 0.5 * eval_grams[g_eval_all]
-    common_grams = _common(g_idx[template_like], g_row[template_like], limit)
-    common_short = _common(s_eval, s_row, max(4 * cfg.boilerplate_min_pool_rows, cfg.boilerplate_share * pool.height))
-    if len(common_grams):  # and the evaluation n-grams made mostly of their words
-        common_grams = np.union1d(common_grams, index.boilerplate_grams(index.grams.hashes[common_grams], cfg.ngram))
+    common_grams, common_short = _pool_boilerplate(index, g_row, g_idx, s_row, s_eval, pool.height, cfg)
     keep_g, keep_s = ~np.isin(g_idx, common_grams), ~np.isin(s_eval, common_short)
     g_row, g_eval = g_row[keep_g], index.grams.rows[g_idx[keep_g]]
     s_row, s_eval, s_words = s_row[keep_s], s_eval[keep_s], s_words[keep_s]
