@@ -171,13 +171,23 @@ def _first_clause(answer: str) -> str:
     return _CLAUSE_END.sub("", unwrap(answer)).strip()
 
 
+def _named_letter(answer: str) -> str | None:
+    """The choice letter an answer names: a choice form ("(C) 15", "C, since 12 works" by its first
+    clause), or a bare letter of either case."""
+    got = parse_choice(answer) or parse_choice(_first_clause(answer))
+    if got is not None:
+        return got[0]
+    bare = unwrap(answer)
+    return bare.upper() if len(bare) == 1 and bare.isalpha() else None
+
+
 def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
     """(gold's value, prediction's answer) when a choice gold carries a value (`\\textbf{(B)}\\ \\frac12`)
     and the prediction states an answer without naming a letter: the two to compare as math."""
     parsed, answer = parse_choice(gold), final_answer_text(pred)
-    if not parsed or not parsed[1] or answer is None or parse_choice(answer) is not None:
+    if not parsed or not parsed[1] or answer is None:
         return None
-    if _ANY_PAREN_LETTER.search(answer) or (len(unwrap(answer)) == 1 and unwrap(answer).isalpha()):
+    if _named_letter(answer) is not None or _ANY_PAREN_LETTER.search(answer):
         return None
     return parsed[1], answer
 
@@ -195,11 +205,9 @@ def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
         letter, value = parse_choice(gold)
         if len({x.upper() for x in _ANY_PAREN_LETTER.findall(answer)}) > 1:
             return False, answer[:80]
-        got = parse_choice(answer) or parse_choice(_first_clause(answer))  # "C, since 12 works"
-        if got is None and len(unwrap(answer)) == 1 and unwrap(answer).isalpha():
-            got = (unwrap(answer).upper(), "")  # a bare lower-case letter, named as the answer
+        got = _named_letter(answer)
         if got is not None:
-            return got[0] == letter, answer[:80]
+            return got == letter, answer[:80]
         if value:
             mine, theirs = bare_number(value), bare_number(unwrap(answer))
             same = mine == theirs if mine is not None and theirs is not None else unwrap(value).lower() == unwrap(answer).lower()
