@@ -40,6 +40,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from grpo_data.problems import problem_text_expr
+
 # a word: a run of letters/digits, or one symbol that is not punctuation or LaTeX markup
 TOKEN = r"[\p{L}\p{N}]+|[^\p{L}\p{N}\s.,;:!?\"'`$\\{}]"
 _LATEX_NOISE = r"\\(?:[()\[\]]|left|right|displaystyle|limits|quad|qquad|[,;:! ])"
@@ -85,12 +87,6 @@ def match_tokens_expr(text: pl.Expr) -> pl.Expr:
 def match_text_expr(text: pl.Expr) -> pl.Expr:
     """The matching words as one single-spaced string (what `exact` compares)."""
     return match_tokens_expr(text).list.join(" ")
-
-
-def problem_text_expr(prompt: pl.Expr) -> pl.Expr:
-    """The text of a canonical `prompt` column that contamination is judged on: its user messages."""
-    return prompt.list.eval(pl.element().filter(pl.element().struct.field("role") == "user")
-                            .struct.field("content")).list.join(" ")
 
 
 def _hashes(texts: pl.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -195,7 +191,7 @@ class EvalIndex:
         common in the pool) are boilerplate too."""
         h, start, total = self.windows
         bad = np.unique(h[mostly_boilerplate(h, start, total, n, common)])
-        at, pos = self.grams.find(bad)
+        _, pos = self.grams.find(bad)
         return pos
 
 
@@ -211,20 +207,17 @@ def build_index(evals: pl.DataFrame, cfg: DecontamConfig) -> EvalIndex:
     limit = max(cfg.boilerplate_min_eval_rows, cfg.boilerplate_share * len(np.unique(full)))
     common = _common(h.view(np.int64), full.view(np.int64)[row], limit).view(np.uint64)
     keep = ~mostly_boilerplate(h, start, len(flat), cfg.ngram, common)
-    # short problems: whole rows shorter than n, and rows whose words outside the template are
+    # short problems, matched by containment: the words of a row outside boilerplate (all its words
+    # when it has none), when they are fewer than n
+    covered = covered_words(h, start, len(flat), cfg.ngram, common)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     short_h: dict[int, list] = {}
     short_rows: dict[int, list] = {}
-    for m in np.unique(lengths[(lengths >= cfg.min_words) & (lengths < cfg.ngram)]).tolist():
-        rows_m = np.flatnonzero(lengths == m)
-        short_h[m], short_rows[m] = list(full_word_hash(flat, lengths, rows_m)), list(rows_m)
-    if len(common):
-        covered = covered_words(h, start, len(flat), cfg.ngram, common)
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        for r in np.unique(np.repeat(np.arange(len(lengths)), lengths)[covered]).tolist():
-            rest = flat[starts[r]:starts[r] + lengths[r]][~covered[starts[r]:starts[r] + lengths[r]]]
-            if cfg.min_words <= len(rest) < cfg.ngram:
-                short_h.setdefault(len(rest), []).append(sequence_hash(rest))
-                short_rows.setdefault(len(rest), []).append(r)
+    for r, (s0, n_words) in enumerate(zip(starts.tolist(), lengths.tolist(), strict=True)):
+        rest = flat[s0:s0 + n_words][~covered[s0:s0 + n_words]]
+        if cfg.min_words <= len(rest) < cfg.ngram:
+            short_h.setdefault(len(rest), []).append(sequence_hash(rest))
+            short_rows.setdefault(len(rest), []).append(r)
     short = {m: Lookup.of(np.array(short_h[m], np.uint64), np.array(short_rows[m], np.int64)) for m in short_h}
     exact = {}
     for i, (value, n) in enumerate(zip(full.tolist(), lengths.tolist(), strict=True)):
@@ -232,17 +225,6 @@ def build_index(evals: pl.DataFrame, cfg: DecontamConfig) -> EvalIndex:
             exact.setdefault(value, i)
     return EvalIndex(Lookup.of(h[keep], row[keep]), short, exact, evals, int(len(common)),
                      (h[keep], start[keep], len(flat)))
-
-
-def full_word_hash(flat: np.ndarray, lengths: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """The rolling hash of all the words of each of `rows` (as rolling_hashes gives it for m = length)."""
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    out = np.zeros(len(rows), np.uint64)
-    with np.errstate(over="ignore"):
-        for k in range(int(lengths[rows].max()) if len(rows) else 0):
-            live = lengths[rows] > k
-            out[live] = out[live] * _P + flat[starts[rows[live]] + k]
-    return out
 
 
 def _block_hits(texts: pl.Series, index: EvalIndex, cfg: DecontamConfig) -> tuple[np.ndarray, ...]:

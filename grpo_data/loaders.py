@@ -2,8 +2,8 @@
 
 Sources: local `.jsonl`/`.json`/`.parquet`/`.csv` files, folders of them, folders written by
 `datasets.save_to_disk` (one, or one per config), and Hub dataset names with one, several or all
-configs and splits (`grpo_data.sources`, `grpo_data.readers`). Several sources load together (`load_sources`, used by
-mixtures): duplicates are found across all of them, the earlier source winning.
+configs and splits (`grpo_data.sources`, `grpo_data.readers`). Several sources can load together
+(`load_sources`): duplicates are found across all of them, the earlier source winning.
 
 Columnar: records are read into polars frames and every check below is a column expression; the
 only per-row Python is sha1 for ids and the preset's answer extraction when it has no vectorized
@@ -46,13 +46,11 @@ import polars as pl
 
 from grpo_data import io
 from grpo_data.answers import answer_kind, last_boxed
-from grpo_data.problems import SCHEMA, normalize_expr, problem_ids, prompt_text_expr
+from grpo_data.problems import SCHEMA, normalize_expr, problem_ids, problem_text_expr, prompt_text_expr
 from grpo_data.readers import DataError, Fields, Part
 from grpo_data.sources import parse_configs, parse_splits, read_parts
 
 logger = logging.getLogger(__name__)
-
-FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".csv")
 
 
 # ---------------------------------------------------------------- answer extraction (pure)
@@ -291,11 +289,10 @@ def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
 
     Without colliding explicit ids (the usual case) this is column work; with them, a loop over the
     rows, because whether a row is kept then depends on which earlier rows were."""
-    live = df.filter(pl.col("_reason").is_null())
-    if (live["_explicit"] & live["id"].is_duplicated()).any():  # with another explicit id, or a hashed one
+    kept = df.filter(pl.col("_reason").is_null())
+    if (kept["_explicit"] & kept["id"].is_duplicated()).any():  # with another explicit id, or a hashed one
         return _duplicates_in_order(df)
-    live = pl.col("_reason").is_null()
-    df = df.with_columns(pl.struct("_k1", "_k2").is_first_distinct().over(live).alias("_first"))
+    df = df.with_columns(pl.struct("_k1", "_k2").is_first_distinct().over(pl.col("_reason").is_null()).alias("_first"))
     firsts = df.filter(pl.col("_reason").is_null() & pl.col("_first")).select(
         "_k1", "_k2", normalize_expr(pl.col("answer")).alias("_first_norm"), pl.col("answer").alias("_first_answer"))
     df = df.join(firsts, on=["_k1", "_k2"], how="left", maintain_order="left")
@@ -305,7 +302,7 @@ def mark_duplicates(df: pl.DataFrame) -> pl.DataFrame:
         (dup & same, "duplicate", "same prompt and answer as an earlier row"),
         (dup & ~same, "conflicting_duplicate", pl.format("earlier row has answer '{}'", pl.col("_first_answer"))),
     ))
-    # an explicit id that equals an earlier kept row's hashed id: keep ids unique
+    # two different prompts whose sha1 ids share their 16 hex digits (2^-64 a pair): keep ids unique
     first_any = pl.col("id").is_first_distinct().over(pl.col("_reason").is_null())
     df = df.with_columns(*_first_reason((~first_any, "duplicate_id", pl.format("id '{}' seen before", pl.col("id")))))
     return df.drop("_first", "_first_norm", "_first_answer")
@@ -372,10 +369,7 @@ def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), v
     count_tokens = _token_counter(limits.tokenizer)
     frames, parts = [], {}
     for number, src in enumerate(sources):
-        source_name = Path(src.spec).stem if Path(src.spec).exists() else src.spec
         for part in read_parts(src.spec, fields_of(src.preset), list(src.splits), src.configs):
-            if Path(src.spec).is_file():
-                part.source = source_name
             if part.label in parts:
                 raise DataError(f"{part.label}: named twice in one load")
             parts[part.label] = part
@@ -410,8 +404,6 @@ def read_eval_rows(spec: str, preset: Preset, split: str | list[str] = "test",
                    hub_config: str | list[str] | None = None) -> pl.DataFrame:
     """Every evaluation row with question text, whatever its answer (decontamination compares
     questions): columns eval_file, eval_row, eval_id, text (the user messages' contents)."""
-    from grpo_data.decontam import problem_text_expr
-
     unusable = ["malformed_row", "missing_question", "non_string_question", "empty_question"]
     frames = []
     for part in read_parts(spec, fields_of(preset), parse_splits(split), parse_configs(hub_config)):
@@ -439,6 +431,7 @@ def load_problems(spec: str, preset: Preset, limits: LoadLimits = LoadLimits(), 
     started and closed here when None and some gold needs math-verify.
     """
     return load_sources([Source.of(spec, preset, split, hub_config)], limits, verifier)
+
 
 def rejects_path(out: str | os.PathLike) -> Path:
     out = Path(out)

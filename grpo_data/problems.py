@@ -65,6 +65,17 @@ def prompt_text_expr(prompt: pl.Expr) -> pl.Expr:
                                           normalize_expr(pl.element().struct.field("content")))).list.join("\n")
 
 
+def problem_text_expr(prompt: pl.Expr) -> pl.Expr:
+    """The text a problem states: its user messages' contents, joined (what decontamination compares)."""
+    return prompt.list.eval(pl.element().filter(pl.element().struct.field("role") == "user")
+                            .struct.field("content")).list.join(" ")
+
+
+def spread_prompts(prompts: pl.Series, n: int = 1000) -> list[list[dict]]:
+    """About n prompts taken evenly over the whole column (every source of a mixture, not the first)."""
+    return prompts.gather_every(max(1, prompts.len() // n)).to_list()
+
+
 def problem_ids(prompt_texts: pl.Series) -> pl.Series:
     """`problem_id` of each prompt text (sha1 has no polars kernel: a tight Python loop, ~1 s per 1M)."""
     sha1 = hashlib.sha1

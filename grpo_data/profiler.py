@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from grpo_data import io
-from grpo_data.problems import level_array
+from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.stats import (
@@ -286,8 +286,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
         io.write_json(pdir / "metadata.json", metadata)
-    sample = problems["prompt"].gather_every(max(1, problems.height // 1000))  # across every source, not the first
-    fmt = detect_format(cfg.prompt, sample.to_list(), cfg.answer_format)
+    fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
     sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling, answer_format=fmt)
     start, samples_total = time.monotonic(), 0
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)

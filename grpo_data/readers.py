@@ -6,11 +6,11 @@
         part.raw(rows)  # the original records of those rows, as JSON text (for the rejects file)
 
 Inputs (found by `grpo_data.sources`): `.jsonl`/`.json`/`.parquet`/`.csv` files and `datasets`
-objects (save_to_disk folders, Hub datasets). Parquet, CSV and Arrow-backed datasets are read column by column in polars, only the columns
-the fields name, CHUNK rows at a time, so memory follows the chunk and not the file. JSON lines are
-decoded by Python's `json` in blocks: polars' ndjson reader stops at
-the first malformed line and silently turns a list answer into the string "[1]", and both must
-become named rejects instead.
+objects (save_to_disk folders, Hub datasets). Parquet, CSV and Arrow-backed datasets are read
+column by column in polars, only the columns the fields name, CHUNK rows at a time, so memory
+follows the chunk and not the file. JSON lines are decoded by Python's `json` in blocks: polars'
+ndjson reader stops at the first malformed line and silently turns a list answer into the string
+"[1]", and both must become named rejects instead.
 
 Field extraction sets `_reason`/`_detail` (the reject reasons of `grpo_data.loaders`) for records it
 cannot use: malformed_row, missing_/non_string_question, missing_/non_string_answer. Every other
@@ -358,23 +358,11 @@ def needed_columns(columns, fields: Fields) -> list[str]:
     return [c for c in columns if c in heads]
 
 
-def _frame_raw(load: Callable[[], pl.DataFrame]) -> Callable[[list[int]], dict[int, str]]:
-    def raw(rows: list[int]) -> dict[int, str]:
-        df = load()
-        picked = df[sorted(rows)]
-        return {i: json.dumps(rec, default=str, ensure_ascii=False)
-                for i, rec in zip(sorted(rows), picked.iter_rows(named=True), strict=True)}
-
-    return raw
-
-
-def _parquet_raw(path: Path) -> Callable[[list[int]], dict[int, str]]:
-    """Raw records of some rows of a parquet file, read with a row filter (not the whole file)."""
+def _scan_raw(scan: Callable[[], pl.LazyFrame]) -> Callable[[list[int]], dict[int, str]]:
+    """Raw records of some rows of a parquet or CSV file, read with a row filter (not the whole file)."""
 
     def raw(rows: list[int]) -> dict[int, str]:
-        want = sorted(rows)
-        picked = pl.scan_parquet(path).with_row_index("_grpo_row").filter(
-            pl.col("_grpo_row").is_in(want)).collect()
+        picked = scan().with_row_index("_grpo_row").filter(pl.col("_grpo_row").is_in(sorted(rows))).collect()
         return {int(r.pop("_grpo_row")): json.dumps(r, default=str, ensure_ascii=False)
                 for r in picked.iter_rows(named=True)}
 
@@ -424,8 +412,8 @@ def read_file(path: Path, fields: Fields) -> Part:
     if not path.exists():
         raise FileNotFoundError(path)
     reader, raw = {".jsonl": (_jsonl_chunks, _jsonl_raw), ".json": (_json_chunks, _json_raw),
-                   ".parquet": (_parquet_chunks, _parquet_raw),
-                   ".csv": (_csv_chunks, lambda p: _frame_raw(lambda: pl.read_csv(p, infer_schema=False)))}[suffix]
+                   ".parquet": (_parquet_chunks, lambda p: _scan_raw(lambda: pl.scan_parquet(p))),
+                   ".csv": (_csv_chunks, lambda p: _scan_raw(lambda: pl.scan_csv(p, infer_schema=False)))}[suffix]
     return Part(str(path), path.stem, _guarded(path, lambda: reader(path, fields)), raw(path))
 
 

@@ -27,7 +27,7 @@ import polars as pl
 import torch
 
 from grpo_data import io
-from grpo_data.problems import level_array
+from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.scheduler import difficulty_groups, make_scheduler
@@ -228,7 +228,7 @@ class Trainer:
                                   stop_token_ids=ro.stop_token_ids, logprobs=True)
         prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
         tok = self.learner.tokenizer
-        fmt = detect_format(prompt_cfg, self.problems["prompt"].gather_every(max(1, self.problems.height // 1000)).to_list())
+        fmt = detect_format(prompt_cfg, spread_prompts(self.problems["prompt"]))
         self.sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg, sampling, answer_format=fmt)
         self.eval_sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg,
                                            dataclasses.replace(sampling, logprobs=False))

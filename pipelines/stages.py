@@ -81,16 +81,12 @@ def eval_rows(spec: str, preset: str | None, split: str = "test", config: str | 
     columns, whatever the preset) or, with `preset` or `question_field`, of any dataset the loaders read."""
     import polars as pl
 
-    from grpo_data.decontam import problem_text_expr
     from grpo_data.loaders import DataError, read_eval_rows, resolve_preset
     from grpo_data.problems import SCHEMA
 
     path = Path(spec)
-    if path.suffix == ".parquet" and path.is_file():
-        if all(c in pl.read_parquet_schema(path) for c in SCHEMA):
-            return pl.read_parquet(path, columns=["id", "prompt"]).with_row_index("eval_row").select(
-                pl.lit(str(path)).alias("eval_file"), pl.col("eval_row").cast(pl.Int64), pl.col("id").alias("eval_id"),
-                problem_text_expr(pl.col("prompt")).alias("text"))
+    if path.suffix == ".parquet" and path.is_file() and all(c in pl.read_parquet_schema(path) for c in SCHEMA):
+        return read_eval_rows(spec, resolve_preset("canonical"))
     if preset is None and question_field is None:
         raise DataError(f"{spec}: not a canonical problem table; name its shape with --against-preset "
                         "(e.g. problem_answer, math, gsm8k) or its question field with --against-question-field")
