@@ -20,9 +20,22 @@ COLUMN_DOCS = {
     "native": "`id`, `source`, `prompt` (chat messages), `answer` (gold), `level`, `meta`, `k` (samples), "
               "`n_correct`, `pass_rate` (= n_correct / k), `ci_low`/`ci_high` (90% Jeffreys interval), `bucket`",
     "verl": "`data_source`, `prompt` (chat messages), `ability`, `reward_model` {`style`: rule, `ground_truth`}, "
-            "`extra_info` {`index`, `split`, `id`, `pass_rate`, `k`}, `bucket`",
-    "trl": "`prompt` (chat messages), `solution` (gold answer for the reward function), `id`, `pass_rate`, `bucket`",
+            "`extra_info` {`index`, `split`, `id`, `level`, `pass_rate`, `k`, `n_correct`}, `{avg}`, `bucket`",
+    "trl": "`prompt` (chat messages), `solution` (gold answer for the reward function), `id`, `level`, `k`, "
+           "`n_correct`, `pass_rate`, `{avg}`, `bucket`",
 }
+
+
+def avg_column_doc(manifest: dict, ks: pl.Series | None) -> str:
+    """What the community-convention column holds: k per problem and the sampling it was measured at."""
+    name = manifest.get("avg_column")
+    if not name:
+        return ""
+    spread = f"{int(ks.min())}-{int(ks.max())}" if ks is not None and ks.len() else "?"
+    return (f"\n\n`{name}` is `pass_rate` under the name public RL datasets use (`avg@k_<model>`): the mean "
+            f"verified correctness of the profiling model's samples at the sampling settings above. Samples "
+            f"were drawn adaptively, {spread} per problem (column `k`); `{name.split('_')[0]}` names the most any "
+            "problem got.")
 
 
 def size_category(n: int) -> str:
@@ -121,6 +134,8 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     rejected = manifest.get("rejected") or {}
     rej_lines = "\n".join(f"| {reason} | {n} |" for reason, n in rejected.items()) or "| (none) | 0 |"
     versions = prof.get("versions", {})
+    ks = table["k"] if "k" in table.columns else table["extra_info"].struct.field("k") if "extra_info" in table.columns else None
+    avg_doc = avg_column_doc(manifest, ks)
     body = f"""# {pretty_name or name}
 
 Math problems bucketed by the pass rate of a profiling model, for curriculum GRPO training. Built
@@ -140,7 +155,7 @@ above. `ci_low`/`ci_high` are the 90% equal-tailed interval of the Jeffreys Beta
 
 ## Columns
 
-{COLUMN_DOCS[manifest['format']]}
+{COLUMN_DOCS[manifest['format']].replace('{avg}', manifest.get('avg_column') or 'avg@k_<model>')}{avg_doc}
 
 ## Buckets
 

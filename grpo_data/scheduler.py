@@ -188,6 +188,30 @@ def learnability(a: np.ndarray, b: np.ndarray, lo: float, hi: float) -> np.ndarr
     return signal * (0.05 + closeness)
 
 
+def check_state_matches(meta: dict, name: str, n: int, origin: str) -> None:
+    if meta["name"] != name or meta["n"] != n:
+        raise ValueError(f"{origin}: scheduler state is {meta['name']} over {meta['n']} problems, "
+                         f"not {name} over {n}")
+
+
+def save_state(state: dict, folder: str | Path) -> None:
+    """A scheduler's `state_dict()` as scheduler.npz (arrays, no pickle) + scheduler.json, each atomic."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / ".scheduler.tmp.npz"
+    np.savez(tmp, **state["arrays"])
+    tmp.replace(folder / "scheduler.npz")
+    io.write_json(folder / "scheduler.json", state["meta"])
+
+
+def load_state(folder: str | Path) -> dict:
+    folder = Path(folder)
+    meta = json.loads((folder / "scheduler.json").read_text())
+    with np.load(folder / "scheduler.npz", allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    return {"arrays": arrays, "meta": meta}
+
+
 class BandScheduler:
     name = "band"
 
@@ -360,34 +384,32 @@ class BandScheduler:
                 "band_occupancy": self.last_batch_in_band, "step": self.step}
 
     # ------------------------------------------------------------ state
-    def save(self, folder: str | Path) -> None:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / ".scheduler.tmp.npz"
+    def state_dict(self) -> dict:
+        """Arrays (numpy) and JSON-able settings: everything `load_state_dict` needs for an exact resume."""
         cdf = self._cdf if self._cdf is not None else np.zeros(0)
-        np.savez(tmp, a=self.a, b=self.b, last=self.last, used=self.used, cdf=cdf,
-                 group=self.group, drift=self.drift, anchor=self.anchor)
-        tmp.replace(folder / "scheduler.npz")
-        io.write_json(folder / "scheduler.json", {
-            "name": self.name, "n": self.n, "config": asdict(self.cfg), "step": self.step, "epoch": self.epoch,
-            "lo": self.lo, "hi": self.hi, "widenings": self.widenings, "scored_at": self._scored_at,
-            "in_band_available": getattr(self, "_in_band_available", 0), "rng": self.rng.bit_generator.state,
-        })
+        arrays = {"a": self.a, "b": self.b, "last": self.last, "used": self.used, "cdf": cdf,
+                  "group": self.group, "drift": self.drift, "anchor": self.anchor}
+        meta = {"name": self.name, "n": self.n, "config": asdict(self.cfg), "step": self.step, "epoch": self.epoch,
+                "lo": self.lo, "hi": self.hi, "widenings": self.widenings, "scored_at": self._scored_at,
+                "in_band_available": self._in_band_available, "rng": self.rng.bit_generator.state}
+        return {"arrays": {k: np.array(v, copy=True) for k, v in arrays.items()}, "meta": meta}
 
-    def load(self, folder: str | Path) -> None:
-        folder = Path(folder)
-        meta = json.loads((folder / "scheduler.json").read_text())
-        if meta["name"] != self.name or meta["n"] != self.n:
-            raise ValueError(f"{folder}: scheduler state is {meta['name']} over {meta['n']} problems, "
-                             f"not {self.name} over {self.n}")
-        with np.load(folder / "scheduler.npz", allow_pickle=False) as z:
-            self.a, self.b, self.last, self.used = z["a"], z["b"], z["last"], z["used"]
-            self.group, self.drift, self.anchor = z["group"], z["drift"], z["anchor"]
-            self._cdf = z["cdf"] if z["cdf"].size else None
+    def load_state_dict(self, state: dict, origin: str = "state") -> None:
+        meta, z = state["meta"], state["arrays"]
+        check_state_matches(meta, self.name, self.n, origin)
+        self.a, self.b, self.last, self.used = z["a"], z["b"], z["last"], z["used"]
+        self.group, self.drift, self.anchor = z["group"], z["drift"], z["anchor"]
+        self._cdf = z["cdf"] if z["cdf"].size else None
         self.step, self.epoch, self.widenings = meta["step"], meta["epoch"], meta["widenings"]
         self.lo, self.hi = meta["lo"], meta["hi"]
         self._scored_at, self._in_band_available = meta["scored_at"], meta["in_band_available"]
         self.rng.bit_generator.state = meta["rng"]
+
+    def save(self, folder: str | Path) -> None:
+        save_state(self.state_dict(), folder)
+
+    def load(self, folder: str | Path) -> None:
+        self.load_state_dict(load_state(folder), origin=str(folder))
 
     # ------------------------------------------------------------ refresh
     def refresh_candidates(self, m: int) -> np.ndarray:
@@ -439,23 +461,23 @@ class UniformScheduler:
     def stats(self) -> dict:
         return {"epoch": self.epoch}
 
-    def save(self, folder: str | Path) -> None:
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / ".scheduler.tmp.npz"
-        np.savez(tmp, order=self.order)
-        tmp.replace(folder / "scheduler.npz")
-        io.write_json(folder / "scheduler.json", {"name": self.name, "n": self.n, "pos": self.pos,
-                                                  "epoch": self.epoch, "rng": self.rng.bit_generator.state})
+    def state_dict(self) -> dict:
+        return {"arrays": {"order": np.array(self.order, copy=True)},
+                "meta": {"name": self.name, "n": self.n, "pos": self.pos, "epoch": self.epoch,
+                         "rng": self.rng.bit_generator.state}}
 
-    def load(self, folder: str | Path) -> None:
-        meta = json.loads((Path(folder) / "scheduler.json").read_text())
-        if meta["name"] != self.name or meta["n"] != self.n:
-            raise ValueError(f"{folder}: scheduler state does not match {self.name} over {self.n} problems")
-        with np.load(Path(folder) / "scheduler.npz", allow_pickle=False) as z:
-            self.order = z["order"]
+    def load_state_dict(self, state: dict, origin: str = "state") -> None:
+        meta = state["meta"]
+        check_state_matches(meta, self.name, self.n, origin)
+        self.order = state["arrays"]["order"]
         self.pos, self.epoch = meta["pos"], meta["epoch"]
         self.rng.bit_generator.state = meta["rng"]
+
+    def save(self, folder: str | Path) -> None:
+        save_state(self.state_dict(), folder)
+
+    def load(self, folder: str | Path) -> None:
+        self.load_state_dict(load_state(folder), origin=str(folder))
 
 
 class OfflineBandScheduler(UniformScheduler):

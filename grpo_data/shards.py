@@ -16,14 +16,20 @@ only when complete (manifest last): a crash never leaves a set that looks comple
 Formats:
     native  canonical columns + profile columns (k, n_correct, pass_rate, ci_low, ci_high)
     verl    data_source, prompt (messages), ability, reward_model {style: rule, ground_truth},
-            extra_info {index, split, id, pass_rate, k}
-    trl     prompt (messages), solution (gold answer), id, pass_rate: ready for a GRPO reward function
+            extra_info {index, split, id, level, pass_rate, k, n_correct}: what the verl sampler
+            (`grpo_data.integrations.verl`) starts its scheduler from
+    trl     prompt (messages), solution (gold answer), id, level, k, n_correct, pass_rate: ready for a
+            GRPO reward function and for `grpo_data.integrations.trl`
+
+verl and trl sets also carry the pass rate under the name public RL datasets use, `avg@K_<model>`
+(`community_column`: K the most samples any problem got, the model's folder name), besides `pass_rate`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,8 +62,18 @@ def bucket_of(pass_rate: pl.Expr, edges: tuple[float, ...]) -> pl.Expr:
     return expr
 
 
-def to_format(table: pl.DataFrame, fmt: str, split: str = "train") -> pl.DataFrame:
-    """Joined problem+profile rows (with `bucket`) in an export format."""
+def community_column(profile_meta: dict, k) -> str:
+    """`avg@K_<model>`: the pass-rate column name public RL datasets use (avg@16_qwen2.5-7b-style).
+    K is the most samples any problem got (the profiler is adaptive: each problem's own count is in `k`)."""
+    model = Path(str(profile_meta.get("model") or "model").rstrip("/")).name.lower()
+    slug = re.sub(r"[^a-z0-9._-]+", "-", model).strip("-") or "model"
+    return f"avg@{int(max(k, default=0))}_{slug}"
+
+
+def to_format(table: pl.DataFrame, fmt: str, split: str = "train", avg_column: str = "") -> pl.DataFrame:
+    """Joined problem+profile rows (with `bucket`) in an export format; `avg_column` names the
+    community-convention copy of `pass_rate` in verl and trl sets (see `community_column`)."""
+    avg = [pl.col("pass_rate").alias(avg_column)] if avg_column else []
     if fmt == "native":
         return table.select("id", "source", "prompt", "answer", "level", "meta", "k", "n_correct", "pass_rate",
                             "ci_low", "ci_high", "bucket")
@@ -67,11 +83,14 @@ def to_format(table: pl.DataFrame, fmt: str, split: str = "train") -> pl.DataFra
             "prompt",
             pl.lit("math").alias("ability"),
             pl.struct(pl.lit("rule").alias("style"), pl.col("answer").alias("ground_truth")).alias("reward_model"),
-            pl.struct(pl.col("index").cast(pl.Int64), pl.lit(split).alias("split"), "id", "pass_rate", "k").alias("extra_info"),
+            pl.struct(pl.col("index").cast(pl.Int64), pl.lit(split).alias("split"), "id", "level", "pass_rate", "k",
+                      "n_correct").alias("extra_info"),
+            *avg,
             "bucket",
         )
     if fmt == "trl":
-        return table.select("prompt", pl.col("answer").alias("solution"), "id", "pass_rate", "bucket")
+        return table.select("prompt", pl.col("answer").alias("solution"), "id", "level", "k", "n_correct",
+                            "pass_rate", *avg, "bucket")
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
 
 
@@ -95,7 +114,8 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
     joined = problems.join(profile.select("id", "k", "n_correct", "pass_rate", "ci_low", "ci_high"), on="id", how="inner")
     joined = joined.with_columns(bucket_of(pl.col("pass_rate"), edges).alias("bucket")).sort("id")
     unprofiled = problems.height - joined.height
-    exported = to_format(joined, fmt)
+    avg_column = community_column(profile_meta or {}, joined["k"]) if fmt != "native" else ""
+    exported = to_format(joined, fmt, avg_column=avg_column)
     files, counts = {}, {}
     with io.atomic_folder(out) as tmp:
         for b in range(len(edges) - 1):
@@ -109,7 +129,7 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
             "buckets": {str(b): {"lo": edges[b], "hi": edges[b + 1], "rows": counts[str(b)]} for b in range(len(edges) - 1)},
             "rows": exported.height, "files": files,
             "schema": {name: str(dtype) for name, dtype in exported.schema.items()},
-            "source": source, "profile": profile_meta or {},
+            "source": source, "profile": profile_meta or {}, "avg_column": avg_column,
             "unprofiled": unprofiled, "rejected": rejected or {},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **(extra or {}),

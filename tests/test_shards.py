@@ -45,7 +45,8 @@ def test_round_trip_counts_and_datasets_load(tmp_path, problems_and_profile, fmt
 
     problems, profile = problems_and_profile
     out = tmp_path / "shards"
-    manifest = write_shards(problems, profile, out, fmt=fmt, source="world", rejected={"duplicate": 2})
+    manifest = write_shards(problems, profile, out, fmt=fmt, source="world", rejected={"duplicate": 2},
+                            profile_meta={"model": "/models/Tiny Policy/"})
     assert manifest["rows"] == 110 and manifest["unprofiled"] == 10 and manifest["rejected"] == {"duplicate": 2}
     assert sum(b["rows"] for b in manifest["buckets"].values()) == 110
     table = read_shards(out)
@@ -62,7 +63,11 @@ def test_round_trip_counts_and_datasets_load(tmp_path, problems_and_profile, fmt
         gold = dict(zip(problems["id"], problems["answer"]))
         assert row["reward_model"]["ground_truth"] == gold[row["extra_info"]["id"]]
     if fmt == "trl":
-        assert set(ds.column_names) >= {"prompt", "solution"}
+        assert set(ds.column_names) >= {"prompt", "solution", "id", "level", "k", "n_correct"}
+    if fmt != "native":  # the community-convention pass-rate column, named by k and the profiling model
+        assert manifest["avg_column"] == "avg@16_tiny-policy"
+        ex = table.unnest("extra_info") if fmt == "verl" else table
+        assert (ex["avg@16_tiny-policy"] == ex["n_correct"] / ex["k"]).all()
     if fmt == "native":
         merged = table.join(profile, on="id", suffix="_p")
         assert (merged["pass_rate"] == merged["pass_rate_p"]).all()
@@ -124,3 +129,13 @@ def test_card_front_matter_and_counts(tmp_path, problems_and_profile):
         assert f"| {b} |" in text and f"| {info['rows']} |" in text
     assert "| prompt_too_long | 3 |" in text and "abc123" in text and "k = 16" in text
     assert (tmp_path / "cards" / "arith-test.png").stat().st_size > 1000
+
+
+def test_card_explains_the_community_pass_rate_column(tmp_path, problems_and_profile):
+    problems, profile = problems_and_profile
+    profile = profile.with_columns(pl.Series("k", [2] * 50 + [16] * 60))
+    out = tmp_path / "s"
+    write_shards(problems, profile, out, fmt="trl", profile_meta={"model": "runs/policy-warm"})
+    text = write_card(out, "arith-trl", tmp_path / "cards" / "arith-trl.md").read_text()
+    assert "`avg@16_policy-warm`" in text and "2-16 per problem" in text
+    assert "`n_correct`" in text and "`level`" in text
