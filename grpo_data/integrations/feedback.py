@@ -1,0 +1,116 @@
+"""One scheduler over a trainer's dataset, fed by the groups the trainer scored.
+
+    cur = Curriculum.from_columns(ids, n_correct=c, k=k, level=level, seed=0)
+    rows = cur.next_batch(64)                       # dataset positions the trainer should generate for
+    cur.record(["id-1", "id-1", "id-7"], [True, False, None])   # one entry per scored completion
+    cur.tick()                                      # after each optimizer step
+
+Completions are grouped by problem id, whatever order or rank they came from; a completion the reward
+could not score (None) is not counted, and ids outside the dataset (an evaluation set) are ignored.
+The band settings default to `grpo train`'s (band [0.2, 0.95], each problem at most once per band
+epoch).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import numpy as np
+
+from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
+
+logger = logging.getLogger(__name__)
+
+TRAINER_BAND = {"lo": 0.2, "hi": 0.95, "without_replacement": True, "epoch": "band"}
+
+
+class MissingIdError(ValueError):
+    """The trainer's dataset has no usable problem id column."""
+
+
+def float_column(values, n: int) -> np.ndarray:
+    """A numeric column with None as NaN (unprofiled problems)."""
+    if values is None:
+        return np.full(n, np.nan)
+    return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+
+
+class Curriculum:
+    def __init__(self, scheduler: Scheduler, ids: Sequence[str]) -> None:
+        self.scheduler = scheduler
+        self.ids = [str(i) for i in ids]
+        self.index_of = {pid: i for i, pid in enumerate(self.ids)}
+        if len(self.index_of) != len(self.ids):
+            raise MissingIdError(f"{len(self.ids) - len(self.index_of)} duplicate problem ids in the dataset; "
+                                 "ids must be unique (grpo load deduplicates them)")
+        self.groups_seen = 0
+        self.informative_seen = 0
+        self.batches_sampled = 0
+        self.batches_scored = 0
+
+    @classmethod
+    def from_columns(cls, ids: Sequence[str], n_correct=None, k=None, level=None, scheduler: str = "band",
+                     seed: int = 0, share: bool = True, **settings) -> Curriculum:
+        """A scheduler over `ids`, starting from offline counts (None or NaN: unprofiled) and sharing
+        strength within the level x offline-bucket groups when `level` is given."""
+        if ids is None:
+            raise MissingIdError("the dataset has no `id` column: the scheduler needs one id per problem to map "
+                                 "scored completions back (grpo shards writes it; or add one with "
+                                 "dataset.map(lambda r, i: {'id': str(i)}, with_indices=True))")
+        n = len(ids)
+        offline = None
+        if k is not None and n_correct is not None:
+            offline = (float_column(n_correct, n), float_column(k, n))
+            if np.isnan(offline[1]).all():
+                offline = None
+        groups = None
+        if scheduler == "band" and share and level is not None:
+            groups = difficulty_groups(n, offline, float_column(level, n))
+        if scheduler == "band":
+            settings = {**TRAINER_BAND, **settings}
+        elif scheduler == "offline_band":
+            settings = {"lo": TRAINER_BAND["lo"], "hi": TRAINER_BAND["hi"], **settings}
+        sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
+        logger.info("curriculum: %s scheduler over %d problems (%s offline profile)", scheduler, n,
+                    "with" if offline is not None else "no")
+        return cls(sched, ids)
+
+    def next_batch(self, batch: int) -> np.ndarray:
+        self.batches_sampled += 1
+        return self.scheduler.sample(batch)
+
+    def record(self, ids: Sequence, correct: Sequence[bool | None]) -> dict:
+        """Fold one scored generation batch into the posterior; returns what was counted."""
+        if len(ids) != len(correct):
+            raise ValueError(f"{len(ids)} ids but {len(correct)} verdicts")
+        self.batches_scored += 1
+        rows, hits = [], []
+        unknown = unscored = 0
+        for pid, ok in zip(ids, correct):
+            row = self.index_of.get(str(pid))
+            if row is None:
+                unknown += 1
+            elif ok is None:
+                unscored += 1
+            else:
+                rows.append(row)
+                hits.append(1.0 if ok else 0.0)
+        if not rows:
+            return {"groups": 0, "informative": 0, "unknown": unknown, "unscored": unscored}
+        idx, inverse = np.unique(np.asarray(rows), return_inverse=True)
+        size = np.bincount(inverse).astype(np.float64)
+        n_correct = np.bincount(inverse, weights=np.asarray(hits))
+        self.scheduler.update(idx, n_correct, size)
+        informative = int(np.count_nonzero((n_correct > 0) & (n_correct < size)))
+        self.groups_seen += idx.size
+        self.informative_seen += informative
+        return {"groups": int(idx.size), "informative": informative, "unknown": unknown, "unscored": unscored}
+
+    def tick(self) -> None:
+        self.scheduler.tick()
+
+    def stats(self) -> dict:
+        """Scheduler state plus the lag between choosing a batch and hearing its outcome."""
+        return {**self.scheduler.stats(), "lag_batches": self.batches_sampled - self.batches_scored,
+                "informative_frac": self.informative_seen / max(self.groups_seen, 1)}

@@ -1,0 +1,289 @@
+"""The band scheduler inside TRL's GRPOTrainer.
+
+    from trl import GRPOConfig, GRPOTrainer
+    from grpo_data.integrations.trl import TRLCurriculum, MathReward
+
+    train = datasets.load_dataset("parquet", data_files="shards/arith-trl/bucket=*/*.parquet", split="train")
+    cur = TRLCurriculum.from_dataset(train, seed=0)        # starts from the shards' profile (k, n_correct, level)
+    with MathReward() as accuracy:                          # math-verify in killable worker processes
+        trainer = GRPOTrainer(model=..., reward_funcs=[accuracy], args=GRPOConfig(...), train_dataset=train)
+        cur.attach(trainer)                                 # sampler + reward feedback + checkpointed state
+        trainer.train()                                     # or train(resume_from_checkpoint=True)
+
+What `attach` changes, and nothing else:
+- The sampler. TRL's RepeatSampler draws `generation_batch_size / num_generations` prompts uniformly
+  and repeats each `num_generations` times (and the block `num_iterations * steps_per_generation`
+  times). `ScheduledRepeatSampler` keeps exactly that layout; only the prompts of each block come from
+  the scheduler, chosen when the dataloader asks for the block.
+- The reward function that decides success (the only one, or `success_from=` by name) is wrapped: it
+  returns the same rewards, and every completion it scores in training reaches the scheduler (grouped
+  by the dataset's `id` column, gathered over ranks; a reward >= `success_at` counts as a success,
+  None as unscored). Evaluation calls (model in eval mode) are not counted.
+- A callback ticks the scheduler's clock each optimizer step and saves its state (and the blocks of
+  the current epoch) into every `checkpoint-N/curriculum/`; resuming restores it and replays the
+  epoch's blocks, so the skipped batches and the next ones are the prompts of the uninterrupted run.
+
+Lag: the Trainer and accelerate fetch one batch ahead, so block t+1 is chosen before block t's
+rewards arrive (`curriculum/lag_batches` = 1 with `dataloader_num_workers=0`; workers add their
+prefetch). The scheduler tolerates stale evidence (it already decays it); keep workers at 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import math
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+from torch.utils.data import Sampler
+from transformers import TrainerCallback
+
+from grpo_data import io
+from grpo_data.integrations.feedback import Curriculum, MissingIdError
+from grpo_data.scheduler import load_state, save_state
+
+logger = logging.getLogger(__name__)
+
+STATE_DIR = "curriculum"
+
+
+def column(dataset, name: str):
+    return list(dataset[name]) if name in dataset.column_names else None
+
+
+def gather_over_ranks(*lists: list) -> tuple[list, ...]:
+    """Every rank's lists, concatenated in rank order (as is, in one process)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return lists
+    parts: list = [None] * dist.get_world_size()
+    dist.all_gather_object(parts, lists)
+    return tuple([x for part in parts for x in part[i]] for i in range(len(lists)))
+
+
+def verdicts(rewards: Sequence, success_at: float) -> list[bool | None]:
+    """Success per completion; None (or NaN) is a reward that could not score."""
+    out = []
+    for r in rewards:
+        if r is None or (isinstance(r, float) and math.isnan(r)):
+            out.append(None)
+        else:
+            out.append(float(r) >= success_at)
+    return out
+
+
+class ScheduledRepeatSampler(Sampler[int]):
+    """TRL's RepeatSampler layout with the scheduler choosing each block's prompts.
+
+    An epoch has len(dataset) // prompts_per_block blocks, as with RepeatSampler; the scheduler decides
+    which prompts, so a prompt may come back within an epoch when its evidence says so (band epochs)."""
+
+    def __init__(self, curriculum: Curriculum, n_rows: int, num_generations: int, prompts_per_block: int,
+                 repeat_count: int) -> None:
+        if prompts_per_block < 1 or n_rows < prompts_per_block:
+            raise ValueError(f"a generation batch needs {prompts_per_block} distinct prompts; the dataset has {n_rows}")
+        self.curriculum = curriculum
+        self.n_rows, self.num_generations = n_rows, num_generations
+        self.prompts_per_block, self.repeat_count = prompts_per_block, repeat_count
+        self.blocks_per_epoch = n_rows // prompts_per_block
+        self.epoch_blocks: list[list[int]] = []  # blocks handed out in the current pass
+        self.replay: list[list[int]] = []  # blocks restored from a checkpoint, handed out first
+
+    def __iter__(self):
+        replay, self.replay = self.replay, []
+        self.epoch_blocks = []
+        for b in range(self.blocks_per_epoch):
+            block = replay[b] if b < len(replay) else self.curriculum.next_batch(self.prompts_per_block).tolist()
+            if len(block) != self.prompts_per_block:
+                raise RuntimeError(f"scheduler returned {len(block)} prompts for a block of {self.prompts_per_block}")
+            self.epoch_blocks.append(block)
+            for _ in range(self.repeat_count):
+                for row in block:
+                    yield from [row] * self.num_generations
+
+    def __len__(self) -> int:
+        return self.blocks_per_epoch * self.prompts_per_block * self.num_generations * self.repeat_count
+
+
+class TRLCurriculum:
+    def __init__(self, curriculum: Curriculum, success_at: float = 0.5) -> None:
+        self.curriculum = curriculum
+        self.success_at = success_at
+        self.sampler: ScheduledRepeatSampler | None = None
+        self.trainer = None
+        self.last_counted: dict = {}
+
+    @classmethod
+    def from_dataset(cls, dataset, scheduler: str = "band", seed: int = 0, success_at: float = 0.5,
+                     **settings) -> TRLCurriculum:
+        """Over a map-style `datasets.Dataset` with an `id` column; `n_correct`, `k` and `level` (as in
+        `grpo shards --format trl`) give the scheduler its prior and difficulty groups when present."""
+        if not hasattr(dataset, "column_names") or not hasattr(dataset, "__len__"):
+            raise TypeError("TRLCurriculum needs a map-style datasets.Dataset (an IterableDataset has no positions "
+                            "for a sampler to choose)")
+        cur = Curriculum.from_columns(column(dataset, "id"), column(dataset, "n_correct"), column(dataset, "k"),
+                                      column(dataset, "level"), scheduler=scheduler, seed=seed, **settings)
+        return cls(cur, success_at)
+
+    # ------------------------------------------------------------ wiring
+    def attach(self, trainer, success_from: str | None = None) -> None:
+        """Drive `trainer` (a trl.GRPOTrainer, built but not yet trained) with the scheduler."""
+        args = trainer.args
+        n = len(trainer.train_dataset)
+        if n != len(self.curriculum.ids):
+            raise ValueError(f"the trainer's dataset has {n} rows, the curriculum {len(self.curriculum.ids)}: "
+                             "build the curriculum from the same dataset object")
+        if getattr(args, "dataloader_num_workers", 0):
+            logger.warning("curriculum: dataloader_num_workers=%d prefetches blocks before their predecessors are "
+                           "scored; use 0 to keep the lag at one block", args.dataloader_num_workers)
+        self.sampler = ScheduledRepeatSampler(
+            self.curriculum, n, trainer.num_generations, args.generation_batch_size // trainer.num_generations,
+            trainer.num_iterations * args.steps_per_generation)
+        trainer._get_train_sampler = lambda dataset=None: self.sampler
+        i = self._success_index(trainer, success_from)
+        trainer.reward_funcs[i] = self.track(trainer.reward_funcs[i])
+        trainer.add_callback(CurriculumCallback(self))
+        self.trainer = trainer
+
+    @staticmethod
+    def _success_index(trainer, success_from: str | None) -> int:
+        names = list(trainer.reward_func_names)
+        if success_from is None:
+            if len(names) != 1:
+                raise ValueError(f"the trainer has {len(names)} reward functions ({', '.join(names)}); name the one "
+                                 "that judges correctness: attach(trainer, success_from=NAME)")
+            i = 0
+        elif success_from in names:
+            i = names.index(success_from)
+        else:
+            raise ValueError(f"no reward function named {success_from!r}; the trainer has: {', '.join(names)}")
+        if not callable(trainer.reward_funcs[i]) or hasattr(trainer.reward_funcs[i], "config"):
+            raise TypeError(f"reward {names[i]!r} is a reward model; the curriculum needs a function that judges "
+                            "correctness (e.g. MathReward)")
+        if inspect.iscoroutinefunction(trainer.reward_funcs[i]):
+            raise TypeError(f"reward {names[i]!r} is async; wrap a synchronous reward function")
+        return i
+
+    def track(self, reward_fn: Callable) -> Callable:
+        """`reward_fn`, unchanged in what it returns, reporting each training batch to the scheduler."""
+
+        @functools.wraps(reward_fn)
+        def tracked(prompts=None, completions=None, **kwargs):
+            rewards = reward_fn(prompts=prompts, completions=completions, **kwargs)
+            training = self.trainer is None or self.trainer.model.training
+            if training:
+                if kwargs.get("id") is None:
+                    raise MissingIdError("the reward function got no `id` column; keep the dataset's `id` column "
+                                         "(TRL passes extra columns to reward functions)")
+                ids, ok = gather_over_ranks(list(kwargs["id"]), verdicts(rewards, self.success_at))
+                self.last_counted = self.curriculum.record(ids, ok)
+                log_metric = kwargs.get("log_metric")
+                if log_metric is not None:
+                    for name, value in self.metrics().items():
+                        log_metric(f"curriculum/{name}", value)
+            return rewards
+
+        return tracked
+
+    def metrics(self) -> dict[str, float]:
+        st = self.curriculum.stats()
+        keys = ("band_lo", "band_hi", "band_occupancy", "epoch", "lag_batches", "informative_frac")
+        return {k: float(st[k]) for k in keys if k in st and st[k] == st[k]}
+
+    # ------------------------------------------------------------ checkpoints
+    def save(self, folder: str | Path, global_step: int) -> None:
+        folder = Path(folder)
+        save_state(self.curriculum.scheduler.state_dict(), folder)
+        cur = self.curriculum
+        io.write_json(folder / "curriculum.json", {
+            "global_step": global_step, "epoch_blocks": self.sampler.epoch_blocks if self.sampler else [],
+            "blocks_per_epoch": self.sampler.blocks_per_epoch if self.sampler else 0,
+            "batches_sampled": cur.batches_sampled, "batches_scored": cur.batches_scored,
+            "groups_seen": cur.groups_seen, "informative_seen": cur.informative_seen})
+
+    def restore(self, folder: str | Path, global_step: int) -> None:
+        import json
+
+        folder = Path(folder)
+        meta = json.loads((folder / "curriculum.json").read_text())
+        if meta["global_step"] != global_step:
+            raise RuntimeError(f"{folder}: curriculum state is from step {meta['global_step']}, the trainer resumes "
+                               f"at step {global_step}")
+        self.curriculum.scheduler.load_state_dict(load_state(folder), origin=str(folder))
+        cur = self.curriculum
+        cur.batches_sampled, cur.batches_scored = meta["batches_sampled"], meta["batches_scored"]
+        cur.groups_seen, cur.informative_seen = meta["groups_seen"], meta["informative_seen"]
+        if self.sampler is not None and len(meta["epoch_blocks"]) < meta["blocks_per_epoch"]:
+            self.sampler.replay = meta["epoch_blocks"]  # mid-epoch: the trainer skips what was trained, then goes on
+        logger.info("curriculum: restored from %s (step %d, %d blocks to replay)", folder, global_step,
+                    len(self.sampler.replay) if self.sampler else 0)
+
+
+def checkpoint_folder(args, global_step: int) -> Path:
+    return Path(args.output_dir) / f"checkpoint-{global_step}"
+
+
+class CurriculumCallback(TrainerCallback):
+    """Ticks the scheduler per optimizer step; saves and restores it with the Trainer's checkpoints."""
+
+    def __init__(self, owner: TRLCurriculum) -> None:
+        self.owner = owner
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.global_step == 0:
+            return
+        candidates = [Path(args.resume_from_checkpoint)] if isinstance(args.resume_from_checkpoint, str) else []
+        candidates.append(checkpoint_folder(args, state.global_step))
+        for ckpt in candidates:
+            if (ckpt / STATE_DIR / "curriculum.json").exists():
+                self.owner.restore(ckpt / STATE_DIR, state.global_step)
+                return
+        raise FileNotFoundError(f"resuming at step {state.global_step}, but no {STATE_DIR}/curriculum.json in "
+                                f"{', '.join(map(str, candidates))}; the checkpoint was not written with the curriculum "
+                                "attached (start a new run, or attach before the first train())")
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.owner.curriculum.tick()
+
+    def on_save(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.owner.save(checkpoint_folder(args, state.global_step) / STATE_DIR, state.global_step)
+
+
+class MathReward:
+    """A TRL reward function: 1.0 when math-verify judges the completion's answer equal to the
+    `solution` column, 0.0 when not, None when the verifier could not decide (timeout, error).
+    Runs in this project's killable verifier workers; close it (or use `with`) when training ends."""
+
+    __name__ = "math_reward"
+
+    def __init__(self, workers: int = 2, timeout_s: int = 2) -> None:
+        from grpo_data.verify_pool import VerifierPool
+
+        self.pool = VerifierPool(workers=workers, timeout_s=timeout_s)
+
+    def __call__(self, prompts=None, completions=None, solution=None, **kwargs) -> list[float | None]:
+        if solution is None:
+            raise MissingIdError("math_reward needs a `solution` column (the gold answer; grpo shards --format trl)")
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        out = self.pool.verify([str(s) for s in solution], texts)
+        return [1.0 if v.correct else None if v.reason in ("timeout", "error") else 0.0 for v in out]
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> MathReward:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def informative_fraction(rewards: np.ndarray, group_size: int) -> float:
+    """Share of groups (consecutive `group_size` rewards) whose rewards are not all equal."""
+    groups = np.asarray(rewards, dtype=np.float64).reshape(-1, group_size)
+    return float(np.mean(groups.max(axis=1) > groups.min(axis=1)))
