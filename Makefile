@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast bench lint clean
+.PHONY: setup verl-env demo test test-fast bench lint clean
 
 setup: $(STAMP)
 
@@ -20,10 +20,22 @@ $(STAMP): pyproject.toml
 	$(PY) -c "import vllm, deepspeed, math_verify, polars, datasets, trl; import transformers.models.qwen2.modeling_qwen2; print('setup: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ')')"
 	touch $(STAMP)
 
+# verl releases the integration supports, each beside its own omegaconf/ANTLR 4.9 (see tests/verl_env.txt);
+# only the verl tests' processes see them.
+VERL_ENV := $(VENV)/verl
+VERL_VERSIONS := 0.7.1 0.9.1
+verl-env: $(VERL_ENV)/.stamp
+
+$(VERL_ENV)/.stamp: tests/verl_env.txt $(STAMP)
+	rm -rf $(VERL_ENV)
+	$(PY) -m pip install -q --no-deps --target $(VERL_ENV)/deps -r tests/verl_env.txt
+	for v in $(VERL_VERSIONS); do $(PY) -m pip install -q --no-deps --target $(VERL_ENV)/$$v "verl==$$v" || exit 1; done
+	touch $@
+
 demo: setup
 	$(VENV)/bin/grpo demo
 
-test: setup
+test: setup verl-env
 	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
 
 test-fast: setup

@@ -7,8 +7,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.integrations.feedback import Curriculum, MissingIdError
-from grpo_data.integrations.trl import ScheduledRepeatSampler, verdicts
+from grpo_data.integrations.feedback import Curriculum, MissingIdError, verdicts
+from grpo_data.integrations.trl import ScheduledRepeatSampler
 
 
 def test_record_groups_completions_by_id_whatever_their_order():

@@ -33,16 +33,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
 from torch.utils.data import Sampler
 from transformers import TrainerCallback
 
 from grpo_data import io
-from grpo_data.integrations.feedback import Curriculum, MissingIdError
+from grpo_data.integrations.feedback import Curriculum, MissingIdError, verdicts
 from grpo_data.scheduler import load_state, save_state
 
 logger = logging.getLogger(__name__)
@@ -63,17 +61,6 @@ def gather_over_ranks(*lists: list) -> tuple[list, ...]:
     parts: list = [None] * dist.get_world_size()
     dist.all_gather_object(parts, lists)
     return tuple([x for part in parts for x in part[i]] for i in range(len(lists)))
-
-
-def verdicts(rewards: Sequence, success_at: float) -> list[bool | None]:
-    """Success per completion; None (or NaN) is a reward that could not score."""
-    out = []
-    for r in rewards:
-        if r is None or (isinstance(r, float) and math.isnan(r)):
-            out.append(None)
-        else:
-            out.append(float(r) >= success_at)
-    return out
 
 
 class ScheduledRepeatSampler(Sampler[int]):
@@ -282,8 +269,3 @@ class MathReward:
     def __exit__(self, *exc) -> None:
         self.close()
 
-
-def informative_fraction(rewards: np.ndarray, group_size: int) -> float:
-    """Share of groups (consecutive `group_size` rewards) whose rewards are not all equal."""
-    groups = np.asarray(rewards, dtype=np.float64).reshape(-1, group_size)
-    return float(np.mean(groups.max(axis=1) > groups.min(axis=1)))

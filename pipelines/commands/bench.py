@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "run benchmarks (verify, data, scheduler, warmstart, profile, e2e, memory, all); results to bench/results/"
+HELP = "run benchmarks (verify, data, scheduler, warmstart, profile, e2e, memory, trl, all); results to bench/results/"
 
-BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e", "memory")
+BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e", "memory", "trl")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -50,6 +50,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         from bench import memory_bench
 
         result = memory_bench.run(quick=quick)
+    elif name == "trl":
+        from bench import trl_bench
+
+        result = trl_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2))
     else:
         from bench import e2e_bench
 

@@ -1,0 +1,138 @@
+"""The scheduler as verl's sampler: unit behaviour here (no verl), and (slow) each supported verl
+release loading and driving it in its own process (tests/verl_driver.py; see tests/verl_env.txt for
+why verl cannot share this environment)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import polars as pl
+import pytest
+import torch
+
+from grpo_data.integrations.feedback import MissingIdError
+from grpo_data.integrations.verl import CurriculumSampler
+
+ROOT = Path(__file__).resolve().parent.parent
+VERL_ENV = ROOT / ".venv" / "verl"
+
+
+class Rows:
+    """A map-style dataset with verl's extra_info (like RLHFDataset's rows)."""
+
+    def __init__(self, infos):
+        self.infos = infos
+
+    def __len__(self):
+        return len(self.infos)
+
+    def __getitem__(self, i):
+        return {"extra_info": self.infos[i]}
+
+
+def infos(n=12):
+    return [{"index": i, "id": f"p{i}", "k": 4, "n_correct": i % 5, "level": 1 + i % 3} for i in range(n)]
+
+
+def scored(ids, scores, acc=None):
+    """The parts of a verl DataProto the sampler reads."""
+    nt = {"extra_info": np.array([{"id": i} for i in ids], dtype=object)}
+    if acc is not None:
+        nt["acc"] = np.array(acc, dtype=object)
+    tl = torch.zeros(len(scores), 3)
+    tl[:, -1] = torch.tensor(scores)
+    return SimpleNamespace(non_tensor_batch=nt, batch={"token_level_scores": tl})
+
+
+def test_sampler_reads_config_prior_and_hands_out_whole_batches():
+    cfg = {"train_batch_size": 4, "seed": 3, "sampler": {"class_path": "x", "class_name": "y", "lo": 0.3, "hi": 0.7}}
+    s = CurriculumSampler(Rows(infos()), cfg)
+    assert s.curriculum.scheduler.cfg.lo == 0.3 and s.curriculum.scheduler.cfg.hi == 0.7
+    assert s.curriculum.scheduler.pass_rate()[4] > 0.8  # 4 of 4 offline
+    order = list(s)
+    assert len(order) == len(s) == 12 and s.pos == 0
+    assert all(len(set(order[i:i + 4])) == 4 for i in range(0, 12, 4))
+
+
+def test_update_counts_acc_or_scores_and_ticks():
+    s = CurriculumSampler(Rows(infos()), {"train_batch_size": 4, "sampler": {"decay": 1.0, "share": False}})
+    a0, b0 = s.curriculum.scheduler.a.copy(), s.curriculum.scheduler.b.copy()
+    s.update(scored(["p1", "p1", "p2", "p2", "zz"], [1.0, -1.0, -1.0, -1.0, 1.0]))  # DAPO's +1/-1
+    assert s.last_counted == {"groups": 2, "informative": 1, "unknown": 1, "unscored": 0}
+    assert (s.curriculum.scheduler.a - a0)[[1, 2]].tolist() == [1, 0]
+    assert (s.curriculum.scheduler.b - b0)[[1, 2]].tolist() == [1, 2]
+    s.update(scored(["p3", "p3"], [0.0, 0.0], acc=[True, None]))  # the reward manager's acc wins
+    assert (s.curriculum.scheduler.a - a0)[3] == 1 and (s.curriculum.scheduler.b - b0)[3] == 0
+    assert s.curriculum.scheduler.step == 2
+
+
+def test_state_dict_round_trip_resumes_mid_pass():
+    cfg = {"train_batch_size": 4}
+    s = CurriculumSampler(Rows(infos()), cfg)
+    it = iter(s)
+    first = [next(it) for _ in range(4)]
+    s.update(scored([f"p{i}" for i in first], [1.0, 0.0, 1.0, 0.0]))
+    state = s.state_dict()
+    rest = list(it)
+    t = CurriculumSampler(Rows(infos()), cfg)
+    t.load_state_dict(state)
+    assert list(t) == rest  # the next batches are the uninterrupted pass's
+
+
+def test_rows_without_ids_are_named():
+    with pytest.raises(MissingIdError, match="row 1: extra_info has neither `id` nor `index`"):
+        CurriculumSampler(Rows([{"id": "a"}, {}]), {"train_batch_size": 1})
+    with pytest.raises(ValueError, match="a batch needs 8 prompts; the dataset has 3"):
+        CurriculumSampler(Rows(infos(3)), {"train_batch_size": 8})
+
+
+@pytest.fixture(scope="module")
+def verl_inputs(tmp_path_factory, world_tables):
+    from grpo_data.shards import write_shards
+    from grpo_train.tiny_policy import build_tokenizer
+
+    out = tmp_path_factory.mktemp("verl")
+    t = world_tables["train"].head(40)
+    c = np.arange(t.height) % 5
+    prof = pl.DataFrame({"id": t["id"], "k": np.full(t.height, 4), "n_correct": c, "pass_rate": c / 4,
+                         "ci_low": 0.0, "ci_high": 1.0})
+    manifest = write_shards(t, prof, out / "shards", fmt="verl", profile_meta={"model": "tiny"})
+    build_tokenizer().save_pretrained(out / "tok")
+    files = [str(out / "shards" / rel) for rel, info in manifest["files"].items() if info["rows"]]
+    return out, files
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version", ["0.7.1", "0.9.1"])
+def test_verl_release_loads_and_drives_the_sampler(verl_inputs, version):
+    """Engine: verl's own RLHFDataset, sampler hook, _create_dataloader (StatefulDataLoader), DataProto
+    and checkpointed dataloader state; no Ray cluster, no workers."""
+    if not (VERL_ENV / version / "verl").is_dir():
+        pytest.fail(f"{VERL_ENV / version} is missing: run `make verl-env` (make test does)")
+    out, files = verl_inputs
+    result = out / f"result-{version}.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(VERL_ENV / version), str(VERL_ENV / "deps")])}
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "verl_driver.py"), str(out / "tok"), str(result), *files],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r = json.loads(result.read_text())
+    assert r["verl"] == version and r["sampler_type"] == "CurriculumSampler"
+    assert r["native_update"] is (version == "0.7.1")
+    if version == "0.9.1":
+        assert r["trainer_type"] == "CurriculumRayPPOTrainer"
+        assert r["runner_is_actor_class"] and not r["ray_started"]
+    trained = [pid for step in r["steps"] for pid in step]
+    assert all(len(set(step)) == 4 for step in r["steps"]) and len(set(trained)) == 12
+    # the posterior moved for exactly the prompts trained, by their half-right groups (decay 1)
+    assert r["changed"] == sorted(set(trained))
+    assert all(d == [2.0, 2.0] for d in r["deltas"].values())
+    assert r["sched_step"] == 3
+    # resumed from verl's saved dataloader state: the same next batches, the same posterior after them
+    assert r["resumed"] == r["after_checkpoint"]
+    assert r["resumed_final_a"] == r["final_a"]
