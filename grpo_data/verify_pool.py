@@ -6,6 +6,10 @@ worker one item at a time and holds a hard deadline for it; a worker that misses
 dies (memory cap, crash), is killed and replaced, its item gets reason "timeout" or "error", and the
 rest of the batch carries on. Results come back in input order.
 
+Workers run code from `grpo_data` only: multiprocessing would otherwise re-run the calling script's
+top level in every worker (its `import torch`, `import trl`: seconds each, and torch's address space
+is over the memory cap, so math-verify then cannot allocate and every item times out).
+
 Identical (gold, prediction) pairs in one batch are judged once: k samples of a problem often
 repeat the same completion, and verification is a pure function of the pair.
 
@@ -19,8 +23,11 @@ from __future__ import annotations
 import logging
 import multiprocessing as mp
 import os
+import sys
 import time
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
@@ -89,6 +96,25 @@ def _worker_main(conn: Connection, memory_mb: int, timeout_s: int, pred_tail_cha
         conn.send((seq, verdict.correct, verdict.reason, verdict.detail))
 
 
+@contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """While a worker starts, `__main__` names no file or module, so multiprocessing does not import
+    the caller's script in the worker (it reads both when it prepares the child)."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__spec__ = None
+    try:
+        yield
+    finally:
+        main.__dict__.update(saved)
+        if "__spec__" not in saved:
+            del main.__spec__
+
+
 class _Worker:
     def __init__(self, ctx: mp.context.BaseContext, cfg: PoolConfig) -> None:
         self.conn, child = ctx.Pipe()
@@ -97,7 +123,8 @@ class _Worker:
             args=(child, cfg.memory_mb, cfg.timeout_s, cfg.pred_tail_chars),
             daemon=True,
         )
-        self.process.start()
+        with _main_module_hidden():
+            self.process.start()
         child.close()
         self.seq: int | None = None  # item in flight
         self.started_at = 0.0
@@ -203,18 +230,16 @@ class VerifierPool:
         return results  # type: ignore[return-value]
 
     def _died(self, worker: _Worker) -> None:
-        """A worker's pipe closed: replace it, unless no worker has ever lived to answer. That is
-        nearly always a script without a main guard: every forkserver worker re-imports the main
-        module, tries to start processes of its own and exits, so every verdict would be an error."""
+        """A worker's pipe closed: replace it, unless no worker has ever lived to answer (then the
+        workers cannot start at all, and replacing them forever would only hide why)."""
         if not self._answered:
             self._early_deaths += 1
             if self._early_deaths >= 3:
                 self.close()
                 raise RuntimeError(
-                    "verifier workers exit as they start, before returning any result (3 in a row). "
-                    "If this runs from a script, put the code that creates the VerifierPool (or a "
-                    "Trainer, or a profiling run) under `if __name__ == \"__main__\":`: each worker "
-                    "re-imports the main module. Otherwise see the workers' messages above.") from None
+                    "verifier workers exit as they start, before returning any result (3 in a row); see the "
+                    f"workers' messages above (a memory cap too small to start in, memory_mb={self.config.memory_mb}, "
+                    "is one cause)") from None
         self._replace(worker)
 
     def _replace(self, worker: _Worker) -> None:
