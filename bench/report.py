@@ -107,6 +107,18 @@ def summary_lines(name: str, r: dict) -> list[str]:
             lines.append(f"- seed {s['seed']} distinct problems trained: " + ", ".join(
                 f"{a} {v.get('distinct_problems_trained', 'n/a')} in {v['steps']} steps" for a, v in s["arms"].items()))
         return lines
+    if name == "trl":
+        lines = [f"- TRL GRPOTrainer, {r['steps']} steps x {r['prompts_per_step']} prompts x G = {r['group_size']} "
+                 f"({r['rollouts_per_arm']} rollouts per arm, no offline profile); held-out accuracy before "
+                 f"training {_fmt(r['initial'])} (k = {r['eval_k']} samples per problem)"]
+        for arm, x in r["summary"].items():
+            z, acc = x["frac_reward_zero_std"], x["heldout_accuracy"]
+            lines.append(f"- {arm}: frac_reward_zero_std {_fmt(z['mean'])} +- {_fmt(z['se'])} (seeds {_fmt(z['min'])}-"
+                         f"{_fmt(z['max'])}), held-out accuracy {_fmt(acc['mean'])} +- {_fmt(acc['se'])} "
+                         f"({_fmt(acc['min'])}-{_fmt(acc['max'])}), {_fmt(x['seconds']['mean'])} s per run")
+        q = r["zero_std_ratio_scheduler_over_default"]
+        return lines + [f"- zero-variance fraction, scheduler / default (same seed): {_fmt(q['mean'])} "
+                        f"({_fmt(q['min'])}-{_fmt(q['max'])}); goal <= 0.5: {'met' if r['goal_met'] else 'not met'}"]
     if name == "memory":
         g = r["goal"]
         ratio = next(v for k, v in g.items() if k.startswith("ratio_"))
