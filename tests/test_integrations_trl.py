@@ -35,6 +35,7 @@ def test_offline_counts_become_the_prior_and_missing_ids_are_errors():
 
 def test_verdicts_threshold_and_unscored():
     assert verdicts([1.0, 0.0, -1.0, None, float("nan"), 0.5], 0.5) == [True, False, False, None, None, True]
+    assert verdicts([np.float32("nan"), np.float32(1.0)], 0.5) == [None, True]
 
 
 def test_sampler_keeps_trl_repeat_layout_with_scheduled_blocks():
@@ -83,26 +84,24 @@ class HalfRight:
         return rewards
 
 
-def make_trainer(policy, ds, out, max_steps, reward, seed=0):
+def make_trainer(policy, ds, out, max_steps, reward, seed=0, **overrides):
     from trl import GRPOConfig, GRPOTrainer
 
-    args = GRPOConfig(output_dir=str(out), use_cpu=True, num_generations=4, per_device_train_batch_size=8,
-                      gradient_accumulation_steps=2, max_completion_length=12, max_steps=max_steps, save_steps=2,
-                      logging_steps=1, report_to=[], seed=seed, temperature=0.6, learning_rate=1e-4,
-                      dataloader_num_workers=0)
+    settings = dict(output_dir=str(out), use_cpu=True, num_generations=4, per_device_train_batch_size=8,
+                    gradient_accumulation_steps=2, max_completion_length=12, max_steps=max_steps, save_steps=2,
+                    logging_steps=1, report_to=[], seed=seed, temperature=0.6, learning_rate=1e-4,
+                    dataloader_num_workers=0)
+    args = GRPOConfig(**{**settings, **overrides})
     return GRPOTrainer(model=str(policy), reward_funcs=[reward], args=args, train_dataset=ds)
 
 
 @pytest.mark.slow
-def test_trl_grpo_trainer_is_driven_by_the_scheduler_and_resumes(untrained_policy, world_tables, tmp_path):
+def test_trl_grpo_trainer_is_driven_by_the_scheduler(untrained_policy, world_tables, tmp_path):
     """Engine: TRL's GRPOTrainer (plain generate mode, CPU) with the real `trl` package."""
     from grpo_data.integrations.trl import TRLCurriculum
-    from grpo_data.scheduler import load_state
 
     ds = trl_dataset(world_tables, tmp_path)
     ids = list(ds["id"])
-
-    # run 1: 4 optimizer steps, checkpoints at 2 and 4
     cur = TRLCurriculum.from_dataset(ds, seed=0, decay=1.0, share=False)
     reward = HalfRight(4)
     trainer = make_trainer(untrained_policy, ds, tmp_path / "run", 4, reward)
@@ -126,20 +125,6 @@ def test_trl_grpo_trainer_is_driven_by_the_scheduler_and_resumes(untrained_polic
     logged = [h for h in trainer.state.log_history if "curriculum/band_lo" in h]
     assert logged and logged[-1]["curriculum/informative_frac"] == pytest.approx(1.0)
     assert sched.step == 4  # one tick per optimizer step
-
-    # the state saved with checkpoint-2, and a resumed run from it
-    saved = load_state(tmp_path / "run" / "checkpoint-2" / "curriculum")
-    assert saved["meta"]["step"] == 2
-    cur2 = TRLCurriculum.from_dataset(ds, seed=0, decay=1.0, share=False)
-    reward2 = HalfRight(4)
-    trainer2 = make_trainer(untrained_policy, ds, tmp_path / "run", 4, reward2)
-    cur2.attach(trainer2)
-    trainer2.train(resume_from_checkpoint=str(tmp_path / "run" / "checkpoint-2"))
-    # steps 3-4 of the resumed run trained the blocks the uninterrupted run trained there
-    resumed = [sorted({ids.index(i) for i in call_ids}) for call_ids, _ in reward2.calls]
-    assert resumed == [sorted(b) for b in blocks[2:4]]
-    np.testing.assert_array_equal(cur2.curriculum.scheduler.a, sched.a)
-    np.testing.assert_array_equal(cur2.curriculum.scheduler.b, sched.b)
 
 
 @pytest.mark.slow
@@ -194,3 +179,96 @@ def test_trl_vllm_colocate_mode_is_driven_by_the_scheduler(untrained_policy, wor
     rows = sorted({ids.index(i) for call_ids, _ in reward.calls for i in call_ids})
     assert rows == sorted(r for block in cur.sampler.epoch_blocks[:2] for r in block)
     assert np.flatnonzero(sched.a != a0).tolist() == rows
+
+
+@pytest.mark.slow
+def test_resume_inside_at_the_end_of_and_after_an_epoch(untrained_policy, world_tables, tmp_path):
+    """8 problems, 2 per block, 4 blocks an epoch: checkpoints inside (2), one step before the end (3: the
+    epoch's last block is already drawn) and at the boundary (4, copied outside output_dir) all resume
+    into the prompts and posterior of the uninterrupted 6-step run."""
+    import shutil
+
+    from grpo_data.integrations.trl import TRLCurriculum
+
+    ds = trl_dataset(world_tables, tmp_path).select(range(8))
+    ids = list(ds["id"])
+    small = dict(num_generations=2, per_device_train_batch_size=4, gradient_accumulation_steps=1, save_steps=1)
+
+    def run(out, resume=None):
+        cur = TRLCurriculum.from_dataset(ds, seed=0)
+        reward = HalfRight(2)
+        trainer = make_trainer(untrained_policy, ds, out, 6, reward, **small)
+        cur.attach(trainer)
+        trainer.train(resume_from_checkpoint=resume)
+        blocks = [sorted({ids.index(i) for i in call_ids}) for call_ids, _ in reward.calls]
+        return blocks, cur.curriculum.scheduler
+
+    full, sched = run(tmp_path / "full")
+    assert len(full) == 6 and sched.epoch >= 1  # the run crossed into a second epoch
+    elsewhere = tmp_path / "copied" / "checkpoint-4"
+    shutil.copytree(tmp_path / "full" / "checkpoint-4", elsewhere)
+    for step, ckpt, out in ((2, tmp_path / "full" / "checkpoint-2", tmp_path / "r2"),
+                            (3, tmp_path / "full" / "checkpoint-3", tmp_path / "r3"),
+                            (4, elsewhere, tmp_path / "r4")):
+        resumed, rsched = run(out, resume=str(ckpt))
+        assert resumed == full[step:], step
+        np.testing.assert_array_equal(rsched.a, sched.a)
+        np.testing.assert_array_equal(rsched.b, sched.b)
+        assert rsched.epoch == sched.epoch and rsched.step == sched.step
+
+
+def test_sampler_layout_is_trl_repeat_samplers():
+    from trl.trainer.utils import RepeatSampler
+
+    class Sequential:  # hands out blocks 0-2, 3-5, ... as an unshuffled RepeatSampler would
+        def __init__(self):
+            self.next = 0
+
+        def next_batch(self, n):
+            self.next += n
+            return np.arange(self.next - n, self.next)
+
+    ours = ScheduledRepeatSampler(Sequential(), n_rows=10, num_generations=3, prompts_per_block=3, repeat_count=2)
+    theirs = RepeatSampler(list(range(10)), mini_repeat_count=3, batch_size=3, repeat_count=2, shuffle=False)
+    assert list(ours) == list(theirs) and len(ours) == len(theirs)
+
+
+def test_reward_reports_only_in_training_and_async_rewards_are_awaited():
+    import asyncio
+    from types import SimpleNamespace
+
+    from grpo_data.integrations.trl import TRLCurriculum
+
+    cur = TRLCurriculum(Curriculum.from_columns(["a", "b"], decay=1.0, share=False))
+    cur.trainer = SimpleNamespace(model=SimpleNamespace(training=False))
+    tracked = cur.track(lambda prompts=None, completions=None, **kw: [1.0, 0.0])
+    assert tracked(completions=["x", "y"], id=["a", "a"]) == [1.0, 0.0]
+    assert cur.curriculum.groups_seen == 0  # evaluation is not evidence
+
+    class AsyncReward:
+        async def __call__(self, prompts=None, completions=None, **kw):
+            return [1.0, 0.0]
+
+    cur.trainer.model.training = True
+    wrapped = cur.track(AsyncReward())
+    assert asyncio.iscoroutinefunction(wrapped)  # TRL must still see it as async
+    assert asyncio.run(wrapped(completions=["x", "y"], id=["b", "b"])) == [1.0, 0.0]
+    assert cur.last_counted == {"groups": 1, "informative": 1, "unknown": 0, "unscored": 0}
+
+
+def test_attach_refuses_another_dataset_and_restore_another_order(tmp_path):
+    from types import SimpleNamespace
+
+    import datasets
+
+    from grpo_data.integrations.trl import TRLCurriculum
+
+    ds = datasets.Dataset.from_dict({"id": ["a", "b", "c"], "prompt": ["1", "2", "3"]})
+    cur = TRLCurriculum.from_dataset(ds)
+    trainer = SimpleNamespace(train_dataset=ds.select([2, 1, 0]), args=SimpleNamespace())
+    with pytest.raises(ValueError, match="not the one the curriculum was built from"):
+        cur.attach(trainer)
+    cur.save(tmp_path / "c", global_step=3)
+    other = TRLCurriculum.from_dataset(ds.select([2, 1, 0]))
+    with pytest.raises(ValueError, match="saved for another dataset"):
+        other.restore(tmp_path / "c", global_step=3, resume_epoch=0)

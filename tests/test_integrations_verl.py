@@ -98,7 +98,7 @@ def verl_inputs(tmp_path_factory, world_tables):
     from grpo_train.tiny_policy import build_tokenizer
 
     out = tmp_path_factory.mktemp("verl")
-    t = world_tables["train"].head(40)
+    t = world_tables["train"].head(16)
     c = np.arange(t.height) % 5
     prof = pl.DataFrame({"id": t["id"], "k": np.full(t.height, 4), "n_correct": c, "pass_rate": c / 4,
                          "ci_low": 0.0, "ci_high": 1.0})
@@ -127,12 +127,20 @@ def test_verl_release_loads_and_drives_the_sampler(verl_inputs, version):
     if version == "0.9.1":
         assert r["trainer_type"] == "CurriculumRayPPOTrainer"
         assert r["runner_is_actor_class"] and not r["ray_started"]
-    trained = [pid for step in r["steps"] for pid in step]
-    assert all(len(set(step)) == 4 for step in r["steps"]) and len(set(trained)) == 12
+        assert "dataloader_num_workers=8" in r["workers_error"]
+    steps = r["steps"]
+    assert len(steps) == 7 and all(len(set(s)) == 4 for s in steps)
     # the posterior moved for exactly the prompts trained, by their half-right groups (decay 1)
+    trained = [p for s in steps for p in s]
     assert r["changed"] == sorted(set(trained))
-    assert all(d == [2.0, 2.0] for d in r["deltas"].values())
-    assert r["sched_step"] == 3
-    # resumed from verl's saved dataloader state: the same next batches, the same posterior after them
-    assert r["resumed"] == r["after_checkpoint"]
-    assert r["resumed_final_a"] == r["final_a"]
+    assert all(d == [2.0 * trained.count(p), 2.0 * trained.count(p)] for p, d in r["deltas"].items())
+    assert r["sched_step"] == 7
+    if version == "0.9.1":  # resumed inside the epoch and at its boundary: the uninterrupted run's prompts
+        for ckpt in ("2", "4"):
+            res = r["resumed"][ckpt]
+            assert res["steps"] == steps[int(ckpt):], ckpt
+            assert res["final_a"] == r["final_a"], ckpt
+    else:  # 0.7.1 checkpoints before a step's update: the resumed state lacks exactly that step's evidence
+        res = r["resumed"]["2"]
+        assert res["loaded_a"] == r["before_update"]["2"]
+        assert len(res["steps"]) == 5 and all(len(set(s)) == 4 for s in res["steps"])

@@ -42,6 +42,9 @@ def test_gpu_example_is_a_valid_pipeline_and_train_config():
 def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())
     spec["out"] = str(tmp_path / "demo")
+    # smaller than --quick itself: this checks stages, files and reruns, not what the policy learns
+    spec["quick"]["world"] = {"per_level_train": 60, "per_level_heldout": 10}
+    spec["quick"]["bootstrap"] = {"steps": 100}
     spec["quick"]["train"]["run"]["steps"] = 6
     spec["quick"]["train"]["run"]["eval_every"] = 3
     spec["quick"]["train"]["run"]["save_every"] = 3

@@ -5,20 +5,27 @@ omegaconf / ANTLR 4.9, which cannot share this project's environment):
 
     python tests/verl_driver.py TOKENIZER_DIR OUT.json SHARD.parquet...
 
-It builds verl's own RLHFDataset, gets the sampler through the release's own hook (0.7.1: its
-`create_rl_sampler` reading `data.sampler.class_path`; 0.8+: `curriculum_task_runner`'s install step,
-then the legacy runner's names), builds the dataloader with `RayPPOTrainer._create_dataloader`, and
-runs fit()'s per-step sequence: DataProto.from_single_dict, repeat(n, interleave=True), scores, then
-the release's feedback call. Half of each group is scored right. Then it checkpoints the dataloader
-as verl does (torch.save of state_dict) and resumes a fresh one from it.
+It builds verl's own RLHFDataset and gets the sampler through the release's own hook (0.7.1: its
+`create_rl_sampler` reading `data.sampler.class_path`; 0.9: the curriculum TaskRunner's `run`, which
+installs its sampler and trainer into the legacy runner's names). The dataloader comes from
+`RayPPOTrainer._create_dataloader`. Then it replays fit()'s per-step order:
+- `DataProto.from_single_dict`, `repeat(n, interleave=True)` and scores, half of each group right;
+- the feedback call (0.7.1: checkpoint, then `sampler.update`; 0.9: `_update_actor`, then checkpoint);
+- each epoch a fresh pass over the dataloader.
+Only what needs workers is stubbed: the actor update, and the model part of saving and loading.
+Checkpoints are written and resumed the way each release does them, at a step inside an epoch and
+(0.9) at an epoch boundary, where 0.9 does not restore its dataloader.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import torch
+
+N_RESP, BATCH, STEPS = 4, 4, 7  # 16 problems: 4 steps an epoch
 
 
 def main() -> None:
@@ -33,77 +40,130 @@ def main() -> None:
 
     from grpo_data.integrations import verl as integration
 
-    n_resp, batch = 4, 4
+    work = out_path + ".ckpt"
     cfg = OmegaConf.create({
-        "data": {"train_batch_size": batch, "val_batch_size": None, "dataloader_num_workers": 0, "shuffle": True,
+        "data": {"train_batch_size": BATCH, "val_batch_size": None, "dataloader_num_workers": 0, "shuffle": True,
                  "seed": 0, "prompt_key": "prompt", "max_prompt_length": 512, "filter_overlong_prompts": False,
                  "return_raw_chat": True, "truncation": "error", "validation_shuffle": False,
                  "sampler": {"class_path": "pkg://grpo_data.integrations.verl", "class_name": "CurriculumSampler",
                              "decay": 1.0, "share": False}},
-        "trainer": {"total_epochs": 1, "total_training_steps": None},
+        "trainer": {"total_epochs": 2, "total_training_steps": None, "default_local_dir": work,
+                    "resume_from_path": None},
     })
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     out: dict = {"verl": verl.__version__, "native_update": integration.NATIVE_UPDATE}
-    RayPPOTrainer._update_actor = lambda self, b: "actor updated"  # the workers' part, not run here
+
+    # the workers' part of verl's trainer, not run here
+    RayPPOTrainer._update_actor = lambda self, b: "actor updated"
+
+    def save_checkpoint(self):  # as verl: the dataloader's state into global_step_N/data.pt
+        folder = os.path.join(work, f"global_step_{self.global_steps}")
+        os.makedirs(folder, exist_ok=True)
+        torch.save(self.train_dataloader.state_dict(), os.path.join(folder, "data.pt"))
+
+    def load_checkpoint(self):  # as verl 0.9: no dataloader restore at an epoch boundary
+        self.global_steps = self.resume_step
+        if self.global_steps % len(self.train_dataloader) != 0:
+            path = os.path.join(work, f"global_step_{self.global_steps}", "data.pt")
+            self.train_dataloader.load_state_dict(torch.load(path, weights_only=False))
+
+    RayPPOTrainer._save_checkpoint = save_checkpoint
+    RayPPOTrainer._load_checkpoint = load_checkpoint
+
+    if not integration.NATIVE_UPDATE:  # 0.9: through the curriculum TaskRunner's run()
+        import verl.trainer.main_ppo_v0 as v0
+
+        runner = integration.curriculum_task_runner()
+        actor_cls = runner.__ray_metadata__.modified_class
+        ray.cloudpickle.dumps(actor_cls)  # Ray ships the class to the actor's process like this
+        base = actor_cls.__ray_actor_class__.__mro__[1]  # verl's own TaskRunner
+        base.run = lambda self, config: (v0.create_rl_sampler, v0.RayPPOTrainer)  # stands for the runner's body
+        make_sampler, trainer_cls = actor_cls.__ray_actor_class__.run(object.__new__(base), cfg)
+        out["runner_is_actor_class"] = hasattr(runner, "remote")
+        out["ray_started"] = ray.is_initialized()
+        bad = cfg.copy()
+        bad.data.dataloader_num_workers = 8
+        try:
+            make_sampler(bad.data, None)
+        except ValueError as exc:
+            out["workers_error"] = str(exc)
+    else:
+        from verl.trainer.main_ppo import create_rl_sampler as make_sampler
+
+        trainer_cls = RayPPOTrainer
 
     def build():
         dataset = RLHFDataset(data_files=files, tokenizer=tok, config=cfg.data, processor=None)
-        if integration.NATIVE_UPDATE:  # 0.5-0.7.1: the config hook
-            from verl.trainer.main_ppo import create_rl_sampler
-
-            sampler = create_rl_sampler(cfg.data, dataset)
-            trainer_cls = RayPPOTrainer
-        else:  # 0.8+: what curriculum_task_runner installs inside the runner's actor
-            import verl.trainer.main_ppo_v0 as v0
-
-            integration.install_into_legacy_runner()
-            sampler = v0.create_rl_sampler(cfg.data, dataset)
-            trainer_cls = v0.RayPPOTrainer
+        sampler = make_sampler(cfg.data, dataset)
         trainer = object.__new__(trainer_cls)
         trainer.config = cfg.copy()
         RayPPOTrainer._create_dataloader(trainer, dataset, dataset, collate_fn, sampler)
         return trainer, sampler
 
-    def step(trainer, sampler, it) -> list[str]:
-        data = DataProto.from_single_dict(next(it))
-        ids = [info["id"] for info in data.non_tensor_batch["extra_info"]]
-        data = data.repeat(repeat_times=n_resp, interleave=True)
-        scores = torch.zeros(len(data), 3)
-        scores[::2, -1] = 1.0  # responses 0 and 2 of every group right
-        data.batch["token_level_scores"] = scores
-        if integration.NATIVE_UPDATE:
-            sampler.update(batch=data)  # what RayPPOTrainer.fit does after each step in 0.5-0.7.1
-        else:
-            assert trainer._update_actor(data) == "actor updated"
-        return ids
+    def fit(trainer, sampler, start: int, checkpoints=(), stop=STEPS, before_update=None,
+            at_start=None) -> list[list[str]]:
+        """verl's fit loop from global step `start`: a pass over the dataloader per epoch. `at_start`
+        gets the posterior as the first batch arrives (a StatefulDataLoader applies a loaded state
+        when its iterator starts)."""
+        trained, step = [], start
+        while step < stop:
+            for batch_dict in trainer.train_dataloader:
+                if at_start is not None and step == start:
+                    at_start.append(sampler.curriculum.scheduler.a.tolist())
+                step += 1
+                trainer.global_steps = step
+                data = DataProto.from_single_dict(batch_dict)
+                trained.append([info["id"] for info in data.non_tensor_batch["extra_info"]])
+                data = data.repeat(repeat_times=N_RESP, interleave=True)
+                scores = torch.zeros(len(data), 3)
+                scores[::2, -1] = 1.0  # responses 0 and 2 of every group right
+                data.batch["token_level_scores"] = scores
+                if integration.NATIVE_UPDATE:  # 0.7.1's order: actor, checkpoint, then sampler.update
+                    trainer._update_actor(data)
+                    if step in checkpoints:
+                        trainer._save_checkpoint()
+                        if before_update is not None:
+                            before_update[step] = sampler.curriculum.scheduler.a.tolist()
+                    sampler.update(batch=data)
+                else:
+                    assert trainer._update_actor(data) == "actor updated"
+                    if step in checkpoints:
+                        trainer._save_checkpoint()
+                if step == stop:
+                    break
+        return trained
 
     trainer, sampler = build()
     out["sampler_type"] = type(trainer.train_dataloader.sampler).__name__
     out["trainer_type"] = type(trainer).__name__
     sched = sampler.curriculum.scheduler
     a0, b0 = sched.a.copy(), sched.b.copy()
-    it = iter(trainer.train_dataloader)
-    out["steps"] = [step(trainer, sampler, it) for _ in range(3)]
+    before_update: dict = {}
+    out["steps"] = fit(trainer, sampler, 0, checkpoints=(2, 4), before_update=before_update)
+    first3 = [pid for step in out["steps"][:3] for pid in step]
     index = sampler.curriculum.index_of
+    # posterior after the run, per problem: (a, b) gained, and which problems moved at all
     out["changed"] = sorted(sampler.curriculum.ids[i] for i in ((sched.a != a0) | (sched.b != b0)).nonzero()[0])
     out["deltas"] = {pid: [float(sched.a[index[pid]] - a0[index[pid]]), float(sched.b[index[pid]] - b0[index[pid]])]
                      for pid in out["changed"]}
-    out["sched_step"] = sched.step
-    state = trainer.train_dataloader.state_dict()
-    blob = out_path + ".data.pt"
-    torch.save(state, blob)  # as RayPPOTrainer._save_checkpoint writes data.pt
-    out["after_checkpoint"] = [step(trainer, sampler, it) for _ in range(2)]
+    out["first3"] = first3
+    out["sched_step"], out["sched_epoch"] = sched.step, sched.epoch
     out["final_a"] = sched.a.tolist()
+    out["before_update"] = before_update
 
-    trainer2, sampler2 = build()
-    trainer2.train_dataloader.load_state_dict(torch.load(blob, weights_only=False))
-    it2 = iter(trainer2.train_dataloader)
-    out["resumed"] = [step(trainer2, sampler2, it2) for _ in range(2)]
-    out["resumed_final_a"] = sampler2.curriculum.scheduler.a.tolist()
-    if not integration.NATIVE_UPDATE:
-        runner = integration.curriculum_task_runner()
-        out["runner_is_actor_class"] = hasattr(runner, "remote")
-        out["ray_started"] = ray.is_initialized()
+    out["resumed"] = {}
+    for ckpt in (2, 4):
+        trainer2, sampler2 = build()
+        if integration.NATIVE_UPDATE:  # 0.7.1 restores its dataloader unconditionally
+            trainer2.train_dataloader.load_state_dict(
+                torch.load(os.path.join(work, f"global_step_{ckpt}", "data.pt"), weights_only=False))
+        else:
+            trainer2.resume_step = ckpt
+            trainer2._load_checkpoint()
+        loaded: list = []
+        steps = fit(trainer2, sampler2, ckpt, at_start=loaded)
+        out["resumed"][str(ckpt)] = {"steps": steps, "loaded_a": loaded[0],
+                                     "final_a": sampler2.curriculum.scheduler.a.tolist()}
     with open(out_path, "w") as fh:
         json.dump(out, fh)
 

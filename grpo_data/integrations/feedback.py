@@ -14,6 +14,7 @@ likely to come back all-equal: at G = 8, 0.8^8 + 0.2^8 = 17% against 66% at p = 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 from collections.abc import Sequence
@@ -36,10 +37,8 @@ def verdicts(rewards: Sequence, success_at: float) -> list[bool | None]:
     a reward that could not score."""
     out = []
     for r in rewards:
-        if r is None or (isinstance(r, float) and math.isnan(r)):
-            out.append(None)
-        else:
-            out.append(float(r) >= success_at)
+        value = None if r is None else float(r)  # numpy and 0-d torch scalars too
+        out.append(None if value is None or math.isnan(value) else value >= success_at)
     return out
 
 
@@ -62,6 +61,14 @@ class Curriculum:
         self.informative_seen = 0
         self.batches_sampled = 0
         self.batches_scored = 0
+        self.fingerprint = hashlib.sha1("\n".join(self.ids).encode()).hexdigest()[:16]  # ids, in dataset order
+
+    def check_fingerprint(self, saved: str, origin: str) -> None:
+        """Saved state describes the problems by position: refuse it for a dataset in another order."""
+        if saved != self.fingerprint:
+            raise ValueError(f"{origin}: the curriculum state was saved for another dataset (or the same rows in "
+                             f"another order; ids hash {saved}, this dataset {self.fingerprint}); resume with the "
+                             "dataset it was trained on")
 
     @classmethod
     def from_columns(cls, ids: Sequence[str], n_correct=None, k=None, level=None, scheduler: str = "band",

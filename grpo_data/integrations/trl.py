@@ -20,18 +20,24 @@ What `attach` changes, and nothing else:
   by the dataset's `id` column, gathered over ranks; a reward >= `success_at` counts as a success,
   None as unscored). Evaluation calls (model in eval mode) are not counted.
 - A callback ticks the scheduler's clock each optimizer step and saves its state (and the blocks of
-  the current epoch) into every `checkpoint-N/curriculum/`; resuming restores it and replays the
-  epoch's blocks, so the skipped batches and the next ones are the prompts of the uninterrupted run.
+  the current epoch) into every `checkpoint-N/curriculum/`; resuming restores it and, when the
+  checkpoint fell inside an epoch, replays that epoch's blocks, so the batches the Trainer skips and
+  the ones after are the prompts of the uninterrupted run. (Resuming inside a generation block,
+  possible when `steps_per_generation` exceeds gradient accumulation, regenerates that block, and the
+  scheduler hears it twice, as TRL trains it twice.)
 
-Lag: the Trainer and accelerate fetch one batch ahead, so block t+1 is chosen before block t's
-rewards arrive (`curriculum/lag_batches` = 1 with `dataloader_num_workers=0`; workers add their
-prefetch). The scheduler tolerates stale evidence (it already decays it); keep workers at 0.
+Lag: the Trainer fetches a whole optimizer step's batches, and accelerate one batch more, before any
+is scored: a block is chosen before the previous `gradient_accumulation_steps / steps_per_generation`
+blocks' rewards arrive (`curriculum/lag_batches`; 1 at TRL's default steps_per_generation =
+gradient_accumulation_steps). Dataloader workers add their prefetch; keep them at 0. The scheduler
+tolerates stale evidence (it already decays it), but a shorter lag follows the policy more closely.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -77,11 +83,13 @@ class ScheduledRepeatSampler(Sampler[int]):
         self.n_rows, self.num_generations = n_rows, num_generations
         self.prompts_per_block, self.repeat_count = prompts_per_block, repeat_count
         self.blocks_per_epoch = n_rows // prompts_per_block
+        self.pass_index = -1  # the Trainer epoch being handed out (one __iter__ per epoch)
         self.epoch_blocks: list[list[int]] = []  # blocks handed out in the current pass
         self.replay: list[list[int]] = []  # blocks restored from a checkpoint, handed out first
 
     def __iter__(self):
         replay, self.replay = self.replay, []
+        self.pass_index += 1
         self.epoch_blocks = []
         for b in range(self.blocks_per_epoch):
             block = replay[b] if b < len(replay) else self.curriculum.next_batch(self.prompts_per_block).tolist()
@@ -120,13 +128,21 @@ class TRLCurriculum:
     def attach(self, trainer, success_from: str | None = None) -> None:
         """Drive `trainer` (a trl.GRPOTrainer, built but not yet trained) with the scheduler."""
         args = trainer.args
-        n = len(trainer.train_dataset)
-        if n != len(self.curriculum.ids):
-            raise ValueError(f"the trainer's dataset has {n} rows, the curriculum {len(self.curriculum.ids)}: "
-                             "build the curriculum from the same dataset object")
+        if not hasattr(trainer.train_dataset, "__len__"):
+            raise TypeError("the trainer's train_dataset is iterable: a sampler needs a map-style datasets.Dataset")
+        ids = column(trainer.train_dataset, "id") if hasattr(trainer.train_dataset, "column_names") else None
+        if ids is None or [str(i) for i in ids] != self.curriculum.ids:
+            raise ValueError("the trainer's dataset is not the one the curriculum was built from (ids differ, in "
+                             "content or order): build it with TRLCurriculum.from_dataset(train_dataset)")
+        n = len(ids)
         if getattr(args, "dataloader_num_workers", 0):
             logger.warning("curriculum: dataloader_num_workers=%d prefetches blocks before their predecessors are "
-                           "scored; use 0 to keep the lag at one block", args.dataloader_num_workers)
+                           "scored; use 0", args.dataloader_num_workers)
+        if args.steps_per_generation < args.gradient_accumulation_steps:
+            logger.warning("curriculum: steps_per_generation %d < gradient_accumulation_steps %d: the Trainer fetches "
+                           "%d blocks per optimizer step before any is scored, so each is chosen without the "
+                           "previous ones' rewards", args.steps_per_generation, args.gradient_accumulation_steps,
+                           args.gradient_accumulation_steps // args.steps_per_generation)
         self.sampler = ScheduledRepeatSampler(
             self.curriculum, n, trainer.num_generations, args.generation_batch_size // trainer.num_generations,
             trainer.num_iterations * args.steps_per_generation)
@@ -135,6 +151,19 @@ class TRLCurriculum:
         trainer.reward_funcs[i] = self.track(trainer.reward_funcs[i])
         trainer.add_callback(CurriculumCallback(self))
         self.trainer = trainer
+        self._remember_resume_path(trainer)
+
+    def _remember_resume_path(self, trainer) -> None:
+        """transformers does not tell callbacks which checkpoint `train()` resumes from; note it."""
+        train = trainer.train
+
+        @functools.wraps(train)
+        def train_noting_checkpoint(resume_from_checkpoint=None, *args, **kwargs):
+            self.resume_from = resume_from_checkpoint
+            return train(resume_from_checkpoint, *args, **kwargs)
+
+        self.resume_from = None
+        trainer.train = train_noting_checkpoint
 
     @staticmethod
     def _success_index(trainer, success_from: str | None) -> int:
@@ -151,30 +180,41 @@ class TRLCurriculum:
         if not callable(trainer.reward_funcs[i]) or hasattr(trainer.reward_funcs[i], "config"):
             raise TypeError(f"reward {names[i]!r} is a reward model; the curriculum needs a function that judges "
                             "correctness (e.g. MathReward)")
-        if inspect.iscoroutinefunction(trainer.reward_funcs[i]):
-            raise TypeError(f"reward {names[i]!r} is async; wrap a synchronous reward function")
         return i
 
     def track(self, reward_fn: Callable) -> Callable:
         """`reward_fn`, unchanged in what it returns, reporting each training batch to the scheduler."""
 
+        if is_async(reward_fn):  # TRL awaits these together on its event loop; report the same way
+
+            @functools.wraps(reward_fn)
+            async def tracked_async(prompts=None, completions=None, **kwargs):
+                rewards = await reward_fn(prompts=prompts, completions=completions, **kwargs)
+                self._report(rewards, kwargs)
+                return rewards
+
+            return tracked_async
+
         @functools.wraps(reward_fn)
         def tracked(prompts=None, completions=None, **kwargs):
             rewards = reward_fn(prompts=prompts, completions=completions, **kwargs)
-            training = self.trainer is None or self.trainer.model.training
-            if training:
-                if kwargs.get("id") is None:
-                    raise MissingIdError("the reward function got no `id` column; keep the dataset's `id` column "
-                                         "(TRL passes extra columns to reward functions)")
-                ids, ok = gather_over_ranks(list(kwargs["id"]), verdicts(rewards, self.success_at))
-                self.last_counted = self.curriculum.record(ids, ok)
-                log_metric = kwargs.get("log_metric")
-                if log_metric is not None:
-                    for name, value in self.metrics().items():
-                        log_metric(f"curriculum/{name}", value)
+            self._report(rewards, kwargs)
             return rewards
 
         return tracked
+
+    def _report(self, rewards, kwargs: dict) -> None:
+        if self.trainer is not None and not self.trainer.model.training:
+            return  # evaluation: other problems, or the same ones outside the training stream
+        if kwargs.get("id") is None:
+            raise MissingIdError("the reward function got no `id` column; keep the dataset's `id` column "
+                                 "(TRL passes extra columns to reward functions)")
+        ids, ok = gather_over_ranks(list(kwargs["id"]), verdicts(rewards, self.success_at))
+        self.last_counted = self.curriculum.record(ids, ok)
+        log_metric = kwargs.get("log_metric")
+        if log_metric is not None:
+            for name, value in self.metrics().items():
+                log_metric(f"curriculum/{name}", value)
 
     def metrics(self) -> dict[str, float]:
         st = self.curriculum.stats()
@@ -185,29 +225,45 @@ class TRLCurriculum:
     def save(self, folder: str | Path, global_step: int) -> None:
         folder = Path(folder)
         save_state(self.curriculum.scheduler.state_dict(), folder)
-        cur = self.curriculum
+        cur, sampler = self.curriculum, self.sampler
         io.write_json(folder / "curriculum.json", {
-            "global_step": global_step, "epoch_blocks": self.sampler.epoch_blocks if self.sampler else [],
-            "blocks_per_epoch": self.sampler.blocks_per_epoch if self.sampler else 0,
+            "global_step": global_step, "ids_hash": cur.fingerprint,
+            "pass_index": sampler.pass_index if sampler else -1, "epoch_blocks": sampler.epoch_blocks if sampler else [],
             "batches_sampled": cur.batches_sampled, "batches_scored": cur.batches_scored,
             "groups_seen": cur.groups_seen, "informative_seen": cur.informative_seen})
 
-    def restore(self, folder: str | Path, global_step: int) -> None:
-        import json
-
+    def restore(self, folder: str | Path, global_step: int, resume_epoch: int) -> None:
+        """State as saved at `global_step`; the Trainer resumes in epoch `resume_epoch` (its count)."""
         folder = Path(folder)
         meta = json.loads((folder / "curriculum.json").read_text())
         if meta["global_step"] != global_step:
             raise RuntimeError(f"{folder}: curriculum state is from step {meta['global_step']}, the trainer resumes "
                                f"at step {global_step}")
-        self.curriculum.scheduler.load_state_dict(load_state(folder), origin=str(folder))
         cur = self.curriculum
+        cur.check_fingerprint(meta["ids_hash"], str(folder))
+        cur.scheduler.load_state_dict(load_state(folder), origin=str(folder))
         cur.batches_sampled, cur.batches_scored = meta["batches_sampled"], meta["batches_scored"]
         cur.groups_seen, cur.informative_seen = meta["groups_seen"], meta["informative_seen"]
-        if self.sampler is not None and len(meta["epoch_blocks"]) < meta["blocks_per_epoch"]:
-            self.sampler.replay = meta["epoch_blocks"]  # mid-epoch: the trainer skips what was trained, then goes on
-        logger.info("curriculum: restored from %s (step %d, %d blocks to replay)", folder, global_step,
-                    len(self.sampler.replay) if self.sampler else 0)
+        if self.sampler is not None:
+            # inside the epoch the blocks were drawn in: the Trainer skips what it trained, then trains the
+            # rest of what was drawn (prefetched) before drawing more; a finished epoch replays nothing
+            self.sampler.replay = meta["epoch_blocks"] if resume_epoch == meta["pass_index"] else []
+            self.sampler.pass_index = resume_epoch - 1
+        logger.info("curriculum: restored from %s (step %d, epoch %d, %d blocks to replay)", folder, global_step,
+                    resume_epoch, len(self.sampler.replay) if self.sampler else 0)
+
+
+def is_async(fn) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
+def resume_epoch(args, state, train_dataloader) -> int:
+    """The epoch the Trainer resumes in, counted as transformers counts it (updates per epoch from the
+    dataloader's length and gradient accumulation)."""
+    batches = len(train_dataloader)
+    ga = args.gradient_accumulation_steps
+    per_epoch = max(batches // ga + int(batches % ga > 0), 1)
+    return state.global_step // per_epoch
 
 
 def checkpoint_folder(args, global_step: int) -> Path:
@@ -220,14 +276,17 @@ class CurriculumCallback(TrainerCallback):
     def __init__(self, owner: TRLCurriculum) -> None:
         self.owner = owner
 
-    def on_train_begin(self, args, state, control, **kwargs):
+    def on_train_begin(self, args, state, control, train_dataloader=None, **kwargs):
         if state.global_step == 0:
             return
-        candidates = [Path(args.resume_from_checkpoint)] if isinstance(args.resume_from_checkpoint, str) else []
+        candidates = []
+        resume = getattr(self.owner, "resume_from", None) or args.resume_from_checkpoint
+        if isinstance(resume, str):
+            candidates.append(Path(resume))
         candidates.append(checkpoint_folder(args, state.global_step))
         for ckpt in candidates:
             if (ckpt / STATE_DIR / "curriculum.json").exists():
-                self.owner.restore(ckpt / STATE_DIR, state.global_step)
+                self.owner.restore(ckpt / STATE_DIR, state.global_step, resume_epoch(args, state, train_dataloader))
                 return
         raise FileNotFoundError(f"resuming at step {state.global_step}, but no {STATE_DIR}/curriculum.json in "
                                 f"{', '.join(map(str, candidates))}; the checkpoint was not written with the curriculum "
@@ -237,7 +296,7 @@ class CurriculumCallback(TrainerCallback):
         self.owner.curriculum.tick()
 
     def on_save(self, args, state, control, **kwargs):
-        if state.is_world_process_zero:
+        if args.should_save:  # process zero, or each node's with save_on_each_node
             self.owner.save(checkpoint_folder(args, state.global_step) / STATE_DIR, state.global_step)
 
 

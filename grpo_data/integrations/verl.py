@@ -9,19 +9,19 @@ What verl allows, by version (read in each release's source):
       data.sampler.class_path=pkg://grpo_data.integrations.verl data.sampler.class_name=CurriculumSampler
       data.dataloader_num_workers=0   (verl asserts it: a worker would prefetch before update)
 
-- 0.8.0 - 0.9.1: the config hook and the `update` call are gone; `RayPPOTrainer(train_sampler=...)`
-  still takes any sampler, but nothing hands it rewards. `curriculum_task_runner()` is verl's legacy
-  TaskRunner (the `trainer.use_v1=False` path) with two changes made inside its Ray actor: the
-  sampler is this one, and the trainer's `_update_actor` first hands the scored batch to it. Driver:
-
-      from verl.trainer.main_ppo import run_ppo
-      from grpo_data.integrations.verl import curriculum_task_runner
-      @hydra.main(config_path=<verl>/trainer/config, config_name="ppo_trainer", version_base=None)
-      def main(config):
-          run_ppo(config, task_runner_class=curriculum_task_runner())
-
-  (The v1 trainer's `custom_sampler` is a replay buffer over already-generated groups: it picks
-  among rollouts, not which prompts to roll out, so it is not this.)
+  verl writes a step's checkpoint before that step's `update`, so a resumed run misses the rewards
+  of the one step before its checkpoint (one batch of evidence; the run goes on from there).
+- 0.9.0 - 0.9.1: the config hook and the `update` call are gone (0.8.0 removed them);
+  `RayPPOTrainer(train_sampler=...)` still takes any sampler, but nothing hands it rewards.
+  `run_with_curriculum(config)` runs verl's legacy TaskRunner (`main_ppo_v0`, the
+  `trainer.use_v1=False` path) with changes made inside its Ray actor: the sampler is this one, and
+  the trainer's `_update_actor` first hands the scored batch to it, and its checkpoints carry the
+  scheduler in `global_step_N/curriculum.pt` (verl does not restore its dataloader state at an epoch
+  boundary). Driver: see README "Use with verl".
+- Not supported: 0.8.0's runner (its TaskRunner lives elsewhere), the v1 trainer (its
+  `custom_sampler` is a replay buffer over already-generated groups: it picks among rollouts, not
+  which prompts to roll out), and recipes with their own `fit` (DAPO's `filter_groups` trainer never
+  hands batches to a sampler, and sees only the groups it kept).
 
 Settings go under `data.sampler` (seed, success_at, scheduler, and any BandConfig field such as lo,
 hi, decay). The prior and difficulty groups come from `extra_info` {id, n_correct, k, level}, as
@@ -40,6 +40,7 @@ under 4.13). In verl's environment this module needs only numpy and polars from 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 
 from grpo_data.integrations.feedback import Curriculum, MissingIdError, verdicts
@@ -125,26 +126,68 @@ class CurriculumSampler(_SamplerBase):
     # StatefulDataLoader saves and restores these with verl's checkpoint (data.pt)
     def state_dict(self) -> dict:
         cur = self.curriculum
-        return {"scheduler": cur.scheduler.state_dict(), "pos": self.pos,
+        return {"scheduler": cur.scheduler.state_dict(), "pos": self.pos, "ids_hash": cur.fingerprint,
                 "counters": [cur.batches_sampled, cur.batches_scored, cur.groups_seen, cur.informative_seen]}
 
-    def load_state_dict(self, state: dict) -> None:
+    def load_state_dict(self, state: dict, origin: str = "verl dataloader state") -> None:
         cur = self.curriculum
-        cur.scheduler.load_state_dict(state["scheduler"], origin="verl dataloader state")
-        self.pos = int(state["pos"])
+        cur.check_fingerprint(state["ids_hash"], origin)
+        cur.scheduler.load_state_dict(state["scheduler"], origin=origin)
+        pos = int(state["pos"])
+        self.pos = pos if pos < self.n // self.batch else 0  # a finished pass: the next starts from its top
         cur.batches_sampled, cur.batches_scored, cur.groups_seen, cur.informative_seen = state["counters"]
 
 
+STATE_FILE = "curriculum.pt"
+
+
 def with_curriculum_feedback(trainer_cls: type) -> type:
-    """`trainer_cls` (verl >= 0.8's RayPPOTrainer) whose `_update_actor` first hands the scored
-    batch to a CurriculumSampler (verl 0.5-0.7.1 does this itself; then this changes nothing)."""
+    """`trainer_cls` (verl 0.9's RayPPOTrainer) whose `_update_actor` first hands the scored batch to
+    a CurriculumSampler, and whose checkpoints carry its state (verl 0.5-0.7.1 feeds the sampler
+    itself; then the feeding here does nothing)."""
 
     class CurriculumPPOTrainer(trainer_cls):
+        def _curriculum_sampler(self):
+            sampler = getattr(getattr(self, "train_dataloader", None), "sampler", None)
+            return sampler if isinstance(sampler, CurriculumSampler) else None
+
         def _update_actor(self, batch):
-            sampler = getattr(self.train_dataloader, "sampler", None)
-            if isinstance(sampler, CurriculumSampler) and not NATIVE_UPDATE:
+            sampler = self._curriculum_sampler()
+            if sampler is not None and not NATIVE_UPDATE:
                 sampler.update(batch)
             return super()._update_actor(batch)
+
+        def _save_checkpoint(self):
+            out = super()._save_checkpoint()
+            sampler = self._curriculum_sampler()
+            if sampler is not None:
+                import torch
+
+                folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
+                os.makedirs(folder, exist_ok=True)
+                tmp = os.path.join(folder, f".{STATE_FILE}.tmp")
+                torch.save(sampler.state_dict(), tmp)
+                os.replace(tmp, os.path.join(folder, STATE_FILE))
+            return out
+
+        def _load_checkpoint(self):
+            out = super()._load_checkpoint()
+            sampler = self._curriculum_sampler()
+            if sampler is not None and self.global_steps > 0:
+                import torch
+
+                resume = self.config.trainer.get("resume_from_path")
+                folders = [resume] if resume else []
+                folders.append(os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}"))
+                for folder in folders:
+                    path = os.path.join(folder, STATE_FILE)
+                    if os.path.exists(path):
+                        sampler.load_state_dict(torch.load(path, weights_only=False), origin=path)
+                        break
+                else:
+                    raise FileNotFoundError(f"resuming at step {self.global_steps}, but no {STATE_FILE} in "
+                                            f"{', '.join(folders)}: the checkpoint was written without the curriculum")
+            return out
 
     CurriculumPPOTrainer.__name__ = f"Curriculum{trainer_cls.__name__}"
     return CurriculumPPOTrainer
@@ -159,11 +202,19 @@ def install_into_legacy_runner() -> None:
         trainer = with_curriculum_feedback(v0.RayPPOTrainer)
         trainer._curriculum = True
         v0.RayPPOTrainer = trainer
-    v0.create_rl_sampler = lambda data_config, dataset: CurriculumSampler(dataset, data_config)
+    v0.create_rl_sampler = legacy_sampler
+
+
+def legacy_sampler(data_config, dataset) -> CurriculumSampler:
+    workers = data_config.get("dataloader_num_workers", 8)
+    if workers:
+        raise ValueError(f"data.dataloader_num_workers={workers}: with the curriculum it must be 0 (a worker "
+                         "prefetches batches before the previous ones' rewards reach the sampler)")
+    return CurriculumSampler(dataset, data_config)
 
 
 def curriculum_task_runner():
-    """verl 0.8-0.9.1's legacy TaskRunner (a Ray actor class) that trains with the curriculum."""
+    """verl 0.9's legacy TaskRunner (a Ray actor class) that trains with the curriculum."""
     import ray
     from verl.trainer.main_ppo_v0 import TaskRunner
 
@@ -175,3 +226,17 @@ def curriculum_task_runner():
             return super().run(config)
 
     return ray.remote(CurriculumTaskRunner)
+
+
+def run_with_curriculum(config) -> None:
+    """What verl 0.9's `main_ppo.main` does for the legacy trainer, with the curriculum's TaskRunner."""
+    from verl.trainer.main_ppo import run_ppo
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
+
+    if config.trainer.get("use_v1", False):
+        raise ValueError("trainer.use_v1=True: the curriculum runs with verl's legacy trainer; set trainer.use_v1=False")
+    auto_set_device(config)
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    run_ppo(config, task_runner_class=curriculum_task_runner())
