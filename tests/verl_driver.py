@@ -78,7 +78,8 @@ def main() -> None:
         ray.cloudpickle.dumps(actor_cls)  # Ray ships the class to the actor's process like this
         base = actor_cls.__ray_actor_class__.__mro__[1]  # verl's own TaskRunner
         base.run = lambda self, config: (v0.create_rl_sampler, v0.RayPPOTrainer)  # stands for the runner's body
-        make_sampler, trainer_cls = actor_cls.__ray_actor_class__.run(object.__new__(base), cfg)
+        ours = actor_cls.__ray_actor_class__
+        make_sampler, trainer_cls = ours.run(object.__new__(ours), cfg)
         out["runner_is_actor_class"] = hasattr(runner, "remote")
         out["ray_started"] = ray.is_initialized()
         bad = cfg.copy()
