@@ -118,7 +118,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
         summary[arm] = {"frac_reward_zero_std": mean_se([r["zero_std_mean"] for r in runs]),
                         "heldout_accuracy": mean_se([r["heldout_accuracy"] for r in runs]),
                         "seconds": mean_se([r["seconds"] for r in runs])}
-    ratios = [s["zero_std_mean"] / d["zero_std_mean"]
+    ratios = [s["zero_std_mean"] / max(d["zero_std_mean"], 1e-9)
               for d in result["runs"] if d["arm"] == "trl_default"
               for s in result["runs"] if s["arm"] == "trl_scheduler" and s["seed"] == d["seed"]]
     result["summary"] = summary
