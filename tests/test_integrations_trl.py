@@ -283,3 +283,14 @@ def test_two_ranks_through_torchrun_choose_alike_and_pool_their_rewards(untraine
     assert seen == {ids[i] for block in r0["blocks"] for i in block}
     moved = {ids[i] for i, (a, a0) in enumerate(zip(r0["a"], r0["a0"])) if a != a0}
     assert moved == seen and all(r0["a"][ids.index(i)] - r0["a0"][ids.index(i)] == 2 for i in seen)
+
+
+def test_math_reward_judges_chat_and_plain_completions():
+    from grpo_data.integrations.trl import MathReward
+
+    with MathReward(workers=1) as reward:
+        got = reward(completions=[[{"role": "assistant", "content": "so \\boxed{17}"}], "the answer is 16"],
+                     solution=["17", "17"])
+        assert got == [1.0, 0.0]
+        with pytest.raises(MissingIdError, match="needs a `solution` column"):
+            reward(completions=["1"])
