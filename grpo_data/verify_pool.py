@@ -24,6 +24,7 @@ import logging
 import multiprocessing as mp
 import os
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -96,23 +97,27 @@ def _worker_main(conn: Connection, memory_mb: int, timeout_s: int, pred_tail_cha
         conn.send((seq, verdict.correct, verdict.reason, verdict.detail))
 
 
+_MAIN_LOCK = threading.Lock()
+
+
 @contextmanager
 def _main_module_hidden() -> Iterator[None]:
     """While a worker starts, `__main__` names no file or module, so multiprocessing does not import
-    the caller's script in the worker (it reads both when it prepares the child)."""
-    main = sys.modules.get("__main__")
-    if main is None:
-        yield
-        return
-    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
-    main.__dict__.pop("__file__", None)
-    main.__spec__ = None
-    try:
-        yield
-    finally:
-        main.__dict__.update(saved)
-        if "__spec__" not in saved:
-            del main.__spec__
+    the caller's script in the worker (it reads both when it prepares the child). One worker start
+    at a time: pools started from two threads would restore each other's stand-ins."""
+    with _MAIN_LOCK:
+        main = sys.modules.get("__main__")
+        saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__} if main else {}
+        if main is not None:
+            main.__dict__.pop("__file__", None)
+            main.__spec__ = None
+        try:
+            yield
+        finally:
+            if main is not None:
+                main.__dict__.update(saved)
+                if "__spec__" not in saved:
+                    del main.__spec__
 
 
 class _Worker:

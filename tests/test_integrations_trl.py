@@ -294,3 +294,17 @@ def test_math_reward_judges_chat_and_plain_completions():
         assert got == [1.0, 0.0]
         with pytest.raises(MissingIdError, match="needs a `solution` column"):
             reward(completions=["1"])
+
+
+def test_a_fresh_train_counts_epochs_from_zero():
+    from types import SimpleNamespace
+
+    from grpo_data.integrations.trl import CurriculumCallback, TRLCurriculum
+
+    cur = TRLCurriculum(Curriculum.from_columns([str(i) for i in range(8)]))
+    cur.sampler = ScheduledRepeatSampler(cur.curriculum, 8, 2, 2, 1)
+    list(cur.sampler)
+    list(cur.sampler)  # a first train() went through two epochs
+    cur.sampler.replay = [[0, 1]]
+    CurriculumCallback(cur).on_train_begin(SimpleNamespace(), SimpleNamespace(global_step=0), None)
+    assert cur.sampler.pass_index == -1 and cur.sampler.replay == []

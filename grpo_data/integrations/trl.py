@@ -58,14 +58,21 @@ def column(dataset, name: str):
     return list(dataset[name]) if name in dataset.column_names else None
 
 
-def gather_over_ranks(*lists: list) -> tuple[list, ...]:
-    """Every rank's lists, concatenated in rank order (as is, in one process)."""
+def gather_over_ranks(*lists: list, device=None) -> tuple[list, ...]:
+    """Every rank's lists, concatenated in rank order (as is, in one process). `device`: the rank's
+    accelerator; NCCL gathers on the calling thread's current CUDA device, and TRL calls async
+    rewards from its own event-loop thread, where that is device 0 on every rank."""
+    import contextlib
+
+    import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return lists
     parts: list = [None] * dist.get_world_size()
-    dist.all_gather_object(parts, lists)
+    on_cuda = device is not None and torch.device(device).type == "cuda"
+    with torch.cuda.device(device) if on_cuda else contextlib.nullcontext():
+        dist.all_gather_object(parts, lists)
     return tuple([x for part in parts for x in part[i]] for i in range(len(lists)))
 
 
@@ -209,7 +216,8 @@ class TRLCurriculum:
         if kwargs.get("id") is None:
             raise MissingIdError("the reward function got no `id` column; keep the dataset's `id` column "
                                  "(TRL passes extra columns to reward functions)")
-        ids, ok = gather_over_ranks(list(kwargs["id"]), verdicts(rewards, self.success_at))
+        device = getattr(getattr(self.trainer, "accelerator", None), "device", None)
+        ids, ok = gather_over_ranks(list(kwargs["id"]), verdicts(rewards, self.success_at), device=device)
         self.last_counted = self.curriculum.record(ids, ok)
         log_metric = kwargs.get("log_metric")
         if log_metric is not None:
@@ -254,7 +262,12 @@ class TRLCurriculum:
 
 
 def is_async(fn) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+    """Whether TRL will await `fn` (its own test when TRL is there: partials and callables too)."""
+    try:
+        from trl.trainer.utils import is_async_callable
+    except ImportError:
+        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+    return is_async_callable(fn)
 
 
 def resume_epoch(args, state, train_dataloader) -> int:
@@ -277,7 +290,9 @@ class CurriculumCallback(TrainerCallback):
         self.owner = owner
 
     def on_train_begin(self, args, state, control, train_dataloader=None, **kwargs):
-        if state.global_step == 0:
+        if state.global_step == 0:  # a fresh run (a second train(), a search trial): epochs count from 0
+            if self.owner.sampler is not None:
+                self.owner.sampler.pass_index, self.owner.sampler.replay = -1, []
             return
         candidates = []
         resume = getattr(self.owner, "resume_from", None) or args.resume_from_checkpoint

@@ -158,17 +158,16 @@ def with_curriculum_feedback(trainer_cls: type) -> type:
             return super()._update_actor(batch)
 
         def _save_checkpoint(self):
-            out = super()._save_checkpoint()
             sampler = self._curriculum_sampler()
-            if sampler is not None:
+            if sampler is not None:  # first: verl marks the checkpoint complete as it finishes
                 import torch
 
                 folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
                 os.makedirs(folder, exist_ok=True)
                 tmp = os.path.join(folder, f".{STATE_FILE}.tmp")
-                torch.save(sampler.state_dict(), tmp)
+                torch.save({**sampler.state_dict(), "global_step": self.global_steps}, tmp)
                 os.replace(tmp, os.path.join(folder, STATE_FILE))
-            return out
+            return super()._save_checkpoint()
 
         def _load_checkpoint(self):
             out = super()._load_checkpoint()
@@ -176,17 +175,20 @@ def with_curriculum_feedback(trainer_cls: type) -> type:
             if sampler is not None and self.global_steps > 0:
                 import torch
 
-                resume = self.config.trainer.get("resume_from_path")
-                folders = [resume] if resume else []
-                folders.append(os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}"))
-                for folder in folders:
-                    path = os.path.join(folder, STATE_FILE)
-                    if os.path.exists(path):
-                        sampler.load_state_dict(torch.load(path, weights_only=False), origin=path)
-                        break
-                else:
-                    raise FileNotFoundError(f"resuming at step {self.global_steps}, but no {STATE_FILE} in "
-                                            f"{', '.join(folders)}: the checkpoint was written without the curriculum")
+                trainer_cfg = self.config.trainer
+                if trainer_cfg.get("resume_mode", "auto") == "resume_path":  # the folder verl resumed from
+                    folder = os.path.join(os.getcwd(), trainer_cfg.resume_from_path)
+                else:  # auto: the latest checkpoint, which verl just loaded
+                    folder = os.path.join(trainer_cfg.default_local_dir, f"global_step_{self.global_steps}")
+                path = os.path.join(folder, STATE_FILE)
+                if not os.path.exists(path):
+                    raise FileNotFoundError(f"resuming at step {self.global_steps}, but {path} does not exist: the "
+                                            "checkpoint was written without the curriculum")
+                state = torch.load(path, weights_only=False)
+                if state.get("global_step") != self.global_steps:
+                    raise ValueError(f"{path} is from step {state.get('global_step')}, verl resumed at step "
+                                     f"{self.global_steps}")
+                sampler.load_state_dict(state, origin=path)
             return out
 
     CurriculumPPOTrainer.__name__ = f"Curriculum{trainer_cls.__name__}"
