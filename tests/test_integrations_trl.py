@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.integrations.feedback import Curriculum, MissingIdError, verdicts
+from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
 from grpo_data.integrations.trl import ScheduledRepeatSampler
 
 
@@ -27,9 +27,9 @@ def test_offline_counts_become_the_prior_and_missing_ids_are_errors():
                                   max_prior_k=8.0)
     mean = cur.scheduler.pass_rate()
     assert mean[0] > 0.8 and mean[2] < 0.12 and mean[1] == pytest.approx(0.5)
-    with pytest.raises(MissingIdError, match="no `id` column"):
+    with pytest.raises(MissingColumnError, match="no `id` column"):
         Curriculum.from_columns(None)
-    with pytest.raises(MissingIdError, match="1 duplicate problem ids"):
+    with pytest.raises(MissingColumnError, match="1 duplicate problem ids"):
         Curriculum.from_columns(["a", "a", "b"])
 
 
@@ -292,7 +292,7 @@ def test_math_reward_judges_chat_and_plain_completions():
         got = reward(completions=[[{"role": "assistant", "content": "so \\boxed{17}"}], "the answer is 16"],
                      solution=["17", "17"])
         assert got == [1.0, 0.0]
-        with pytest.raises(MissingIdError, match="needs a `solution` column"):
+        with pytest.raises(MissingColumnError, match="needs a `solution` column"):
             reward(completions=["1"])
 
 

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 import torch
 
-from grpo_data.integrations.feedback import MissingIdError
+from grpo_data.integrations.feedback import MissingColumnError
 from grpo_data.integrations.verl import CurriculumSampler
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,7 +86,7 @@ def test_state_dict_round_trip_resumes_mid_pass():
 
 
 def test_rows_without_ids_are_named():
-    with pytest.raises(MissingIdError, match="row 1: extra_info has neither `id` nor `index`"):
+    with pytest.raises(MissingColumnError, match="row 1: extra_info has neither `id` nor `index`"):
         CurriculumSampler(Rows([{"id": "a"}, {}]), {"train_batch_size": 1})
     with pytest.raises(ValueError, match="a batch needs 8 prompts; the dataset has 3"):
         CurriculumSampler(Rows(infos(3)), {"train_batch_size": 8})

@@ -26,10 +26,11 @@ from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
 logger = logging.getLogger(__name__)
 
 DEFAULT_BAND = {"without_replacement": True, "epoch": "band"}
+COUNTERS = ("batches_sampled", "batches_scored", "groups_seen", "informative_seen")
 
 
-class MissingIdError(ValueError):
-    """The trainer's dataset has no usable problem id column."""
+class MissingColumnError(ValueError):
+    """A column the integration needs (the problem id, the gold answer) is missing."""
 
 
 def verdicts(rewards: Sequence, success_at: float) -> list[bool | None]:
@@ -55,7 +56,7 @@ class Curriculum:
         self.ids = [str(i) for i in ids]
         self.index_of = {pid: i for i, pid in enumerate(self.ids)}
         if len(self.index_of) != len(self.ids):
-            raise MissingIdError(f"{len(self.ids) - len(self.index_of)} duplicate problem ids in the dataset; "
+            raise MissingColumnError(f"{len(self.ids) - len(self.index_of)} duplicate problem ids in the dataset; "
                                  "ids must be unique (grpo load deduplicates them)")
         self.groups_seen = 0
         self.informative_seen = 0
@@ -63,12 +64,20 @@ class Curriculum:
         self.batches_scored = 0
         self.fingerprint = hashlib.sha1("\n".join(self.ids).encode()).hexdigest()[:16]  # ids, in dataset order
 
-    def check_fingerprint(self, saved: str, origin: str) -> None:
-        """Saved state describes the problems by position: refuse it for a dataset in another order."""
-        if saved != self.fingerprint:
+    def meta(self) -> dict:
+        """What a checkpoint holds beside the scheduler's own state: the ids hash and the counters."""
+        return {"ids_hash": self.fingerprint, **{name: getattr(self, name) for name in COUNTERS}}
+
+    def restore(self, scheduler_state: dict, meta: dict, origin: str) -> None:
+        """The scheduler's `state_dict()` and `meta()` as saved. Saved state describes the problems by
+        position: it is refused for another dataset, or the same rows in another order."""
+        if meta["ids_hash"] != self.fingerprint:
             raise ValueError(f"{origin}: the curriculum state was saved for another dataset (or the same rows in "
-                             f"another order; ids hash {saved}, this dataset {self.fingerprint}); resume with the "
-                             "dataset it was trained on")
+                             f"another order; ids hash {meta['ids_hash']}, this dataset {self.fingerprint}); resume "
+                             "with the dataset it was trained on")
+        self.scheduler.load_state_dict(scheduler_state, origin=origin)
+        for name in COUNTERS:
+            setattr(self, name, meta[name])
 
     @classmethod
     def from_columns(cls, ids: Sequence[str], n_correct=None, k=None, level=None, scheduler: str = "band",
@@ -76,7 +85,7 @@ class Curriculum:
         """A scheduler over `ids`, starting from offline counts (None or NaN: unprofiled) and sharing
         strength within the level x offline-bucket groups when `level` is given."""
         if ids is None:
-            raise MissingIdError("the dataset has no `id` column: the scheduler needs one id per problem to map "
+            raise MissingColumnError("the dataset has no `id` column: the scheduler needs one id per problem to map "
                                  "scored completions back (grpo shards writes it; or add one with "
                                  "dataset.map(lambda r, i: {'id': str(i)}, with_indices=True))")
         n = len(ids)

@@ -36,7 +36,6 @@ tolerates stale evidence (it already decays it), but a shorter lag follows the p
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import logging
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from torch.utils.data import Sampler
 from transformers import TrainerCallback
 
 from grpo_data import io
-from grpo_data.integrations.feedback import Curriculum, MissingIdError, verdicts
+from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
 from grpo_data.scheduler import load_state, save_state
 
 logger = logging.getLogger(__name__)
@@ -117,6 +116,7 @@ class TRLCurriculum:
         self.success_at = success_at
         self.sampler: ScheduledRepeatSampler | None = None
         self.trainer = None
+        self.resume_from = None  # the checkpoint train() was last asked to resume from
         self.last_counted: dict = {}
 
     @classmethod
@@ -169,7 +169,6 @@ class TRLCurriculum:
             self.resume_from = resume_from_checkpoint
             return train(resume_from_checkpoint, *args, **kwargs)
 
-        self.resume_from = None
         trainer.train = train_noting_checkpoint
 
     @staticmethod
@@ -214,7 +213,7 @@ class TRLCurriculum:
         if self.trainer is not None and not self.trainer.model.training:
             return  # evaluation: other problems, or the same ones outside the training stream
         if kwargs.get("id") is None:
-            raise MissingIdError("the reward function got no `id` column; keep the dataset's `id` column "
+            raise MissingColumnError("the reward function got no `id` column; keep the dataset's `id` column "
                                  "(TRL passes extra columns to reward functions)")
         device = getattr(getattr(self.trainer, "accelerator", None), "device", None)
         ids, ok = gather_over_ranks(list(kwargs["id"]), verdicts(rewards, self.success_at), device=device)
@@ -235,10 +234,8 @@ class TRLCurriculum:
         save_state(self.curriculum.scheduler.state_dict(), folder)
         cur, sampler = self.curriculum, self.sampler
         io.write_json(folder / "curriculum.json", {
-            "global_step": global_step, "ids_hash": cur.fingerprint,
-            "pass_index": sampler.pass_index if sampler else -1, "epoch_blocks": sampler.epoch_blocks if sampler else [],
-            "batches_sampled": cur.batches_sampled, "batches_scored": cur.batches_scored,
-            "groups_seen": cur.groups_seen, "informative_seen": cur.informative_seen})
+            "global_step": global_step, **cur.meta(),
+            "pass_index": sampler.pass_index if sampler else -1, "epoch_blocks": sampler.epoch_blocks if sampler else []})
 
     def restore(self, folder: str | Path, global_step: int, resume_epoch: int) -> None:
         """State as saved at `global_step`; the Trainer resumes in epoch `resume_epoch` (its count)."""
@@ -247,11 +244,7 @@ class TRLCurriculum:
         if meta["global_step"] != global_step:
             raise RuntimeError(f"{folder}: curriculum state is from step {meta['global_step']}, the trainer resumes "
                                f"at step {global_step}")
-        cur = self.curriculum
-        cur.check_fingerprint(meta["ids_hash"], str(folder))
-        cur.scheduler.load_state_dict(load_state(folder), origin=str(folder))
-        cur.batches_sampled, cur.batches_scored = meta["batches_sampled"], meta["batches_scored"]
-        cur.groups_seen, cur.informative_seen = meta["groups_seen"], meta["informative_seen"]
+        self.curriculum.restore(load_state(folder), meta, str(folder))
         if self.sampler is not None:
             # inside the epoch the blocks were drawn in: the Trainer skips what it trained, then trains the
             # rest of what was drawn (prefetched) before drawing more; a finished epoch replays nothing
@@ -262,11 +255,9 @@ class TRLCurriculum:
 
 
 def is_async(fn) -> bool:
-    """Whether TRL will await `fn` (its own test when TRL is there: partials and callables too)."""
-    try:
-        from trl.trainer.utils import is_async_callable
-    except ImportError:
-        return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+    """Whether TRL will await `fn`: TRL's own test (partials and callable objects too)."""
+    from trl.trainer.utils import is_async_callable
+
     return is_async_callable(fn)
 
 
@@ -295,7 +286,7 @@ class CurriculumCallback(TrainerCallback):
                 self.owner.sampler.pass_index, self.owner.sampler.replay = -1, []
             return
         candidates = []
-        resume = getattr(self.owner, "resume_from", None) or args.resume_from_checkpoint
+        resume = self.owner.resume_from or args.resume_from_checkpoint
         if isinstance(resume, str):
             candidates.append(Path(resume))
         candidates.append(checkpoint_folder(args, state.global_step))
@@ -329,7 +320,7 @@ class MathReward:
 
     def __call__(self, prompts=None, completions=None, solution=None, **kwargs) -> list[float | None]:
         if solution is None:
-            raise MissingIdError("math_reward needs a `solution` column (the gold answer; grpo shards --format trl)")
+            raise MissingColumnError("math_reward needs a `solution` column (the gold answer; grpo shards --format trl)")
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
         out = self.pool.verify([str(s) for s in solution], texts)
         return [1.0 if v.correct else None if v.reason in ("timeout", "error") else 0.0 for v in out]

@@ -43,7 +43,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from grpo_data.integrations.feedback import Curriculum, MissingIdError, verdicts
+from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def problem_key(info: Mapping | None, row: int) -> str:
     for key in ("id", "index"):
         if info.get(key) is not None:
             return str(info[key])
-    raise MissingIdError(f"row {row}: extra_info has neither `id` nor `index`; the scheduler maps rewards back by "
+    raise MissingColumnError(f"row {row}: extra_info has neither `id` nor `index`; the scheduler maps rewards back by "
                          "them (grpo shards --format verl writes both)")
 
 
@@ -126,16 +126,12 @@ class CurriculumSampler(_SamplerBase):
     # StatefulDataLoader saves and restores these with verl's checkpoint (data.pt)
     def state_dict(self) -> dict:
         cur = self.curriculum
-        return {"scheduler": cur.scheduler.state_dict(), "pos": self.pos, "ids_hash": cur.fingerprint,
-                "counters": [cur.batches_sampled, cur.batches_scored, cur.groups_seen, cur.informative_seen]}
+        return {"scheduler": cur.scheduler.state_dict(), "pos": self.pos, **cur.meta()}
 
     def load_state_dict(self, state: dict, origin: str = "verl dataloader state") -> None:
-        cur = self.curriculum
-        cur.check_fingerprint(state["ids_hash"], origin)
-        cur.scheduler.load_state_dict(state["scheduler"], origin=origin)
+        self.curriculum.restore(state["scheduler"], state, origin)
         pos = int(state["pos"])
         self.pos = pos if pos < self.n // self.batch else 0  # a finished pass: the next starts from its top
-        cur.batches_sampled, cur.batches_scored, cur.groups_seen, cur.informative_seen = state["counters"]
 
 
 STATE_FILE = "curriculum.pt"
