@@ -26,16 +26,17 @@ COLUMN_DOCS = {
 }
 
 
-def avg_column_doc(manifest: dict, ks: pl.Series | None) -> str:
+def avg_column_doc(manifest: dict, ks: pl.Series) -> str:
     """What the community-convention column holds: k per problem and the sampling it was measured at."""
     name = manifest.get("avg_column")
     if not name:
         return ""
-    spread = f"{int(ks.min())}-{int(ks.max())}" if ks is not None and ks.len() else "?"
-    return (f"\n\n`{name}` is `pass_rate` under the name public RL datasets use (`avg@k_<model>`): the mean "
-            f"verified correctness of the profiling model's samples at the sampling settings above. Samples "
-            f"were drawn adaptively, {spread} per problem (column `k`); `{name.split('_')[0]}` names the most any "
-            "problem got.")
+    text = (f"\n\n`{name}` is `pass_rate` under the name public RL datasets use (`avg@k_<model>`): the mean "
+            "verified correctness of the profiling model's samples at the sampling settings above.")
+    if ks.len() and ks.min() != ks.max():
+        text += (f" Samples were drawn adaptively, {int(ks.min())}-{int(ks.max())} per problem (column `k`); "
+                 f"`{name.split('_')[0]}` names the most any problem got.")
+    return text
 
 
 def size_category(n: int) -> str:
@@ -45,10 +46,11 @@ def size_category(n: int) -> str:
     return "n>1M"
 
 
-def pass_rates(table: pl.DataFrame) -> pl.Series:
-    if "pass_rate" in table.columns:
-        return table["pass_rate"]
-    return table["extra_info"].struct.field("pass_rate")
+def profile_column(table: pl.DataFrame, name: str) -> pl.Series:
+    """A profile column (`pass_rate`, `k`) of any shard format: top level, or in verl's extra_info."""
+    if name in table.columns:
+        return table[name]
+    return table["extra_info"].struct.field(name)
 
 
 def histogram(rates: pl.Series, edges: list[float], path: Path, title: str) -> Path:
@@ -123,7 +125,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     manifest = verify_shards(shards)
     out = Path(out) if out else Path("data_cards") / f"{name}.md"
     table = read_shards(shards)
-    png = histogram(pass_rates(table), manifest["edges"], out.with_suffix(".png"), f"{name}: pass rates")
+    png = histogram(profile_column(table, "pass_rate"), manifest["edges"], out.with_suffix(".png"), f"{name}: pass rates")
     prof = manifest.get("profile", {})
     cfg = prof.get("config", {})
     sampling = cfg.get("sampling", {})
@@ -134,8 +136,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     rejected = manifest.get("rejected") or {}
     rej_lines = "\n".join(f"| {reason} | {n} |" for reason, n in rejected.items()) or "| (none) | 0 |"
     versions = prof.get("versions", {})
-    ks = table["k"] if "k" in table.columns else table["extra_info"].struct.field("k") if "extra_info" in table.columns else None
-    avg_doc = avg_column_doc(manifest, ks)
+    avg_doc = avg_column_doc(manifest, profile_column(table, "k"))
     body = f"""# {pretty_name or name}
 
 Math problems bucketed by the pass rate of a profiling model, for curriculum GRPO training. Built

@@ -139,3 +139,7 @@ def test_card_explains_the_community_pass_rate_column(tmp_path, problems_and_pro
     text = write_card(out, "arith-trl", tmp_path / "cards" / "arith-trl.md").read_text()
     assert "`avg@16_policy-warm`" in text and "2-16 per problem" in text
     assert "`n_correct`" in text and "`level`" in text
+    write_shards(problems, profile.with_columns(pl.lit(16).alias("k")), tmp_path / "fixed", fmt="verl",
+                 profile_meta={"model": "runs/policy-warm"})
+    fixed = write_card(tmp_path / "fixed", "arith-verl", tmp_path / "cards" / "arith-verl.md").read_text()
+    assert "`avg@16_policy-warm` is `pass_rate`" in fixed and "adaptively" not in fixed  # one k for every problem
