@@ -36,6 +36,7 @@ import polars as pl
 from grpo_data import io
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
+from grpo_data.rewards import Answer, correctness
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.stats import (
     JEFFREYS,
@@ -177,7 +178,9 @@ class _Tally:
             self.formatted = (self.formatted or 0) + sum(bool(f) for f in formatted)
         for comp, v in zip(completions, verdicts, strict=True):
             self.k += 1
-            self.correct += int(v.correct)
+            # the trainer's correctness reward; an undecided verdict counts as not correct here, and
+            # is reported apart in n_timeout / n_error
+            self.correct += int(correctness(Answer(comp.text, v)) == 1.0)
             self.lengths.append(len(comp.token_ids))
             self.truncated += int(comp.truncated)
             self.reasons[v.reason] = self.reasons.get(v.reason, 0) + 1

@@ -194,3 +194,28 @@ def simulate(rule: StoppingRule, pass_rates: np.ndarray, rng: np.random.Generato
         new_k = rule.next_k(k)
         c = c + np.where(more, rng.binomial(new_k - k, p), 0)
         k = np.where(more, new_k, k)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c correct (Chen et al. 2021): the chance that k of them,
+    drawn without replacement, hold at least one correct: 1 - C(n - c, k) / C(n, k)."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples per problem, got {n}")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def majority_correct(answers: list[str], correct: list[bool]) -> float:
+    """maj@k of one problem: 1.0 when the most frequent extracted answer among its samples is
+    correct. Answers vote as strings (an empty one, no answer, does not vote); a tie goes to the
+    answer given first; no answer at all scores 0."""
+    votes: dict[str, list] = {}
+    for i, (a, ok) in enumerate(zip(answers, correct, strict=True)):
+        if a:
+            entry = votes.setdefault(a, [0, i, ok])
+            entry[0] += 1
+    if not votes:
+        return 0.0
+    best = max(votes.values(), key=lambda v: (v[0], -v[1]))
+    return float(best[2])

@@ -28,7 +28,7 @@ import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
-from grpo_data.answers import answer_kind, choice_value_claim, for_math, judge_string
+from grpo_data.answers import answer_kind, choice_value_claim, final_answer_text, for_math, judge_string
 
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
@@ -45,11 +45,14 @@ class Verdict:
     reason:  one of REASONS. "timeout" and "error" are scored as not correct: they say the verifier
              could not decide, which summaries report apart from "wrong".
     detail:  short free text for logs (exception type, extracted answer), never parsed.
+    answer:  the answer the verifier read from the prediction (the parsed expression's text, or the
+             choice/text answer), "" when none: majority voting compares these strings.
     """
 
     correct: bool
     reason: str
     detail: str = ""
+    answer: str = ""
 
 
 def _wrap_gold(gold: str) -> str:
@@ -138,7 +141,8 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
         claim = choice_value_claim(gold, tail) if kind == "choice" and not correct else None
         if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
             return verify_answer(claim[0], f"\\boxed{{{claim[1]}}}", timeout_s, pred_tail_chars)
-        return Verdict(True, "ok") if correct else Verdict(False, "wrong", detail)
+        said = (final_answer_text(tail) or tail.strip())[:80]
+        return Verdict(True, "ok", "", said) if correct else Verdict(False, "wrong", detail, said)
     gold = for_math(gold)  # "\\$5" -> "5"; a percent stays: math-verify knows 5\\% = 0.05
     gold_check = _math_gold_is_parseable(gold, timeout_s)
     if gold_check.reason != "ok":
@@ -160,4 +164,5 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
         return Verdict(False, "timeout", "comparing")
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
-    return Verdict(True, "ok") if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80])
+    said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
+    return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)

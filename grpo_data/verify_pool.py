@@ -94,7 +94,7 @@ def _worker_main(conn: Connection, memory_mb: int, timeout_s: int, pred_tail_cha
                 verdict = verify_answer(gold, pred, timeout_s, pred_tail_chars)
         except MemoryError:
             verdict = Verdict(False, "error", "worker memory cap")
-        conn.send((seq, verdict.correct, verdict.reason, verdict.detail))
+        conn.send((seq, verdict.correct, verdict.reason, verdict.detail, verdict.answer))
 
 
 _MAIN_LOCK = threading.Lock()
@@ -218,13 +218,13 @@ class VerifierPool:
             for w in busy:
                 if w.conn in ready:
                     try:
-                        seq, correct, reason, detail = w.conn.recv()
+                        seq, correct, reason, detail, answer = w.conn.recv()
                     except (EOFError, OSError):
                         done[w.seq] = Verdict(False, "error", "worker died")
                         self._died(w)
                         continue
                     self._answered = True
-                    done[seq] = Verdict(correct, reason, detail)
+                    done[seq] = Verdict(correct, reason, detail, answer)
                     w.seq = None
                 elif time.monotonic() - w.started_at >= self.config.deadline_s:
                     done[w.seq] = Verdict(False, "timeout", f"hard deadline {self.config.deadline_s}s")

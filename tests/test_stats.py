@@ -136,3 +136,26 @@ def test_per_level_priors_save_samples_at_the_same_accuracy():
     assert np.mean(rule.in_band(c, k, w) == truth) >= np.mean(rule.in_band(c0, k0, w0) == truth) - 0.01
     assert np.mean(rule.in_band(c, k, w) == truth) >= 0.97
     assert k.mean() < 0.8 * k0.mean()
+
+
+def test_pass_at_k_matches_the_combinatorial_definition():
+    from math import comb
+
+    from grpo_data.stats import pass_at_k
+
+    for n in (1, 4, 8):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                assert pass_at_k(n, c, k) == pytest.approx(1 - comb(n - c, k) / comb(n, k))
+    assert pass_at_k(4, 1, 1) == 0.25 and pass_at_k(4, 1, 4) == 1.0 and pass_at_k(4, 0, 4) == 0.0
+    with pytest.raises(ValueError, match="at least 8 samples"):
+        pass_at_k(4, 1, 8)
+
+
+def test_majority_vote_by_extracted_answer():
+    from grpo_data.stats import majority_correct
+
+    assert majority_correct(["12", "13", "12", ""], [True, False, True, False]) == 1.0
+    assert majority_correct(["13", "12", "13", "12"], [False, True, False, True]) == 0.0  # tie: first given wins
+    assert majority_correct(["", "", "12"], [False, False, True]) == 1.0  # no answer does not vote
+    assert majority_correct(["", ""], [False, False]) == 0.0
