@@ -98,24 +98,52 @@ class RolloutConfig:
 
 @dataclass(frozen=True)
 class AlgoConfig:
-    """advantage: grpo | dr_grpo | rloo; aggregation: token_mean | seq_mean | seq_sum_norm (each
-    sequence's token sum over max_tokens: Dr. GRPO's constant normalizer); null picks seq_sum_norm
-    for dr_grpo (so it has no length bias left) and token_mean otherwise; clip_low/high: ratio
-    clip range (clip-higher); kl_beta: k3 KL coefficient (0 skips the reference model); eps: std
-    epsilon in advantages and the zero-variance test; tis_cap: truncated importance sampling of the
-    rollout/learner mismatch, weights min(pi_learner / pi_rollout, tis_cap) per token (0 = off)."""
+    """advantage: any registered estimator (grpo_train.core_algos: grpo | dr_grpo | rloo | softmax_z |
+    window_norm | hybrid | length_norm | batch_norm); aggregation: token_mean | seq_mean |
+    seq_sum_norm (each sequence's token sum over max_tokens: Dr. GRPO's constant normalizer); null
+    picks seq_sum_norm for dr_grpo (so it has no length bias left), seq_mean for GSPO and token_mean
+    otherwise; clip_low/high: ratio clip range (clip-higher; GSPO's paper clips its sequence ratio
+    at 3e-4/4e-4); ratio_level: token | sequence (GSPO); kl_beta: k3 KL coefficient (0 skips the
+    reference model), the starting value when kl_target > 0; kl_target: adapt beta toward this KL
+    per token (0 = fixed beta), kl_horizon: its speed (`controllers.AdaptiveKL`); entropy_coef:
+    entropy bonus; eps: std epsilon in advantages and the zero-variance test; tau: softmax_z
+    temperature; hybrid_weight: hybrid's weight on the group-relative term; length_lambda:
+    length_norm's weight on the length deviation; window_groups: groups in window_norm's window;
+    tis_cap: truncated importance sampling of the rollout/learner mismatch, weights
+    min(pi_learner / pi_rollout, tis_cap) per token (0 = off)."""
 
     advantage: str = "grpo"
     aggregation: str | None = None
     clip_low: float = 0.2
     clip_high: float = 0.28
+    ratio_level: str = "token"
     kl_beta: float = 0.0
+    kl_target: float = 0.0
+    kl_horizon: float = 10.0
+    entropy_coef: float = 0.0
     eps: float = 1e-6
+    tau: float = 0.3
+    hybrid_weight: float = 0.7
+    length_lambda: float = 0.1
+    window_groups: int = 100
     tis_cap: float = 0.0
 
     def __post_init__(self) -> None:
         if self.aggregation is None:
-            object.__setattr__(self, "aggregation", "seq_sum_norm" if self.advantage == "dr_grpo" else "token_mean")
+            agg = ("seq_sum_norm" if self.advantage == "dr_grpo" else "seq_mean" if self.ratio_level == "sequence"
+                   else "token_mean")
+            object.__setattr__(self, "aggregation", agg)
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """The training reward: a weighted sum of registered rewards (grpo_data.rewards: correctness |
+    format | length_penalty), each term a mapping {name, weight, and that reward's options}. An
+    answer any term cannot score (the verifier timed out) gets no reward: it is kept out of the loss
+    and out of its group's statistics. The scheduler and the zero-variance rule always see
+    correctness."""
+
+    terms: tuple = ({"name": "correctness", "weight": 1.0},)
 
 
 @dataclass(frozen=True)
@@ -124,9 +152,14 @@ class OptimConfig:
     micro_batch_tokens: most padded tokens (rows x longest row) per forward/backward, gradients
     accumulate over micro-batches (memory follows this, not the batch); logit_chunk_tokens:
     completion positions whose (chunk, vocabulary) logits exist at once; gradient_checkpointing:
-    recompute the decoder's activations in the backward pass (less memory, about a third more time)."""
+    recompute the decoder's activations in the backward pass (less memory, about a third more time);
+    lr_schedule: constant | linear | cosine (decay to lr * min_lr_ratio at the run's last optimizer
+    step), after warmup_steps optimizer steps of linear warmup (`controllers.lr_factor`)."""
 
     lr: float = 2e-4
+    lr_schedule: str = "constant"
+    warmup_steps: int = 0
+    min_lr_ratio: float = 0.0
     weight_decay: float = 0.0
     betas: tuple[float, float] = (0.9, 0.99)
     eps: float = 1e-8
@@ -176,12 +209,17 @@ class TrainConfig:
     scheduler: SchedulerSection = field(default_factory=SchedulerSection)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
     optim: OptimConfig = field(default_factory=OptimConfig)
     deepspeed: DeepSpeedSection = field(default_factory=DeepSpeedSection)
     run: RunConfig = field(default_factory=RunConfig)
 
     def __post_init__(self) -> None:
+        from grpo_data.rewards import check_terms
+        from grpo_train.controllers import LR_SCHEDULES
         from grpo_train.core_algos import ADVANTAGES, AGGREGATIONS
+
+        object.__setattr__(self, "reward", RewardConfig(check_terms(self.reward.terms)))
 
         checks = [
             (self.rollout.engine in ("vllm", "hf"), f"rollout.engine must be vllm or hf, got {self.rollout.engine!r}"),
@@ -207,6 +245,16 @@ class TrainConfig:
             (self.optim.micro_batch_tokens >= 1 and self.optim.logit_chunk_tokens >= 1,
              "optim.micro_batch_tokens and optim.logit_chunk_tokens must be >= 1"),
             (self.algo.tis_cap >= 0, "algo.tis_cap must be >= 0 (0 = off)"),
+            (self.algo.ratio_level in ("token", "sequence"),
+             f"algo.ratio_level must be token or sequence (GSPO), got {self.algo.ratio_level!r}"),
+            (self.algo.kl_target >= 0 and (self.algo.kl_target == 0 or self.algo.kl_beta > 0),
+             "algo.kl_target > 0 adapts algo.kl_beta: set a starting kl_beta > 0 (it loads the reference model)"),
+            (self.algo.tau > 0 and self.algo.window_groups >= 1 and 0 <= self.algo.hybrid_weight <= 1,
+             "need algo.tau > 0, algo.window_groups >= 1 and 0 <= algo.hybrid_weight <= 1"),
+            (self.optim.lr_schedule in LR_SCHEDULES,
+             f"optim.lr_schedule must be one of {LR_SCHEDULES}, got {self.optim.lr_schedule!r}"),
+            (self.optim.warmup_steps >= 0 and 0 <= self.optim.min_lr_ratio <= 1,
+             "need optim.warmup_steps >= 0 and 0 <= optim.min_lr_ratio <= 1"),
             (self.run.keep_last >= 0 and self.run.ranks >= 1, "run.keep_last must be >= 0 and run.ranks >= 1"),
         ]
         for ok, msg in checks:

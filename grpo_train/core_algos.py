@@ -4,7 +4,7 @@ Each variant is a free function registered by name; the trainer picks one from i
 variant is added here, in one place:
 
     @register_advantage("my_adv")
-    def my_adv(rewards, group_ids, eps): ...
+    def my_adv(rewards, group_ids, p: AdvantageInputs): ...
 
 Shapes: B = sequences in the batch (groups x G), T = completion tokens (right-padded).
 
@@ -13,8 +13,21 @@ Numerical choices, stated where they are made:
   reference code, plus eps = 1e-6 in the denominator; an all-equal group gets advantage 0.
 - `dr_grpo` (Dr. GRPO) subtracts the group mean and does not divide by the std.
 - `rloo` subtracts the mean of the *other* G-1 rewards: A_i = G/(G-1) * (r_i - mean).
-- The surrogate clips the ratio to [1 - clip_low, 1 + clip_high] (clip-higher, DAPO).
+- `softmax_z`: z-scores as in `grpo`, then A_i = G * softmax_group(z / tau)_i - 1 (mean 0 in the
+  group, sums to 0; tau -> inf gives z / tau, small tau gives the best answer most of the weight).
+- `window_norm`: r_i - group mean, over the std of every reward of the last N groups (this step's
+  included) instead of the group's own: the baseline stays group-relative, the scale stops jumping
+  with small groups.
+- `hybrid`: w * grpo + (1 - w) * r_i (the absolute reward, no baseline).
+- `length_norm`: (r_i - mean) / (std + lambda * |len_i - mean len| + eps): an answer much longer or
+  shorter than its group's gets a smaller advantage either way.
+- `batch_norm` (REINFORCE++ with a group baseline): r_i - group mean, whitened over the whole batch
+  of every rank (sample std).
+- The surrogate clips the ratio to [1 - clip_low, 1 + clip_high] (clip-higher, DAPO); GSPO
+  (`ratio_level="sequence"`) uses each sequence's length-normalized ratio
+  exp(mean_t(logp - old_logp)) for all its tokens, with its gradient taken token by token.
 - KL is the k3 estimator exp(ref - logp) - (ref - logp) - 1 (>= 0, unbiased for KL(pi || ref)).
+- The entropy bonus subtracts coef * entropy per token, aggregated like the surrogate.
 - Aggregations divide by *global* counts (`LossNorm`: every micro-batch of the optimizer step, every
   rank), so micro-batches and ranks add up to exactly the big-batch loss: each piece returns its
   share, and the shares sum to the whole.
@@ -49,6 +62,26 @@ class LossNorm:
         return LossNorm(float(mask.sum()), float((mask.sum(1) > 0).sum()), int(max_tokens or mask.size(1)))
 
 
+@dataclass(frozen=True)
+class AdvantageInputs:
+    """What an estimator may use beside rewards and groups (each field documented on its variant).
+
+    eps:           std epsilon.
+    tau:           softmax_z temperature.
+    hybrid_weight: hybrid's weight on the group-relative term.
+    length_lambda: length_norm's weight on the length deviation.
+    lengths:       (B,) completion tokens (length_norm).
+    scale:         window_norm's reward std over the window, batch_norm's (mean, std) over the batch
+                   of every rank; None computes it from this batch alone."""
+
+    eps: float = 1e-6
+    tau: float = 0.3
+    hybrid_weight: float = 0.7
+    length_lambda: float = 0.1
+    lengths: torch.Tensor | None = None
+    scale: tuple[float, ...] | None = None
+
+
 def register_advantage(name: str):
     def deco(fn):
         ADVANTAGES[name] = fn
@@ -65,36 +98,90 @@ def register_aggregation(name: str):
     return deco
 
 
+def _group_sum(values: torch.Tensor, group_ids: torch.Tensor) -> torch.Tensor:
+    """Per-group sums, (B,) -> (n_groups,)."""
+    n_groups = int(group_ids.max()) + 1
+    return torch.zeros(n_groups, dtype=values.dtype).index_add_(0, group_ids, values)
+
+
 def _group_stats(rewards: torch.Tensor, group_ids: torch.Tensor):
     """Per-sequence group mean, sample std and size. rewards, group_ids: (B,)."""
-    n_groups = int(group_ids.max()) + 1
-    count = torch.zeros(n_groups, dtype=rewards.dtype).index_add_(0, group_ids, torch.ones_like(rewards))  # (n,)
-    total = torch.zeros(n_groups, dtype=rewards.dtype).index_add_(0, group_ids, rewards)  # (n,)
-    mean = total / count  # (n,)
-    sq = torch.zeros(n_groups, dtype=rewards.dtype).index_add_(0, group_ids, (rewards - mean[group_ids]) ** 2)
+    count = _group_sum(torch.ones_like(rewards), group_ids)  # (n,)
+    mean = _group_sum(rewards, group_ids) / count  # (n,)
+    sq = _group_sum((rewards - mean[group_ids]) ** 2, group_ids)
     std = torch.sqrt(sq / (count - 1).clamp(min=1))  # (n,) sample std, divisor G-1
     return mean[group_ids], std[group_ids], count[group_ids]  # each (B,)
 
 
 @register_advantage("grpo")
-def grpo_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def grpo_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
     """(r - group mean) / (group sample std + eps). rewards, group_ids: (B,) -> (B,)."""
     mean, std, _ = _group_stats(rewards, group_ids)
-    return (rewards - mean) / (std + eps)
+    return (rewards - mean) / (std + p.eps)
 
 
 @register_advantage("dr_grpo")
-def dr_grpo_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def dr_grpo_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
     """r - group mean (no std normalization). (B,) -> (B,)."""
     mean, _, _ = _group_stats(rewards, group_ids)
     return rewards - mean
 
 
 @register_advantage("rloo")
-def rloo_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def rloo_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
     """r - mean of the other rewards of the group = G/(G-1) * (r - mean). (B,) -> (B,)."""
     mean, _, count = _group_stats(rewards, group_ids)
     return (rewards - mean) * count / (count - 1).clamp(min=1)
+
+
+@register_advantage("softmax_z")
+def softmax_z_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
+    """G * softmax over the group of (grpo z-score / tau) - 1. (B,) -> (B,)."""
+    z = grpo_advantage(rewards, group_ids, p) / p.tau  # (B,)
+    z_max = torch.full((int(group_ids.max()) + 1,), -torch.inf, dtype=z.dtype).scatter_reduce(
+        0, group_ids, z, reduce="amax")  # (n,) for a stable softmax
+    e = torch.exp(z - z_max[group_ids])  # (B,)
+    _, _, count = _group_stats(rewards, group_ids)
+    return count * e / _group_sum(e, group_ids)[group_ids] - 1
+
+
+@register_advantage("window_norm")
+def window_norm_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
+    """(r - group mean) / (window reward std + eps); p.scale = (window std,), else this batch's
+    population std. (B,) -> (B,)."""
+    mean, _, _ = _group_stats(rewards, group_ids)
+    std = p.scale[0] if p.scale is not None else float(rewards.std(unbiased=False))
+    return (rewards - mean) / (std + p.eps)
+
+
+@register_advantage("hybrid")
+def hybrid_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
+    """w * grpo + (1 - w) * r (absolute reward). (B,) -> (B,)."""
+    return p.hybrid_weight * grpo_advantage(rewards, group_ids, p) + (1 - p.hybrid_weight) * rewards
+
+
+@register_advantage("length_norm")
+def length_norm_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
+    """(r - mean) / (std + lambda * |len - group mean len| + eps); p.lengths (B,). (B,) -> (B,)."""
+    if p.lengths is None:
+        raise ValueError("length_norm needs the completion lengths (AdvantageInputs.lengths)")
+    mean, std, _ = _group_stats(rewards, group_ids)
+    lengths = p.lengths.to(rewards.dtype)
+    mean_len, _, _ = _group_stats(lengths, group_ids)
+    return (rewards - mean) / (std + p.length_lambda * (lengths - mean_len).abs() + p.eps)
+
+
+@register_advantage("batch_norm")
+def batch_norm_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
+    """(c - batch mean of c) / (batch sample std of c + eps), c = r - group mean; p.scale = (mean,
+    std) over every rank's batch, else this batch's. (B,) -> (B,)."""
+    mean, _, _ = _group_stats(rewards, group_ids)
+    centered = rewards - mean
+    if p.scale is not None:
+        mu, sd = p.scale
+    else:
+        mu, sd = float(centered.mean()), float(centered.std()) if centered.numel() > 1 else 0.0
+    return (centered - mu) / (sd + p.eps)
 
 
 def zero_variance_groups(rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -136,6 +223,14 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     return torch.exp(delta) - delta - 1
 
 
+def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GSPO's ratio per token: the sequence's length-normalized ratio s = exp(mean_t(logp - old_logp))
+    as its value, with the gradient s * d logp_t / |y| per token (GSPO-token form; with `seq_mean`
+    aggregation it is GSPO's sequence-level gradient). (B, T) -> (B, T)."""
+    log_s = ((logp - old_logp) * mask).sum(1) / mask.sum(1).clamp(min=1)  # (B,)
+    return torch.exp(log_s.detach()[:, None] + logp - logp.detach())  # (B, T) value s, grad per token
+
+
 def policy_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -148,17 +243,27 @@ def policy_loss(
     kl_beta: float = 0.0,
     norm: LossNorm | None = None,
     is_weights: torch.Tensor | None = None,
+    ratio_level: str = "token",
+    entropy: torch.Tensor | None = None,
+    entropy_coef: float = 0.0,
 ) -> tuple[torch.Tensor, dict[str, float]]:
-    """Clipped surrogate (+ beta * k3 KL). logp, old_logp, ref_logp, mask: (B, T); advantages: (B,).
+    """Clipped surrogate (+ beta * k3 KL - entropy_coef * entropy). logp, old_logp, ref_logp, mask,
+    entropy: (B, T); advantages: (B,).
 
     norm: global normalizers of the step (None: this batch alone). is_weights: (B, T) importance
     weights for the rollout/learner mismatch (truncated IS, `tis_weights`), applied to the surrogate.
+    ratio_level: `token` (PPO/GRPO) or `sequence` (GSPO, `sequence_ratio`).
 
     Returns this batch's share of the loss and metrics as token sums (`*_sum`, divide by the
     token count to average over micro-batches): clip fraction (tokens whose ratio was clipped in the
     direction that matters), ratio, kl."""
     agg = AGGREGATIONS[aggregation]
-    ratio = torch.exp(logp - old_logp)  # (B, T)
+    if ratio_level == "sequence":
+        ratio = sequence_ratio(logp, old_logp, mask)  # (B, T)
+    elif ratio_level == "token":
+        ratio = torch.exp(logp - old_logp)  # (B, T)
+    else:
+        raise ValueError(f"ratio_level must be token or sequence, got {ratio_level!r}")
     adv = advantages[:, None]  # (B, 1)
     unclipped = ratio * adv  # (B, T)
     clipped = torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * adv  # (B, T)
@@ -176,6 +281,10 @@ def policy_loss(
         kl = kl_k3(logp, ref_logp)  # (B, T)
         per_token = per_token + kl_beta * kl
         metrics["kl_sum"] = float((kl.detach() * mask).sum())
+    if entropy_coef:
+        if entropy is None:
+            raise ValueError("entropy_coef != 0 needs the per-token entropy")
+        per_token = per_token - entropy_coef * entropy
     return agg(per_token, mask, norm), metrics
 
 
@@ -186,10 +295,12 @@ def tis_weights(old_logp: torch.Tensor, rollout_logp: torch.Tensor, cap: float) 
     return torch.exp(old_logp - rollout_logp).clamp(max=cap).detach()
 
 
-def compute_advantages(name: str, rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+def compute_advantages(name: str, rewards: torch.Tensor, group_ids: torch.Tensor, eps: float = 1e-6,
+                       inputs: AdvantageInputs | None = None) -> torch.Tensor:
+    """The named estimator's advantages, (B,). `inputs` (with its own eps) overrides `eps`."""
     if name not in ADVANTAGES:
         raise ValueError(f"unknown advantage estimator {name!r}; choose one of: {', '.join(ADVANTAGES)}")
-    return ADVANTAGES[name](rewards, group_ids, eps)
+    return ADVANTAGES[name](rewards, group_ids, inputs or AdvantageInputs(eps=eps))
 
 
 def overlong_penalty(lengths: torch.Tensor, max_tokens: int, buffer: int, penalty: float = 1.0) -> torch.Tensor:

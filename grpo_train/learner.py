@@ -19,6 +19,7 @@ any micro-batching make the same update as one rank on the union.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -29,7 +30,8 @@ import numpy as np
 import torch
 
 from grpo_train.config import AlgoConfig, DeepSpeedSection, OptimConfig
-from grpo_train.core_algos import LossNorm, compute_advantages, policy_loss, tis_weights
+from grpo_train.controllers import AdaptiveKL, RewardWindow, lr_factor
+from grpo_train.core_algos import AdvantageInputs, LossNorm, compute_advantages, policy_loss, tis_weights
 from grpo_train.logprobs import PaddedBatch, token_logprobs
 
 logger = logging.getLogger(__name__)
@@ -76,7 +78,8 @@ class Sequence:
     """One sampled answer as the learner sees it.
 
     ids: prompt + completion token ids; prompt_len: tokens before the completion; reward: its
-    (shaped) reward; group: index of its group on this rank; train: whether it carries loss;
+    (shaped) reward, NaN when no reward could score it; group: index of its group on this rank;
+    train: whether it carries loss (never for an unscored answer);
     rollout_logp: the engine's log-prob of each completion token (None if it gave none)."""
 
     ids: tuple[int, ...]
@@ -98,7 +101,7 @@ def flatten_groups(groups) -> list[Sequence]:
         train = g.train_mask if g.train_mask is not None else [True] * len(g.completions)
         for comp, r, t in zip(g.completions, g.rewards, train, strict=True):
             out.append(Sequence(tuple(g.prompt_ids) + tuple(comp.token_ids), len(g.prompt_ids), float(r), gi,
-                                bool(t), comp.logprobs))
+                                bool(t) and np.isfinite(r), comp.logprobs))
     return out
 
 
@@ -154,26 +157,58 @@ def micro_batches(lengths: list[int], token_budget: int) -> list[list[int]]:
     return out
 
 
+def sequence_advantages(seqs: list[Sequence], algo: AlgoConfig, scale: tuple[float, ...] | None = None) -> torch.Tensor:
+    """Each sequence's advantage under algo.advantage, (B,): computed over the scored answers only
+    (an unscored one, reward NaN, gets 0 and counts in no group's statistics)."""
+    rewards = torch.tensor([s.reward for s in seqs], dtype=torch.float32)  # (B,)
+    scored = torch.isfinite(rewards)
+    adv = torch.zeros_like(rewards)
+    if scored.any():
+        _, groups = torch.unique(torch.tensor([s.group for s in seqs])[scored], return_inverse=True)
+        lengths = torch.tensor([s.completion_len for s in seqs])[scored]
+        inputs = AdvantageInputs(eps=algo.eps, tau=algo.tau, hybrid_weight=algo.hybrid_weight,
+                                 length_lambda=algo.length_lambda, lengths=lengths, scale=scale)
+        adv[scored] = compute_advantages(algo.advantage, rewards[scored], groups, inputs=inputs).float()
+    return adv
+
+
+def group_reward_stats(seqs: list[Sequence]) -> list[tuple[float, float, float]]:
+    """(sum, sum of squares, count) of each group's scored rewards, in group order."""
+    stats: dict[int, list[float]] = {}
+    for s in seqs:
+        if np.isfinite(s.reward):
+            acc = stats.setdefault(s.group, [0.0, 0.0, 0.0])
+            acc[0] += s.reward
+            acc[1] += s.reward ** 2
+            acc[2] += 1
+    return [tuple(stats[g]) for g in sorted(stats)]
+
+
 def microbatch_loss(logp: torch.Tensor, batch: PaddedBatch, advantages: torch.Tensor, old_logp: torch.Tensor,
-                    ref_logp: torch.Tensor | None, norm: LossNorm, algo: AlgoConfig) -> tuple[torch.Tensor, dict[str, float]]:
+                    ref_logp: torch.Tensor | None, norm: LossNorm, algo: AlgoConfig, kl_beta: float | None = None,
+                    entropy: torch.Tensor | None = None) -> tuple[torch.Tensor, dict[str, float]]:
     """This micro-batch's share of the step's loss (shares over micro-batches and ranks add up to the
-    big-batch loss) and its metric sums. logp, old_logp, ref_logp: (B, T); advantages: (B,)."""
+    big-batch loss) and its metric sums. logp, old_logp, ref_logp, entropy: (B, T); advantages: (B,);
+    kl_beta: the current KL coefficient (algo.kl_beta when not adapted)."""
     is_weights = None
     if algo.tis_cap > 0:
         have = torch.isfinite(batch.rollout_logp)
         is_weights = torch.where(have, tis_weights(old_logp, batch.rollout_logp.nan_to_num(0.0), algo.tis_cap),
                                  torch.ones_like(old_logp))  # (B, T)
     return policy_loss(logp, old_logp, advantages, batch.mask, algo.clip_low, algo.clip_high, algo.aggregation,
-                       ref_logp, algo.kl_beta, norm=norm, is_weights=is_weights)
+                       ref_logp, algo.kl_beta if kl_beta is None else kl_beta, norm=norm, is_weights=is_weights,
+                       ratio_level=algo.ratio_level, entropy=entropy, entropy_coef=algo.entropy_coef)
 
 
 class DeepSpeedLearner:
     """The policy in a DeepSpeed engine. temperature: the rollout's sampling temperature (every
     log-prob is of softmax(logits / T)); max_tokens: the rollout's completion budget (the
-    `seq_sum_norm` aggregation's constant)."""
+    `seq_sum_norm` aggregation's constant); total_steps: optimizer steps the run will take (the
+    learning-rate schedule's horizon)."""
 
     def __init__(self, model_path: str, optim: OptimConfig, ds: DeepSpeedSection, algo: AlgoConfig, seed: int = 0,
-                 trust_remote_code: bool = False, temperature: float = 1.0, max_tokens: int = 1024) -> None:
+                 trust_remote_code: bool = False, temperature: float = 1.0, max_tokens: int = 1024,
+                 total_steps: int = 1) -> None:
         ensure_distributed_env()
         import deepspeed
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -200,8 +235,14 @@ class DeepSpeedLearner:
         self.world_size = torch.distributed.get_world_size()
         self.rank = torch.distributed.get_rank()
         start = time.monotonic()
-        self.engine, self.optimizer, _, _ = deepspeed.initialize(
-            model=model, optimizer=optimizer, config=deepspeed_config(optim, ds, self.world_size))
+        # DeepSpeed steps the schedule with every optimizer step and keeps its state in checkpoints
+        schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_factor(
+            step, total_steps, optim.warmup_steps, optim.lr_schedule, optim.min_lr_ratio))
+        self.engine, self.optimizer, _, self.lr_schedule = deepspeed.initialize(
+            model=model, optimizer=optimizer, lr_scheduler=schedule,
+            config=deepspeed_config(optim, ds, self.world_size))
+        self.kl = AdaptiveKL(algo.kl_beta, algo.kl_target, algo.kl_horizon) if algo.kl_target > 0 else None
+        self.window = RewardWindow(algo.window_groups)
         logger.info("DeepSpeed engine up in %.1fs (ZeRO-%d, bf16=%s, world %d)", time.monotonic() - start,
                     ds.zero_stage, ds.bf16, self.world_size)
         self.device = self.engine.device
@@ -226,6 +267,30 @@ class DeepSpeedLearner:
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX if op == "max" else torch.distributed.ReduceOp.SUM)
         return t.tolist()
 
+    def _gather(self, obj) -> list:
+        if self.world_size == 1:
+            return [obj]
+        out = [None] * self.world_size
+        torch.distributed.all_gather_object(out, obj)
+        return out
+
+    def _advantage_scale(self, seqs: list[Sequence]) -> tuple[float, ...] | None:
+        """The reward scale an estimator takes from beyond its groups, the same on every rank:
+        window_norm's window std (every rank's groups enter the window), batch_norm's mean and
+        sample std of the group-centered rewards of every rank's batch."""
+        if self.algo.advantage == "window_norm":
+            for part in self._gather(group_reward_stats(seqs)):
+                self.window.add(part)
+            return (self.window.std(),)
+        if self.algo.advantage == "batch_norm":
+            centered = sequence_advantages(seqs, dataclasses.replace(self.algo, advantage="dr_grpo"))
+            scored = torch.tensor([bool(np.isfinite(s.reward)) for s in seqs], dtype=torch.bool)
+            c = centered[scored].double() if seqs else torch.zeros(0, dtype=torch.float64)
+            total, sq, n = self._all_reduce([float(c.sum()), float((c * c).sum()), float(c.numel())])
+            mean = total / max(n, 1)
+            return (mean, float(np.sqrt(max(0.0, sq - n * mean * mean) / max(n - 1, 1))))
+        return None
+
     def _synced(self, batches: list[list[int]]) -> list[list[int] | None]:
         """The same number of micro-batches on every rank (ZeRO-3 gathers parameters in every forward,
         ZeRO-2/3 reduce in every backward): ranks with fewer get None, a zero-loss stand-in."""
@@ -238,8 +303,10 @@ class DeepSpeedLearner:
         return pad_batch([seq], self.pad_id).to(self.device)
 
     def _logprobs(self, batch: PaddedBatch, with_entropy: bool = False):
-        """The policy's token log-probs of a micro-batch (through the DeepSpeed engine)."""
-        return token_logprobs(self.engine, batch, self.temperature, self.chunk, with_entropy)
+        """The policy's token log-probs and entropies of a micro-batch (through the DeepSpeed engine);
+        the entropy is differentiable when the loss has an entropy bonus."""
+        return token_logprobs(self.engine, batch, self.temperature, self.chunk, with_entropy,
+                              entropy_grad=with_entropy and self.algo.entropy_coef != 0)
 
     # ------------------------------------------------------------ log-probs
     def _score(self, seqs: list[Sequence], reference: bool = False) -> list[torch.Tensor]:
@@ -270,9 +337,11 @@ class DeepSpeedLearner:
         `micro_batch_tokens` padded tokens, with the loss normalized by the step's global counts."""
         seqs = flatten_groups(groups)
         start = time.monotonic()
-        adv = (compute_advantages(self.algo.advantage, torch.tensor([s.reward for s in seqs]),
-                                  torch.tensor([s.group for s in seqs]), self.algo.eps).to(self.device)
+        scale = self._advantage_scale(seqs)  # a collective on several ranks: every rank calls it
+        adv = (sequence_advantages(seqs, self.algo, scale).to(self.device)
                if seqs else torch.zeros(0, device=self.device))  # (B,)
+        kl_beta = self.kl.beta if self.kl is not None else self.algo.kl_beta
+        lr = self.lr_schedule.get_last_lr()[0]
         self.engine.eval()
         old = self._score(seqs)
         ref = self._score(seqs, reference=True) if self.ref is not None else None
@@ -297,9 +366,9 @@ class DeepSpeedLearner:
                 batch = pad_batch([seqs[i] for i in mb], self.pad_id).to(self.device)
                 old_t = _pad_rows([old[i] for i in mb], batch.mask.shape)  # (b, T)
                 ref_t = _pad_rows([ref[i] for i in mb], batch.mask.shape) if ref is not None else None
-                logp, entropy_sum = self._logprobs(batch, with_entropy=True)  # (b, T)
-                loss, info = microbatch_loss(logp, batch, adv[mb], old_t, ref_t, norm, self.algo)
-                info["entropy_sum"] = entropy_sum
+                logp, entropy = self._logprobs(batch, with_entropy=True)  # (b, T) each
+                loss, info = microbatch_loss(logp, batch, adv[mb], old_t, ref_t, norm, self.algo, kl_beta, entropy)
+                info["entropy_sum"] = float((entropy.detach() * batch.token_mask).sum())
                 # DeepSpeed averages gradients over ranks; the loss is already a share of the global sum
                 self.engine.backward(loss * self.world_size, scale_wrt_gas=False)
                 have = torch.isfinite(batch.rollout_logp) & batch.token_mask.bool()
@@ -330,8 +399,14 @@ class DeepSpeedLearner:
                "advantage_abs_mean": sums["adv_abs_sum"] / max(sums["sequences"], 1),
                "logprob_diff_rollout": (sums["diff_sum"] / sums["diff_count"] if sums["diff_count"]
                                         else float("nan"))}
+        out["lr"] = lr
         if self.algo.kl_beta > 0:
             out["kl"] = sums["kl_sum"] / max(sums["loss_tokens"], 1)
+            out["kl_beta"] = kl_beta
+            if self.kl is not None and steps:
+                self.kl.update(out["kl"])  # the next step's beta
+        if self.algo.advantage == "window_norm":
+            out["reward_window_std"] = scale[0]
         if grad_norms:
             out["grad_norm"] = float(np.mean(grad_norms))
         return out
@@ -357,9 +432,17 @@ class DeepSpeedLearner:
             self.tokenizer.save_pretrained(folder)
 
     def save_state(self, folder: str | Path, tag: str) -> None:
-        self.engine.save_checkpoint(str(folder), tag=tag)
+        """DeepSpeed's checkpoint (weights, optimizer, learning-rate schedule) with the adaptive KL
+        coefficient and the reward window beside them."""
+        client = {"kl_beta": self.kl.beta if self.kl is not None else None, "window": self.window.state_dict()}
+        self.engine.save_checkpoint(str(folder), tag=tag, client_state={"grpo": client})
 
     def load_state(self, folder: str | Path, tag: str) -> None:
-        path, _ = self.engine.load_checkpoint(str(folder), tag=tag)
+        path, client = self.engine.load_checkpoint(str(folder), tag=tag)
         if path is None:
             raise FileNotFoundError(f"{folder}/{tag}: no DeepSpeed checkpoint to resume from")
+        state = (client or {}).get("grpo")
+        if state is not None:  # checkpoints from before these controllers lack it
+            if self.kl is not None and state["kl_beta"] is not None:
+                self.kl.beta = state["kl_beta"]
+            self.window.load_state_dict(state["window"])

@@ -10,7 +10,7 @@ terabytes. Here the decoder's hidden states are taken at completion positions on
 recomputed in the backward pass (activation checkpointing), so at most one chunk's (chunk, V)
 logits exist at once, in fp32.
 
-    logp, entropy_sum = token_logprobs(model, batch, temperature=0.6)  # (B, T), float
+    logp, entropy = token_logprobs(model, batch, temperature=0.6, with_entropy=True)  # (B, T) each
 
 `model` is an HF causal LM or a DeepSpeed engine around one: its forward runs with logits for the
 last position only, the decoder's hidden states are taken from it, `get_output_embeddings()` is the
@@ -70,9 +70,9 @@ def _head_transform(config):
 
 
 def _chunk_logprobs(head, transform, hidden: torch.Tensor, tokens: torch.Tensor, temperature: float,
-                    with_entropy: bool):
+                    with_entropy: bool, entropy_grad: bool = False):
     """log p(token) under softmax(head(hidden) / T): hidden (n, H), tokens (n,) -> logp (n,), entropy
-    (n,) (zeros unless asked: it costs another (n, V) tensor)."""
+    (n,) (zeros unless asked: it costs another (n, V) tensor; with a gradient when entropy_grad)."""
     logits = head(hidden).float()  # (n, V) fp32: one chunk only
     if transform is not None:
         logits = transform(logits)
@@ -81,7 +81,7 @@ def _chunk_logprobs(head, transform, hidden: torch.Tensor, tokens: torch.Tensor,
     logp = logits.gather(-1, tokens[:, None]).squeeze(-1) - logz  # (n,)
     entropy = torch.zeros_like(logz)
     if with_entropy:
-        with torch.no_grad():
+        with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
             entropy = logz - (torch.softmax(logits, dim=-1) * logits).sum(-1)  # (n,) H = log Z - E[logit]
     return logp, entropy
 
@@ -111,9 +111,10 @@ def _hidden_states(model, batch: PaddedBatch):
 
 
 def token_logprobs(model, batch: PaddedBatch, temperature: float, chunk_tokens: int | None = 1024,
-                   with_entropy: bool = False) -> tuple[torch.Tensor, float]:
-    """Log-prob of every completion token under softmax(logits / temperature): (B, T), 0 where
-    masked by `token_mask`; and the entropy summed over those tokens (0.0 unless asked).
+                   with_entropy: bool = False, entropy_grad: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """Log-prob of every completion token under softmax(logits / temperature), and the entropy of
+    that distribution at each token (zeros unless asked; differentiable when entropy_grad, for an
+    entropy bonus): (B, T) each, 0 where masked by `token_mask`.
 
     chunk_tokens None runs the head once, on all the batch's completion positions, without
     recomputation. ZeRO-3 needs that: it gathers the head's weight at every call and every rank must
@@ -126,20 +127,22 @@ def token_logprobs(model, batch: PaddedBatch, temperature: float, chunk_tokens: 
     tokens = batch.input_ids.gather(1, batch.positions)[sel]  # (N,)
     head, transform = inner.get_output_embeddings(), _head_transform(inner.config)
     if chunk_tokens is None:  # one call, even on no tokens: every rank calls the head once (ZeRO-3)
-        logp, ent = _chunk_logprobs(head, transform, h, tokens, temperature, with_entropy)
-        pieces, entropy_sum = [logp], float(ent.sum())
+        logp, ent = _chunk_logprobs(head, transform, h, tokens, temperature, with_entropy, entropy_grad)
+        pieces, ent_pieces = [logp], [ent]
     else:
-        pieces, entropy_sum = [], 0.0
+        pieces, ent_pieces = [], []
         for start in range(0, tokens.numel(), chunk_tokens):
             hs, ts = h[start : start + chunk_tokens], tokens[start : start + chunk_tokens]
             if torch.is_grad_enabled():  # keep only (chunk, H) for backward; logits are recomputed there
                 logp, ent = checkpoint(_chunk_logprobs, head, transform, hs, ts, temperature, with_entropy,
-                                       use_reentrant=False)
+                                       entropy_grad, use_reentrant=False)
             else:
                 logp, ent = _chunk_logprobs(head, transform, hs, ts, temperature, with_entropy)
             pieces.append(logp)
-            entropy_sum += float(ent.sum())
+            ent_pieces.append(ent)
     out = torch.zeros(sel.shape, dtype=torch.float32, device=h.device)
+    entropy = torch.zeros(sel.shape, dtype=torch.float32, device=h.device)
     if pieces:
         out = out.masked_scatter(sel, torch.cat(pieces))
-    return out, entropy_sum
+        entropy = entropy.masked_scatter(sel, torch.cat(ent_pieces).to(torch.float32))
+    return out, entropy

@@ -1,7 +1,7 @@
 """Check a multi-rank setup: N ranks must make the same update as one rank on the union of their batches.
 
-    deepspeed --num_gpus 2 --module grpo_train.rank_check --model MODEL --out DIR [--zero-stage 3]
-    python -m grpo_train.rank_check --model MODEL --out DIR_REF --union 2 [--zero-stage 3]
+    deepspeed --num_gpus 2 --module grpo_train.rank_check --model MODEL --out DIR [--zero-stage 3] [--advantage A]
+    python -m grpo_train.rank_check --model MODEL --out DIR_REF --union 2 [--zero-stage 3] [--advantage A]
 
 Each rank trains `--steps` optimizer steps on its own share of seeded synthetic groups: unequal shares,
 one rank left with nothing in one step, answers of different lengths, small micro-batches. The
@@ -37,7 +37,9 @@ def synthetic_groups(seed: int, step: int, rank: int, world: int, vocab: int, gr
         prompt = rng.integers(5, vocab, size=int(rng.integers(3, 7))).tolist()
         comps = [Completion("", tuple(rng.integers(5, vocab, size=int(rng.integers(2, 12))).tolist()), "stop")
                  for _ in range(group_size)]
-        rewards = np.array([float((g + j) % 2) for j in range(group_size)])
+        # shaped rewards that differ between groups and ranks: an estimator that normalizes over the
+        # batch or a window (batch_norm, window_norm) must see every rank's rewards to match
+        rewards = rng.choice([0.0, 0.25, 1.0], size=group_size)
         groups.append(Group(problem=g, prompt_ids=prompt, completions=comps, rewards=rewards))
     return groups
 
@@ -57,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--union", type=int, default=0, help="reference: one process on N ranks' groups")
     parser.add_argument("--micro-batch-tokens", type=int, default=48)
+    parser.add_argument("--advantage", default="grpo", help="advantage estimator (core_algos.ADVANTAGES)")
     parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)  # DeepSpeed's launcher
     args = parser.parse_args(argv)
 
@@ -68,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     # instead of globally would pass unseen); with eps 1 an update is about lr x gradient
     optim = OptimConfig(lr=0.5, eps=1.0, grad_clip=0.0, micro_batch_tokens=args.micro_batch_tokens,
                         logit_chunk_tokens=16)
-    learner = DeepSpeedLearner(args.model, optim, DeepSpeedSection(zero_stage=args.zero_stage), AlgoConfig(),
+    learner = DeepSpeedLearner(args.model, optim, DeepSpeedSection(zero_stage=args.zero_stage),
+                               AlgoConfig(advantage=args.advantage, window_groups=4),
                                seed=0, temperature=0.7, max_tokens=12)
     vocab = learner.engine.module.config.vocab_size
     ranks = range(args.union) if args.union else [learner.rank]

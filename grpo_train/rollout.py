@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from grpo_data.engines import Completion
+from grpo_data.rewards import Answer, build_reward
 from grpo_data.rollouts import RolloutSampler, ScoredGroup
 from grpo_train.core_algos import overlong_penalty
 
@@ -51,10 +52,11 @@ class Group:
     problem:     index into the problem table.
     prompt_ids:  token ids the engine was given.
     completions: the G sampled answers.
-    rewards:     (G,) the reward each answer is trained with: 1.0 for verified-correct, else 0.0,
-                 plus the overlong penalty when that is on.
+    rewards:     (G,) the reward each answer is trained with (`reward.terms`; by default 1.0 for
+                 verified-correct, else 0.0), plus the overlong penalty when that is on; NaN where
+                 no reward could score it.
     correct:     (G,) 1.0 for verified-correct (what the scheduler and the dropping rule see).
-    train_mask:  (G,) False for answers kept out of the loss (overlong=mask); None: all train.
+    train_mask:  (G,) False for answers kept out of the loss (overlong=mask, unscored); None: all train.
     """
 
     problem: int
@@ -74,15 +76,24 @@ class Group:
         return bool(self.correct.std() > 0)
 
 
-def make_group(problem: int, prompt_ids: list[int], scored: ScoredGroup, overlong: Overlong) -> Group:
+CORRECTNESS = build_reward("correctness")
+
+
+def make_group(problem: int, prompt_ids: list[int], scored: ScoredGroup, overlong: Overlong,
+               reward=CORRECTNESS) -> Group:
+    """A Group from sampled, verified answers: each answer's reward from `reward` (a
+    `grpo_data.rewards.build_reward` sum; None becomes NaN and keeps the answer out of the loss)."""
     correct = scored.correct
-    rewards, mask = correct.copy(), None
+    answers = [Answer(c.text, v, len(c.token_ids), c.truncated, overlong.max_tokens)
+               for c, v in zip(scored.completions, scored.verdicts, strict=True)]
+    rewards = np.array([np.nan if (r := reward(a)) is None else r for a in answers], dtype=np.float64)
+    mask = np.isfinite(rewards)
     if overlong.mode == "penalty":
         lengths = torch.tensor([len(c.token_ids) for c in scored.completions])
         rewards = rewards + overlong_penalty(lengths, overlong.max_tokens, overlong.buffer, overlong.penalty).numpy()
     elif overlong.mode == "mask":
-        mask = ~scored.truncated
-    return Group(problem, prompt_ids, scored.completions, rewards, correct, mask)
+        mask = mask & ~scored.truncated
+    return Group(problem, prompt_ids, scored.completions, rewards, correct, None if mask.all() else mask)
 
 
 @dataclass
@@ -114,7 +125,7 @@ class RolloutBatcher:
     def __init__(self, sampler: RolloutSampler, scheduler, prompts: list[list[dict]], answers: list[str],
                  group_size: int, batch_groups: int, max_rounds: int, dynamic_resampling: bool,
                  overlong: Overlong = Overlong(), oversample: float = 1.25, rank: int = 0, world_size: int = 1,
-                 all_gather=None) -> None:
+                 all_gather=None, reward=CORRECTNESS) -> None:
         self.sampler, self.scheduler = sampler, scheduler
         self.answers = answers
         self.group_size, self.batch_groups = group_size, batch_groups
@@ -124,6 +135,7 @@ class RolloutBatcher:
         self.oversample = oversample
         self.rank, self.world_size = rank, world_size
         self.all_gather = all_gather
+        self.reward = reward
         self._prompts = prompts
         self._ids: dict[int, list[int]] = {}  # token ids of every rendered prompt, computed once
 
@@ -142,7 +154,7 @@ class RolloutBatcher:
         batch.gen_tokens += cost.tokens - before[2]
         batch.truncated += cost.truncated - before[3]
         batch.formatted += cost.formatted - before[4]
-        return [make_group(int(i), p, s, self.overlong) for i, p, s in zip(idx, ids, scored, strict=True)]
+        return [make_group(int(i), p, s, self.overlong, self.reward) for i, p, s in zip(idx, ids, scored, strict=True)]
 
     def _share(self, idx: np.ndarray) -> np.ndarray:
         return idx[self.rank :: self.world_size]

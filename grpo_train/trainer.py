@@ -29,8 +29,10 @@ import torch
 from grpo_data import io
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
+from grpo_data.rewards import build_reward
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.scheduler import difficulty_groups, make_scheduler
+from grpo_data.stats import majority_correct, pass_at_k
 from grpo_train.config import TrainConfig, dump_config
 from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
 
@@ -96,18 +98,28 @@ class MetricsLog:
 
 def evaluate(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: int = 0, world: int = 1,
              all_gather=None) -> dict:
-    """Held-out pass@1 at the sampling temperature (mean over k samples), overall and by level,
-    through the same render -> ids -> generate -> verify path as training and profiling. With
-    several ranks each evaluates every world-th problem and the results are gathered."""
+    """Held-out accuracy at the sampling temperature from k samples per problem, through the same
+    render -> ids -> generate -> verify path as training and profiling: mean@k (`heldout_accuracy`,
+    the mean over samples: pass@1), with its standard error over problems, overall and by level;
+    pass@j for j = 1, 2, 4, ... up to k (unbiased estimator); maj@k (majority vote over the answers
+    the verifier extracted). With several ranks each evaluates every world-th problem and the
+    results are gathered."""
     mine = np.arange(heldout.height)[rank::world]
     messages, answers = heldout["prompt"].to_list(), heldout["answer"].to_list()
     groups = sampler.sample([sampler.encode(messages[i]) for i in mine], [answers[i] for i in mine], k)
-    local = [float(g.correct.mean()) for g in groups]
-    correct = np.zeros(heldout.height)
+    local = [(int(g.correct.sum()), majority_correct([v.answer for v in g.verdicts], [v.correct for v in g.verdicts]))
+             for g in groups]
+    n_correct, majority = np.zeros(heldout.height, dtype=np.int64), np.zeros(heldout.height)
     parts = all_gather((mine.tolist(), local)) if world > 1 else [(mine.tolist(), local)]
     for idx, vals in parts:
-        correct[idx] = vals
-    out = {"heldout_accuracy": float(correct.mean()), "heldout_problems": heldout.height}
+        for i, (c, m) in zip(idx, vals, strict=True):
+            n_correct[i], majority[i] = c, m
+    correct = n_correct / k
+    out = {"heldout_accuracy": float(correct.mean()),
+           "heldout_accuracy_se": float(correct.std(ddof=1) / np.sqrt(correct.size)) if correct.size > 1 else 0.0,
+           "heldout_problems": heldout.height, "eval_k": k, f"heldout_maj_at_{k}": float(majority.mean())}
+    for j in sorted({2 ** e for e in range(int(np.log2(k)) + 1)} | {k}):
+        out[f"heldout_pass_at_{j}"] = float(np.mean([pass_at_k(k, int(c), j) for c in n_correct]))
     if "level" in heldout.columns and heldout["level"].null_count() < heldout.height:
         for level, acc in (pl.DataFrame({"level": heldout["level"], "acc": correct})
                            .group_by("level").agg(pl.col("acc").mean()).sort("level").iter_rows()):
@@ -180,7 +192,8 @@ class Trainer:
 
         ro = cfg.rollout
         self.learner = DeepSpeedLearner(cfg.model, cfg.optim, cfg.deepspeed, cfg.algo, cfg.run.seed, cfg.trust_remote_code,
-                                        temperature=ro.temperature, max_tokens=ro.max_tokens)
+                                        temperature=ro.temperature, max_tokens=ro.max_tokens,
+                                        total_steps=cfg.run.steps * cfg.optim.minibatches)
         self.rank, self.world = self.learner.rank, self.learner.world_size
         self.is_main = self.rank == 0
         if self.heldout is not None and self.heldout.height < self.world:
@@ -236,7 +249,8 @@ class Trainer:
             self.sampler, self.scheduler, self.problems["prompt"].to_list(), self.problems["answer"].to_list(),
             ro.group_size, ro.batch_groups, ro.max_rounds, ro.dynamic_resampling,
             Overlong(ro.overlong, ro.max_tokens, ro.overlong_buffer, ro.overlong_penalty), ro.oversample,
-            self.rank, self.world, all_gather=self._all_gather if self.world > 1 else None)
+            self.rank, self.world, all_gather=self._all_gather if self.world > 1 else None,
+            reward=build_reward(cfg.reward.terms))
 
     # ------------------------------------------------------------ distributed helpers
     def _all_gather(self, obj):
@@ -256,11 +270,14 @@ class Trainer:
         self.scheduler.tick()
         self.step += 1
         lens = [len(c.token_ids) for g in batch.groups for c in g.completions]
-        kept_rewards = [r for g in batch.groups for r in g.rewards]
+        kept_rewards = [r for g in batch.groups for r in g.rewards if np.isfinite(r)]
+        unscored = sum(int((~np.isfinite(g.rewards)).sum()) for g in batch.groups)
+        distinct = sum(len({c.text for c in g.completions}) / max(1, len(g.completions)) for g in batch.groups)
         counts = {"generated_rollouts": batch.generated_rollouts, "informative_groups": batch.informative_groups,
                   "generated_groups": batch.generated_groups, "n_correct": batch.n_correct,
                   "truncated": batch.truncated, "formatted": batch.formatted, "kept_reward_sum": float(sum(kept_rewards)),
-                  "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "gen_tokens": batch.gen_tokens}
+                  "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "gen_tokens": batch.gen_tokens,
+                  "unscored": unscored, "distinct_sum": distinct, "kept_groups": len(batch.groups)}
         len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
             parts = self._all_gather((counts, len_max))
@@ -299,6 +316,9 @@ class Trainer:
             "gen_tokens_per_s": counts["gen_tokens"] / max(batch.gen_seconds, 1e-9),
             "completion_len_mean": counts["kept_len_sum"] / kept if counts["kept_sequences"] else 0.0,
             "completion_len_max": int(len_max),
+            "unscored_answers": counts["unscored"],
+            "distinct_completion_ratio": (counts["distinct_sum"] / counts["kept_groups"] if counts["kept_groups"]
+                                          else float("nan")),
             "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0,
             "verify_seconds": batch.verify_seconds,
             "band_occupancy": sched.get("band_occupancy", float("nan")),

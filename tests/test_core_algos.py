@@ -8,6 +8,7 @@ import torch
 from grpo_train.core_algos import (
     ADVANTAGES,
     AGGREGATIONS,
+    AdvantageInputs,
     LossNorm,
     compute_advantages,
     kl_k3,
@@ -21,20 +22,43 @@ from grpo_train.core_algos import (
 )
 
 
-def loop_advantage(name, rewards, groups, eps=1e-6):
+def loop_advantage(name, rewards, groups, lengths, eps=1e-6, tau=0.3, w=0.7, lam=0.1):
+    """Every estimator written out element by element, from its definition in core_algos' docstring."""
+    def stats(values, gid):
+        same = [values[j] for j in range(len(values)) if groups[j] == gid]
+        mean = sum(same) / len(same)
+        return same, mean, math.sqrt(sum((x - mean) ** 2 for x in same) / max(len(same) - 1, 1))
+
+    centered = [r - stats(rewards, groups[i])[1] for i, r in enumerate(rewards)]
     out = []
     for i, r in enumerate(rewards):
-        same = [rewards[j] for j in range(len(rewards)) if groups[j] == groups[i]]
+        same, mean, std = stats(rewards, groups[i])
         g = len(same)
-        mean = sum(same) / g
+        z = (r - mean) / (std + eps)
         if name == "grpo":
-            std = math.sqrt(sum((x - mean) ** 2 for x in same) / (g - 1))
-            out.append((r - mean) / (std + eps))
+            out.append(z)
         elif name == "dr_grpo":
             out.append(r - mean)
-        else:
+        elif name == "rloo":
             others = [rewards[j] for j in range(len(rewards)) if groups[j] == groups[i] and j != i]
             out.append(r - sum(others) / len(others))
+        elif name == "softmax_z":
+            zs = [(x - mean) / (std + eps) for x in same]
+            out.append(g * math.exp(z / tau) / sum(math.exp(x / tau) for x in zs) - 1)
+        elif name == "window_norm":  # no window given: this batch's population std
+            mu = sum(rewards) / len(rewards)
+            out.append((r - mean) / (math.sqrt(sum((x - mu) ** 2 for x in rewards) / len(rewards)) + eps))
+        elif name == "hybrid":
+            out.append(w * z + (1 - w) * r)
+        elif name == "length_norm":
+            _, mean_len, _ = stats(lengths, groups[i])
+            out.append((r - mean) / (std + lam * abs(lengths[i] - mean_len) + eps))
+        elif name == "batch_norm":
+            mu = sum(centered) / len(centered)
+            sd = math.sqrt(sum((c - mu) ** 2 for c in centered) / max(len(centered) - 1, 1))
+            out.append((centered[i] - mu) / (sd + eps))
+        else:
+            raise AssertionError(f"no loop reference for {name}: add one")
     return out
 
 
@@ -44,13 +68,18 @@ def loop_advantage(name, rewards, groups, eps=1e-6):
 def test_vectorized_matches_loop(name, seed, n_groups, g):
     gen = torch.Generator().manual_seed(seed)
     rewards = torch.randint(0, 2, (n_groups * g,), generator=gen).double()
+    rewards[::3] += 0.25  # shaped rewards, not only 0/1
     groups = torch.arange(n_groups).repeat_interleave(g)
-    vec = compute_advantages(name, rewards, groups)
-    ref = loop_advantage(name, rewards.tolist(), groups.tolist())
+    lengths = torch.randint(1, 40, (n_groups * g,), generator=gen)
+    vec = compute_advantages(name, rewards, groups, inputs=AdvantageInputs(lengths=lengths))
+    ref = loop_advantage(name, rewards.tolist(), groups.tolist(), lengths.tolist())
     torch.testing.assert_close(vec, torch.tensor(ref, dtype=torch.double))
 
 
-@pytest.mark.parametrize("name", sorted(ADVANTAGES))
+ZERO_SUM = sorted(set(ADVANTAGES) - {"hybrid", "length_norm"})  # these two weigh answers apart on purpose
+
+
+@pytest.mark.parametrize("name", ZERO_SUM)
 def test_advantages_sum_to_zero_within_a_group(name):
     rewards = torch.tensor([1.0, 0, 0, 1, 1, 0.5, 0, 1])
     groups = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
@@ -162,3 +191,78 @@ def test_unknown_names_fail_clearly():
         compute_advantages("ppo", torch.zeros(2), torch.zeros(2, dtype=torch.long))
     with pytest.raises(ValueError, match="needs ref_logp"):
         policy_loss(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), torch.ones(1, 1), kl_beta=0.1)
+
+
+# ---------------------------------------------------------------- variants against hand computations
+ONE_OF_FOUR = torch.tensor([1.0, 0, 0, 0])  # mean 0.25, sample std 0.5, z = [1.5, -0.5, -0.5, -0.5]
+G0 = torch.zeros(4, dtype=torch.long)
+
+
+def test_softmax_z_hand_values():
+    adv = compute_advantages("softmax_z", ONE_OF_FOUR, G0, inputs=AdvantageInputs(eps=0.0, tau=0.5))
+    top = 4 * math.exp(3) / (math.exp(3) + 3 * math.exp(-1)) - 1  # z / tau = [3, -1, -1, -1]
+    rest = 4 * math.exp(-1) / (math.exp(3) + 3 * math.exp(-1)) - 1
+    torch.testing.assert_close(adv, torch.tensor([top, rest, rest, rest]))
+    # a very low temperature gives the best answer everything: [G - 1, -1, -1, -1]
+    cold = compute_advantages("softmax_z", ONE_OF_FOUR, G0, inputs=AdvantageInputs(eps=0.0, tau=0.01))
+    torch.testing.assert_close(cold, torch.tensor([3.0, -1, -1, -1]))
+    assert compute_advantages("softmax_z", torch.ones(4), G0).abs().max() == 0  # an all-equal group: 0
+
+
+def test_window_norm_divides_by_the_window_std_not_the_group_std():
+    adv = compute_advantages("window_norm", torch.tensor([1.0, 0]), torch.zeros(2, dtype=torch.long),
+                             inputs=AdvantageInputs(eps=0.0, scale=(0.25,)))
+    torch.testing.assert_close(adv, torch.tensor([2.0, -2.0]))  # (r - 0.5) / 0.25
+
+
+def test_hybrid_hand_values():
+    adv = compute_advantages("hybrid", ONE_OF_FOUR, G0, inputs=AdvantageInputs(eps=0.0, hybrid_weight=0.7))
+    torch.testing.assert_close(adv, torch.tensor([0.7 * 1.5 + 0.3, -0.35, -0.35, -0.35]))
+
+
+def test_length_norm_hand_values():
+    lengths = torch.tensor([10, 30])  # group mean 20: both 10 tokens off
+    adv = compute_advantages("length_norm", torch.tensor([1.0, 0]), torch.zeros(2, dtype=torch.long),
+                             inputs=AdvantageInputs(eps=0.0, length_lambda=0.1, lengths=lengths))
+    denom = math.sqrt(0.5) + 0.1 * 10
+    torch.testing.assert_close(adv, torch.tensor([0.5 / denom, -0.5 / denom]))
+    with pytest.raises(ValueError, match="lengths"):
+        compute_advantages("length_norm", torch.tensor([1.0, 0]), torch.zeros(2, dtype=torch.long))
+
+
+def test_batch_norm_hand_values():
+    rewards, groups = torch.tensor([1.0, 0, 1, 1]), torch.tensor([0, 0, 1, 1])
+    adv = compute_advantages("batch_norm", rewards, groups, inputs=AdvantageInputs(eps=0.0))
+    sd = math.sqrt(0.5 / 3)  # centered [0.5, -0.5, 0, 0], sample std over the batch
+    torch.testing.assert_close(adv, torch.tensor([0.5 / sd, -0.5 / sd, 0, 0]))
+    given = compute_advantages("batch_norm", rewards, groups, inputs=AdvantageInputs(eps=0.0, scale=(0.1, 2.0)))
+    torch.testing.assert_close(given, torch.tensor([0.2, -0.3, -0.05, -0.05]))  # every rank's (mean, std)
+
+
+def test_gspo_ratio_is_the_sequence_ratio_with_per_token_gradient():
+    old = torch.zeros(1, 3)
+    logp = torch.tensor([[0.1, 0.3, 5.0]], requires_grad=True)
+    mask = torch.tensor([[1.0, 1.0, 0.0]])  # the third token is padding
+    loss, m = policy_loss(logp, old, torch.tensor([1.0]), mask, clip_low=0.5, clip_high=0.5,
+                          aggregation="seq_mean", ratio_level="sequence")
+    s = math.exp(0.2)  # exp(mean(0.1, 0.3))
+    assert float(loss.detach()) == pytest.approx(-s)
+    assert m["ratio_sum"] == pytest.approx(2 * s)
+    loss.backward()
+    torch.testing.assert_close(logp.grad, torch.tensor([[-s / 2, -s / 2, 0.0]]))
+    # clipped at the sequence level: every token of a sequence is clipped together
+    _, m = policy_loss(logp.detach() + 1.0, old, torch.tensor([1.0]), mask, clip_low=0.2, clip_high=0.2,
+                       ratio_level="sequence")
+    assert m["clip_fraction_sum"] == 2
+    with pytest.raises(ValueError, match="ratio_level"):
+        policy_loss(logp, old, torch.tensor([1.0]), mask, ratio_level="tokens")
+
+
+def test_entropy_bonus_subtracts_coef_times_the_aggregated_entropy():
+    logp, mask = torch.zeros(2, 3), torch.tensor([[1.0, 1, 0], [1, 1, 1]])
+    entropy = torch.tensor([[1.0, 2.0, 9.0], [0.5, 0.5, 0.5]])
+    base, _ = policy_loss(logp, logp, torch.zeros(2), mask)
+    bonus, _ = policy_loss(logp, logp, torch.zeros(2), mask, entropy=entropy, entropy_coef=0.1)
+    assert float(bonus - base) == pytest.approx(-0.1 * (1 + 2 + 1.5) / 5)  # token mean over 5 real tokens
+    with pytest.raises(ValueError, match="entropy"):
+        policy_loss(logp, logp, torch.zeros(2), mask, entropy_coef=0.1)

@@ -79,7 +79,7 @@ def test_chunked_logprobs_equal_the_full_softmax_at_the_temperature(standin, tem
         with torch.no_grad():
             logp, entropy = token_logprobs(model, batch, temperature, chunk, with_entropy=True)
         torch.testing.assert_close(logp, ref, atol=1e-5, rtol=1e-5)
-        assert entropy == pytest.approx(ref_entropy, rel=1e-5)
+        assert float(entropy.sum()) == pytest.approx(ref_entropy, rel=1e-5)
     if temperature != 1.0:  # the test can see a temperature bug: raw log-probs are far off
         raw, _ = full_softmax_logprobs(model, batch, 1.0)
         assert float((raw - ref).abs().sum() / batch.token_mask.sum()) > 0.05
@@ -90,15 +90,18 @@ def test_micro_batch_budget_packs_longest_first():
     assert micro_batches([30, 2], token_budget=20) == [[0], [1]]  # too long alone: a batch of its own
 
 
-@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean", "seq_sum_norm"])
-def test_micro_batched_step_equals_the_single_batch_step(standin, aggregation):
+@pytest.mark.parametrize(("aggregation", "variant"), [
+    ("token_mean", {}), ("seq_mean", {}), ("seq_sum_norm", {}),
+    ("token_mean", {"entropy_coef": 0.05}), ("seq_mean", {"ratio_level": "sequence", "clip_low": 0.01, "clip_high": 0.01})])
+def test_micro_batched_step_equals_the_single_batch_step(standin, aggregation, variant):
     """Gradients summed over micro-batches (each its share of the global loss) equal one big batch's,
-    with an answer masked out of the loss (overlong filtering) and logits in small chunks."""
+    with an answer masked out of the loss (overlong filtering) and logits in small chunks; also with
+    the entropy bonus (its gradient recomputed chunk by chunk) and GSPO's sequence ratio."""
     model = hf_model(standin)
     mask = [True] * 12
     mask[3] = False
     seqs = random_sequences(1, 12, model.config.vocab_size, mask)
-    algo = AlgoConfig(aggregation=aggregation, kl_beta=0.0)
+    algo = AlgoConfig(aggregation=aggregation, kl_beta=0.0, **variant)
     adv = compute_advantages("grpo", torch.tensor([s.reward for s in seqs]), torch.tensor([s.group for s in seqs]))
     norm = LossNorm(sum(s.completion_len for s in seqs if s.train), sum(s.train for s in seqs), 16)
 
@@ -108,8 +111,8 @@ def test_micro_batched_step_equals_the_single_batch_step(standin, aggregation):
             batch = pad_batch([seqs[i] for i in mb], pad_id=0)
             with torch.no_grad():
                 old, _ = token_logprobs(model, batch, 0.6, chunk)
-            logp, _ = token_logprobs(model, batch, 0.6, chunk)
-            loss, _ = microbatch_loss(logp, batch, adv[mb], old - 0.05, None, norm, algo)
+            logp, entropy = token_logprobs(model, batch, 0.6, chunk, with_entropy=True, entropy_grad=True)
+            loss, _ = microbatch_loss(logp, batch, adv[mb], old - 0.05, None, norm, algo, entropy=entropy)
             loss.backward()
         return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
@@ -285,17 +288,19 @@ def _launch(cmd: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("zero_stage", [0, 3])
-def test_two_ranks_make_the_update_of_one_rank_on_the_union(tmp_path, standin, zero_stage):
+@pytest.mark.parametrize(("zero_stage", "advantage"), [(0, "batch_norm"), (3, "window_norm")])
+def test_two_ranks_make_the_update_of_one_rank_on_the_union(tmp_path, standin, zero_stage, advantage):
     """2 CPU ranks through DeepSpeed's launcher, unequal shares (one rank empty in a step), micro-
-    batches: after 3 steps both ranks hold the same weights, equal to one process on the union."""
+    batches: after 3 steps both ranks hold the same weights, equal to one process on the union. The
+    estimators normalize over the whole batch or a window of groups: every rank's rewards count."""
     from grpo_train.rank_check import max_weight_difference
 
     launcher = shutil.which("deepspeed", path=os.path.dirname(sys.executable))
+    extra = ["--zero-stage", str(zero_stage), "--advantage", advantage]
     _launch([launcher, "--num_gpus", "2", "--master_port", str(29650 + zero_stage), "--module", "grpo_train.rank_check",
-             "--model", str(standin), "--out", str(tmp_path / "two"), "--zero-stage", str(zero_stage)])
+             "--model", str(standin), "--out", str(tmp_path / "two"), *extra])
     _launch([sys.executable, "-m", "grpo_train.rank_check", "--model", str(standin), "--out", str(tmp_path / "one"),
-             "--union", "2", "--zero-stage", str(zero_stage)])
+             "--union", "2", *extra])
     r0, r1, one = (tmp_path / "two" / "weights-rank0.pt", tmp_path / "two" / "weights-rank1.pt",
                    tmp_path / "one" / "weights-rank0.pt")
     assert max_weight_difference(r0, r1) == 0.0
@@ -371,3 +376,55 @@ def test_profile_options_one_set_of_defaults_for_cli_and_pipeline():
     assert engine["vllm"] == {"max_model_len": 512} and cfg.sampling.stop_token_ids is None
     with pytest.raises(ValueError, match="unknown profile option"):
         profile_options({"temprature": 0.6})
+
+
+def test_entropy_gradient_equals_the_full_softmax_entropy_gradient(standin):
+    """The entropy bonus's gradient through chunked, recomputed logits is the plain (B, L, V) one."""
+    model = hf_model(standin)
+    batch = pad_batch(random_sequences(2, 5, model.config.vocab_size), pad_id=0)
+
+    def grad_of(entropy_sum):
+        model.zero_grad()
+        entropy_sum.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+    _, entropy = token_logprobs(model, batch, 0.6, 3, with_entropy=True, entropy_grad=True)
+    chunked = grad_of((entropy * batch.token_mask).sum())
+    logits = model(input_ids=batch.input_ids, attention_mask=batch.attention).logits.float() / 0.6
+    prev = (batch.positions - 1).clamp(min=0)
+    step = logits.gather(1, prev[..., None].expand(-1, -1, logits.size(-1))).log_softmax(-1)  # (B, T, V)
+    plain = grad_of((-(step.exp() * step).sum(-1) * batch.token_mask).sum())
+    assert chunked.keys() == plain.keys() and chunked
+    for name in plain:
+        torch.testing.assert_close(chunked[name], plain[name], atol=1e-5, rtol=1e-4)
+
+
+def test_evaluate_reports_mean_pass_and_majority_at_k(pool, standin):
+    """mean@4, pass@j (unbiased) and maj@4 by hand, on scripted answers judged by the real verifier."""
+    from transformers import AutoTokenizer
+
+    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.prompting import PromptConfig, SamplingConfig
+    from grpo_data.rollouts import RolloutSampler
+    from grpo_train.trainer import evaluate
+
+    scripted = [["\\boxed{4}", "\\boxed{5}", "\\boxed{4}", "\\boxed{5}"],  # 2 right; tie 4 vs 5: 4 came first
+                ["\\boxed{8}", "\\boxed{8}", "\\boxed{7}", "no idea"],  # 1 right; the majority says 8
+                ["\\boxed{3}"] * 4]  # none right
+
+    class Scripted:
+        def generate(self, prompts, n, sampling):
+            assert len(prompts) == 3 and n == 4
+            return [[Completion(t, (5, 2), "stop") for t in answers] for answers in scripted]
+
+    tok = AutoTokenizer.from_pretrained(standin)
+    table = to_table([{"id": f"p{i}", "prompt": user_prompt(f"Q{i}?"), "answer": a, "source": "t", "level": i + 1}
+                      for i, a in enumerate(["4", "7", "2"])])
+    out = evaluate(RolloutSampler(Scripted(), pool, tok, PromptConfig(), SamplingConfig(max_tokens=8)), table, k=4)
+    assert out["heldout_accuracy"] == pytest.approx((0.5 + 0.25 + 0) / 3)
+    assert out["heldout_accuracy_se"] == pytest.approx(np.std([0.5, 0.25, 0.0], ddof=1) / np.sqrt(3))
+    assert out["heldout_pass_at_1"] == pytest.approx(0.25)
+    assert out["heldout_pass_at_2"] == pytest.approx((5 / 6 + 0.5 + 0) / 3)  # 1 - C(n-c,2)/C(4,2)
+    assert out["heldout_pass_at_4"] == pytest.approx(2 / 3)
+    assert out["heldout_maj_at_4"] == pytest.approx(1 / 3)
+    assert out["heldout_accuracy_level_1"] == 0.5 and out["heldout_accuracy_level_3"] == 0.0

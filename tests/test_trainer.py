@@ -176,6 +176,10 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
             "-o", f"data.heldout={held}", "-o", f"run.out={out}", "-o", "rollout.batch_groups=4",
             "-o", "rollout.group_size=4", "-o", "run.save_every=2", "-o", "run.eval_every=2", "-o", "optim.lr=0.001",
             "-o", "run.progress=false"]
+    # what changes over a run must resume too: the learning-rate schedule, the adaptive KL
+    # coefficient and window_norm's reward window
+    base += [a for o in ("optim.lr_schedule=cosine", "optim.warmup_steps=2", "algo.kl_beta=0.01",
+                         "algo.kl_target=0.0005", "algo.advantage=window_norm", "algo.window_groups=6") for a in ("-o", o)]
     first = subprocess.run(base + ["-o", "run.steps=2"], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -204,8 +208,15 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     assert second.returncode == 0, second.stderr[-3000:]
     assert "resumed from" in second.stderr
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records if r["kind"] == "train"] == [1, 2, 3, 4]
+    trains = [r for r in records if r["kind"] == "train"]
+    assert [r["step"] for r in trains] == [1, 2, 3, 4]
     assert records[-1]["rollouts_generated"] > train_steps[-1]["rollouts_generated"]
+    # warmup 0.5, 1.0; the resumed run (horizon 4 steps) continues the schedule: cosine from 1.0 to 0.5
+    assert [r["lr"] for r in trains] == pytest.approx([5e-4, 1e-3, 1e-3, 5e-4])
+    for prev, nxt in zip(trains, trains[1:], strict=False):  # beta moves by the controller's rule, across the resume
+        error = min(0.2, max(-0.2, prev["kl"] / 0.0005 - 1))
+        assert nxt["kl_beta"] == pytest.approx(prev["kl_beta"] * (1 + error / 10))
+    assert trains[0]["kl_beta"] == 0.01 and all(r["reward_window_std"] > 0 for r in trains)
     # the count of problems trained so far resumes from the checkpoint, it does not restart at 0
     distinct = [r["distinct_problems_trained"] for r in records if r["kind"] == "train"]
     assert distinct == sorted(distinct) and distinct[2] >= distinct[1] > 0
