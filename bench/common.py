@@ -41,3 +41,31 @@ def write_result(name: str, result: dict, out_dir: Path | None = None) -> Path:
     io.write_json(out, {"benchmark": name, "machine": machine(),
                         "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result})
     return out
+
+
+def mean_se(values: list[float]) -> dict:
+    """Mean, standard error (sample std / sqrt n), min, max and n of a list of per-seed values."""
+    import numpy as np
+
+    v = np.asarray(values, dtype=np.float64)
+    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
+    return {"mean": float(v.mean()), "se": se, "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
+
+
+def train_run(name: str, overrides: list[str], base: list[str], out: Path) -> tuple[list[dict], float]:
+    """One training run in its own process (`grpo train`, engines and process groups start clean),
+    its log in out/NAME.log; returns its metrics.jsonl records and its wall seconds."""
+    import json
+    import subprocess
+    import sys
+
+    args = [a for item in base + overrides + [f"run.out={out / name}"] for a in ("-o", item)]
+    start = time.monotonic()
+    log = out / f"{name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", *args], stdout=fh, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"run {name} failed (exit {proc.returncode}); see {log}")
+    records = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
+    return records, time.monotonic() - start

@@ -11,8 +11,6 @@ informative-rollout ratio. Goal: arm A reaches the target with >= 2x fewer rollo
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -45,27 +43,18 @@ def _level_totals(trains: list[dict]) -> dict[str, int]:
 
 
 def run_arm(name: str, overrides: list[str], base: list[str], out: Path) -> dict:
-    """One training run in its own process (`grpo train`): engines and process groups start clean."""
-    import subprocess
-    import sys
-
-    args = [a for item in base + overrides + [f"run.out={out / name}"] for a in ("-o", item)]
-    start = time.monotonic()
-    log = out / f"{name}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as fh:
-        proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", *args], stdout=fh, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"arm {name} failed (exit {proc.returncode}); see {log}")
+    """One arm's training run (`bench.common.train_run`) summarized."""
     import yaml
 
+    from bench.common import train_run
+
+    records, seconds = train_run(name, overrides, base, out)
     resolved = yaml.safe_load((out / name / "resolved_config.yaml").read_text())
-    records = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
     return {"evals": [{k: r[k] for k in ("step", "rollouts_generated", "heldout_accuracy")} for r in evals],
             "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"], "steps": trains[-1]["step"],
-            "rollouts_generated": trains[-1]["rollouts_generated"], "seconds": time.monotonic() - start,
+            "rollouts_generated": trains[-1]["rollouts_generated"], "seconds": seconds,
             "scheduler": resolved["scheduler"], "distinct_problems_trained": trains[-1]["distinct_problems_trained"],
             "final_by_level": {k: v for k, v in evals[-1].items() if k.startswith("heldout_accuracy_level_")},
             "trained_groups_by_level": _level_totals(trains)}

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.common import mean_se
+
 ARMS = ("trl_default", "trl_scheduler")
 GROUP = 8
 
@@ -77,12 +79,6 @@ def heldout_accuracy(model: str, heldout_path: Path, k: int, seed: int) -> dict:
             return evaluate(sampler, heldout, k)
     finally:
         engine.close()
-
-
-def mean_se(values: list[float]) -> dict:
-    v = np.asarray(values, dtype=np.float64)
-    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
-    return {"mean": float(v.mean()), "se": se, "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
 
 
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-trl") -> dict:

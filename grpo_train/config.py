@@ -105,7 +105,8 @@ class AlgoConfig:
     otherwise; clip_low/high: ratio clip range (clip-higher; GSPO's paper clips its sequence ratio
     at 3e-4/4e-4); ratio_level: token | sequence (GSPO); kl_beta: k3 KL coefficient (0 skips the
     reference model), the starting value when kl_target > 0; kl_target: adapt beta toward this KL
-    per token (0 = fixed beta), kl_horizon: its speed (`controllers.AdaptiveKL`); entropy_coef:
+    per token (0 = fixed beta), kl_horizon: its speed (`controllers.AdaptiveKL`); track_kl: load
+    the reference model and log the KL even when kl_beta = 0 (one more forward); entropy_coef:
     entropy bonus; eps: std epsilon in advantages and the zero-variance test; tau: softmax_z
     temperature; hybrid_weight: hybrid's weight on the group-relative term; length_lambda:
     length_norm's weight on the length deviation; window_groups: groups in window_norm's window;
@@ -120,6 +121,7 @@ class AlgoConfig:
     kl_beta: float = 0.0
     kl_target: float = 0.0
     kl_horizon: float = 10.0
+    track_kl: bool = False
     entropy_coef: float = 0.0
     eps: float = 1e-6
     tau: float = 0.3

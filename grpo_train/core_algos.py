@@ -275,11 +275,12 @@ def policy_loss(
         was_clipped = (clipped < unclipped).float()  # (B, T) the min took the clipped branch
         metrics["clip_fraction_sum"] = float((was_clipped * mask).sum())
         metrics["ratio_sum"] = float((ratio * mask).sum())
-    if kl_beta > 0:
-        if ref_logp is None:
-            raise ValueError("kl_beta > 0 needs ref_logp")
+    if kl_beta > 0 and ref_logp is None:
+        raise ValueError("kl_beta > 0 needs ref_logp")
+    if ref_logp is not None:  # measured whenever a reference is given, in the loss when beta > 0
         kl = kl_k3(logp, ref_logp)  # (B, T)
-        per_token = per_token + kl_beta * kl
+        if kl_beta > 0:
+            per_token = per_token + kl_beta * kl
         metrics["kl_sum"] = float((kl.detach() * mask).sum())
     if entropy_coef:
         if entropy is None:

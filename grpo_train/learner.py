@@ -247,7 +247,7 @@ class DeepSpeedLearner:
                     ds.zero_stage, ds.bf16, self.world_size)
         self.device = self.engine.device
         self.ref = None
-        if algo.kl_beta > 0:
+        if algo.kl_beta > 0 or algo.track_kl:
             # the policy's precision, so the KL starts at 0 rather than at the bf16 rounding error
             self.ref = AutoModelForCausalLM.from_pretrained(
                 model_path, trust_remote_code=trust_remote_code,
@@ -400,7 +400,7 @@ class DeepSpeedLearner:
                "logprob_diff_rollout": (sums["diff_sum"] / sums["diff_count"] if sums["diff_count"]
                                         else float("nan"))}
         out["lr"] = lr
-        if self.algo.kl_beta > 0:
+        if self.ref is not None:
             out["kl"] = sums["kl_sum"] / max(sums["loss_tokens"], 1)
             out["kl_beta"] = kl_beta
             if self.kl is not None and steps:

@@ -266,3 +266,11 @@ def test_entropy_bonus_subtracts_coef_times_the_aggregated_entropy():
     assert float(bonus - base) == pytest.approx(-0.1 * (1 + 2 + 1.5) / 5)  # token mean over 5 real tokens
     with pytest.raises(ValueError, match="entropy"):
         policy_loss(logp, logp, torch.zeros(2), mask, entropy_coef=0.1)
+
+
+def test_kl_is_measured_without_entering_the_loss_when_beta_is_zero():
+    logp = torch.zeros(1, 2)
+    plain, m0 = policy_loss(logp, logp, torch.ones(1), torch.ones(1, 2))
+    tracked, m1 = policy_loss(logp, logp, torch.ones(1), torch.ones(1, 2), ref_logp=logp + 0.1)
+    assert float(tracked) == float(plain) and "kl_sum" not in m0
+    assert m1["kl_sum"] == pytest.approx(2 * (math.exp(0.1) - 0.1 - 1), rel=1e-5)  # float32

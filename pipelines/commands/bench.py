@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "run benchmarks (verify, data, scheduler, warmstart, profile, e2e, memory, trl, all); results to bench/results/"
+HELP = "run benchmarks (verify, data, scheduler, warmstart, profile, e2e, memory, trl, variants, all); results to bench/results/"
 
-BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e", "memory", "trl")
+BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e", "memory", "trl", "variants")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +54,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         from bench import trl_bench
 
         result = trl_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2))
+    elif name == "variants":
+        from bench import variants_bench
+
+        result = variants_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2))
     else:
         from bench import e2e_bench
 
