@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from grpo_data.engines import EngineSettings
+from grpo_train.diagnostics import DiagnosticsConfig
 
 
 @dataclass(frozen=True)
@@ -215,6 +216,7 @@ class TrainConfig:
     optim: OptimConfig = field(default_factory=OptimConfig)
     deepspeed: DeepSpeedSection = field(default_factory=DeepSpeedSection)
     run: RunConfig = field(default_factory=RunConfig)
+    diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
 
     def __post_init__(self) -> None:
         from grpo_data.rewards import check_terms
@@ -255,6 +257,7 @@ class TrainConfig:
              "need algo.tau > 0, algo.window_groups >= 1 and 0 <= algo.hybrid_weight <= 1"),
             (self.optim.lr_schedule in LR_SCHEDULES,
              f"optim.lr_schedule must be one of {LR_SCHEDULES}, got {self.optim.lr_schedule!r}"),
+            (self.diagnostics.window >= 2, "diagnostics.window must be >= 2 steps"),
             (self.optim.warmup_steps >= 0 and 0 <= self.optim.min_lr_ratio <= 1,
              "need optim.warmup_steps >= 0 and 0 <= optim.min_lr_ratio <= 1"),
             (self.run.keep_last >= 0 and self.run.ranks >= 1, "run.keep_last must be >= 0 and run.ranks >= 1"),

@@ -34,6 +34,7 @@ from grpo_data.rollouts import RolloutSampler
 from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_data.stats import majority_correct, pass_at_k
 from grpo_train.config import TrainConfig, dump_config
+from grpo_train.diagnostics import Health
 from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,12 @@ class MetricsLog:
             return
         keep = [line for line in self.path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
         io.write_text(self.path, "".join(line + "\n" for line in keep))
+
+
+def read_metrics(run_dir: str | Path) -> list[dict]:
+    """The records of a run's metrics.jsonl (none when it does not exist yet)."""
+    path = Path(run_dir) / "metrics.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
 
 
 def evaluate(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: int = 0, world: int = 1,
@@ -227,6 +234,8 @@ class Trainer:
             self.metrics.truncate_after(self.step)
         elif self.is_main and self.metrics.path.exists():
             self.metrics.path.unlink()
+        self.health = Health(cfg.diagnostics, history=[r for r in read_metrics(self.run_dir) if r["kind"] == "train"]
+                             if ckpt is not None else None)
 
         from grpo_data.engines import make_engine
         from grpo_data.verify_pool import VerifierPool
@@ -344,6 +353,10 @@ class Trainer:
                     self.save_checkpoint()
                 break
             record = self.train_step()
+            for w in self.health.observe(record):
+                record.setdefault("warnings", []).append({"name": w.name, "message": w.message})
+                if self.is_main:
+                    logger.warning("step %d: %s", w.step, w.message)
             self.metrics.write(record)
             bar.update(1)
             bar.set_postfix(reward=f"{record['reward_mean']:.2f}", pass_rate=f"{record['batch_pass_rate']:.2f}",

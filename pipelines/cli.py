@@ -29,6 +29,7 @@ SUBCOMMANDS: dict[str, str] = {
     "train": "train",
     "pipeline": "pipeline",
     "demo": "demo",
+    "report": "report",
     "bench": "bench",
 }
 

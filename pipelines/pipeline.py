@@ -162,6 +162,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
     from grpo_train.config import config_from_tree, dump_config, train_tree
     from pipelines.plots import write_plots
+    from pipelines.report import write_report
 
     spec = load_spec(path, quick)
     out = Path(spec["out"])
@@ -245,6 +246,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     summary["timings_s"] = timings
     summary["card"] = str(card)
     summary["plots"] = [str(p) for p in write_plots(run_dir, profile, after, out)]
+    summary["report"] = str(write_report(run_dir, profile, after))
     io.write_json(out / "summary.json", summary)
     io.write_text(out / "summary.md", summary_table(summary))
     timings["evaluate"] = time.monotonic() - t

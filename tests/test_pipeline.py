@@ -58,8 +58,10 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
                 "profile.json", "shards/manifest.json", "card/arith-world-profiled.md", "card/arith-world-profiled.png",
                 "train/metrics.jsonl", "train/resolved_config.yaml", "train/checkpoints/step-000006/hf/model.safetensors",
                 "profile-after.parquet", "summary.json", "summary.md", "pass_rate_before_after.png",
-                "heldout_vs_rollouts.png", "band_occupancy.png"):
+                "heldout_vs_rollouts.png", "band_occupancy.png", "train/report.html"):
         assert (out / rel).exists(), rel
+    assert f"run report (open in a browser): {out / 'train' / 'report.html'}" in first.stdout
+    assert (out / "train" / "report.html").read_text().count("data:image/png;base64,") >= 8
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 6 and summary["rollouts_generated"] > 0
     assert set(summary["heldout_by_level"]) == {str(i) for i in range(1, 9)}

@@ -179,7 +179,9 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     # what changes over a run must resume too: the learning-rate schedule, the adaptive KL
     # coefficient and window_norm's reward window
     base += [a for o in ("optim.lr_schedule=cosine", "optim.warmup_steps=2", "algo.kl_beta=0.01",
-                         "algo.kl_target=0.0005", "algo.advantage=window_norm", "algo.window_groups=6") for a in ("-o", o)]
+                         "algo.kl_target=0.0005", "algo.advantage=window_norm", "algo.window_groups=6",
+                         # any KL counts as a blow-up here: the detector must warn once, and not again on resume
+                         "diagnostics.window=2", "diagnostics.kl_max=0.0") for a in ("-o", o)]
     first = subprocess.run(base + ["-o", "run.steps=2"], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -217,6 +219,9 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
         error = min(0.2, max(-0.2, prev["kl"] / 0.0005 - 1))
         assert nxt["kl_beta"] == pytest.approx(prev["kl_beta"] * (1 + error / 10))
     assert trains[0]["kl_beta"] == 0.01 and all(r["reward_window_std"] > 0 for r in trains)
+    warned = [(r["step"], w["name"]) for r in trains for w in r.get("warnings", [])]
+    assert warned == [(2, "kl_blowup")] and all(r.get("diag_kl_blowup") == 1.0 for r in trains[1:])
+    assert first.stderr.count("KL blow-up") == 1 and "KL blow-up" not in second.stderr
     # the count of problems trained so far resumes from the checkpoint, it does not restart at 0
     distinct = [r["distinct_problems_trained"] for r in records if r["kind"] == "train"]
     assert distinct == sorted(distinct) and distinct[2] >= distinct[1] > 0

@@ -21,4 +21,5 @@ def run(args: argparse.Namespace) -> int:
     config = args.config or str(Path(__file__).resolve().parent.parent / "arith_demo.yaml")
     summary = run_pipeline(config, quick=args.quick)
     print(f"\nsummary, plots and card under {Path(summary['plots'][0]).parent}")
+    print(f"run report (open in a browser): {summary['report']}")
     return 0

@@ -1,0 +1,109 @@
+"""Health detectors on synthetic metric streams: each fires on the failure it names, stays quiet on a
+healthy run and on the others' failures, and warns once per episode."""
+
+import numpy as np
+import pytest
+
+from grpo_train.diagnostics import DETECTORS, DiagnosticsConfig, Health
+
+
+def healthy(step: int, rng: np.random.Generator) -> dict:
+    return {"kind": "train", "step": step, "zero_variance_fraction": 0.5 + rng.normal(0, 0.03),
+            "batch_pass_rate": 0.5 + rng.normal(0, 0.03), "reward_mean": 0.5 + rng.normal(0, 0.05),
+            "entropy": 1.0 + rng.normal(0, 0.05), "distinct_completion_ratio": 0.9, "kl": 0.01 + rng.normal(0, 0.001),
+            "grad_norm": 1.0 + rng.normal(0, 0.1), "completion_len_mean": 20 + rng.normal(0, 1),
+            "truncated_fraction": 0.0, "band_occupancy": 0.3, "underfilled": False}
+
+
+# the last 10 of 30 steps go wrong in one way each
+FAILURES = {
+    "reward_collapse": {"zero_variance_fraction": 0.99, "batch_pass_rate": 0.99},
+    "entropy_collapse": {"entropy": 0.1, "distinct_completion_ratio": 0.2},
+    "kl_blowup": {"kl": 0.5},
+    "oscillation": "oscillate",
+    "length_runaway": {"completion_len_mean": 60.0, "truncated_fraction": 0.4},
+    "zero_variance_surge": {"zero_variance_fraction": 0.85},
+    "band_dry": {"band_occupancy": 0.001, "underfilled": True},
+}
+
+
+def stream(failure: str | None, steps: int = 30, bad_from: int = 20) -> list[dict]:
+    rng = np.random.default_rng(0)
+    out = []
+    for step in range(1, steps + 1):
+        r = healthy(step, rng)
+        if failure is not None and step > bad_from:
+            change = FAILURES[failure]
+            if change == "oscillate":
+                r["reward_mean"] = 0.1 if step % 2 else 0.9
+                r["grad_norm"] = 0.1 if step % 2 else 5.0
+            else:
+                r.update(change)
+        out.append(r)
+    return out
+
+
+def run(records, cfg=DiagnosticsConfig()):
+    health = Health(cfg)
+    fired = []
+    for r in records:
+        fired += health.observe(r)
+    return fired
+
+
+def test_a_healthy_run_raises_nothing():
+    assert run(stream(None, steps=60)) == []
+
+
+@pytest.mark.parametrize("failure", sorted(FAILURES))
+def test_each_failure_fires_its_own_detector_once(failure):
+    records = stream(failure)
+    fired = run(records)
+    names = {w.name for w in fired}
+    # a collapse to all-right groups is also a surge of zero-variance groups: that pair may fire together
+    allowed = {failure} | ({"zero_variance_surge"} if failure == "reward_collapse" else set())
+    assert failure in names and names <= allowed, names
+    assert sum(w.name == failure for w in fired) == 1  # once per episode, not every step
+    first = next(w for w in fired if w.name == failure)
+    assert 20 < first.step <= 30 and first.message.count("Try:") == 1
+    assert records[-1][f"diag_{failure}"] == 1.0  # the metric marks every step it is on
+    assert f"diag_{failure}" not in records[10]
+
+
+def test_every_detector_has_a_failure_stream():
+    assert set(DETECTORS) == set(FAILURES)
+
+
+def test_a_detector_warns_again_only_after_a_full_healthy_window():
+    rng = np.random.default_rng(1)
+    records = [healthy(s, rng) for s in range(1, 61)]
+    for r in records[14:18] + records[20:23] + records[40:44]:  # two episodes close together, one later
+        r["kl"] = 0.5
+    fired = [w for w in run(records) if w.name == "kl_blowup"]
+    # the window mean passes 0.1 at the second spike (steps 16 and 42); the episode at steps 21-23 comes
+    # back before a full healthy window has passed: no new warning
+    assert [w.step for w in fired] == [16, 42]
+
+
+def test_kl_growth_fires_below_the_absolute_limit_and_resume_keeps_the_baseline():
+    records = stream(None)
+    for r in records[20:]:
+        r["kl"] = 0.05  # under kl_max 0.1 but 5x the baseline 0.01: only with kl_growth 4
+    assert not run(records)
+    assert [w.name for w in run(records, DiagnosticsConfig(kl_growth=4))] == ["kl_blowup"]
+    # a resumed run is handed its earlier records: the baseline is the run's start, not the resume point
+    health = Health(DiagnosticsConfig(kl_growth=4), history=records[:25])
+    assert [w.name for r in records[25:] for w in health.observe(r)] == ["kl_blowup"]
+
+
+def test_disabled_diagnostics_do_nothing():
+    assert run(stream("kl_blowup"), DiagnosticsConfig(enabled=False)) == []
+
+
+def test_resume_inside_an_episode_does_not_warn_again():
+    records = stream("kl_blowup")
+    first = Health(DiagnosticsConfig())
+    fired = [w for r in records[:25] for w in first.observe(r)]
+    assert [w.name for w in fired] == ["kl_blowup"]
+    resumed = Health(DiagnosticsConfig(), history=records[:25])  # records carry diag_kl_blowup
+    assert [w for r in records[25:] for w in resumed.observe(r)] == []

@@ -1,0 +1,103 @@
+"""`grpo report`: a self-contained page from a run folder, every panel drawn from the metrics, and a
+real render in headless Chromium where it is installed."""
+
+import base64
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from pipelines.report import find_chromium, screenshot, write_report
+
+
+def fake_run(folder, steps=30, warn_at=22):
+    """A run folder as `grpo train` writes it, with a KL blow-up warning and two evaluations."""
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True)
+    records = [{"kind": "eval", "step": 0, "rollouts_generated": 0, "heldout_accuracy": 0.41, "heldout_accuracy_se": 0.01,
+                "heldout_problems": 80, "eval_k": 4, "heldout_pass_at_4": 0.6, "heldout_maj_at_4": 0.45,
+                "heldout_accuracy_level_1": 0.9, "heldout_accuracy_level_2": 0.2}]
+    for step in range(1, steps + 1):
+        r = {"kind": "train", "step": step, "rollouts_generated": 200 * step, "reward_mean": 0.5 + rng.normal(0, 0.05),
+             "batch_pass_rate": 0.5, "informative_rollout_ratio_step": 0.8, "informative_rollout_ratio": 0.79,
+             "zero_variance_fraction": 0.2, "band_lo": 0.2, "band_hi": 0.95, "band_occupancy": 0.4,
+             "kl": 0.01 if step < warn_at else 0.4, "entropy": 1.0, "completion_len_mean": 20.0, "completion_len_max": 31,
+             "truncated_fraction": 0.01, "grad_norm": 1.0, "clip_fraction": 0.02, "lr": 1e-4}
+        if step >= warn_at:
+            r["diag_kl_blowup"] = 1.0
+        if step == warn_at:
+            r["warnings"] = [{"name": "kl_blowup", "message": "KL blow-up: KL to the reference 0.4 <per token>. Try: x"}]
+        records.append(r)
+    records.append({**records[0], "step": steps, "rollouts_generated": 200 * steps, "heldout_accuracy": 0.52})
+    (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "resolved_config.yaml").write_text(yaml.safe_dump({"scheduler": {"name": "band", "lo": 0.25, "hi": 0.9}}))
+    return folder
+
+
+def profile(path, rates, k=8):
+    from grpo_data.profiler import summarize_problem
+
+    rows = [{"id": f"p{i}", **summarize_problem(int(round(r * k)), k, [10] * k, 0, {})} for i, r in enumerate(rates)]
+    pl.DataFrame(rows).write_parquet(path)
+    return path
+
+
+def test_report_is_one_self_contained_page(tmp_path):
+    run = fake_run(tmp_path / "demo" / "train")
+    profile(tmp_path / "demo" / "profile.parquet", np.linspace(0, 1, 50))
+    profile(tmp_path / "demo" / "profile-after.parquet", np.linspace(0.2, 1, 50))
+    page = write_report(run).read_text()
+    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(images) == 9  # reward, accuracy, pass rates, band, KL/entropy, length, truncation, optimizer, warnings
+    assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
+    assert "src=\"http" not in page and "<script" not in page  # nothing fetched, nothing run
+    assert "0.410 -&gt; 0.520" in page and "pass@4" in page and "maj@4" in page
+    assert "<td>22</td><td>kl_blowup</td>" in page and "&lt;per token&gt;" in page  # messages escaped
+    assert "lo: 0.25" in page  # the resolved config
+    assert "no profiles" not in page  # found beside the run, as the demo lays them out
+
+
+def test_report_says_what_is_missing(tmp_path):
+    run = fake_run(tmp_path / "train")
+    lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    for r in lines:
+        r.pop("kl", None)
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    page = write_report(run).read_text()
+    assert "not logged by this run: kl" in page and "no profiles at" in page
+    with pytest.raises(FileNotFoundError, match="metrics.jsonl is missing"):
+        write_report(tmp_path / "nothing")
+
+
+def test_grpo_report_command(tmp_path):
+    run = fake_run(tmp_path / "train")
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "report", str(run), "--out", str(tmp_path / "r.html")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert f"report -> {tmp_path / 'r.html'}" in proc.stdout and (tmp_path / "r.html").exists()
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="Chromium is not installed (Debian: apt-get install chromium)")
+def test_report_renders_in_headless_chromium(tmp_path):
+    """The page displays: the screenshot holds the plots (far more drawn pixels than the same page with
+    its images removed, which a broken image would look like)."""
+    from PIL import Image
+
+    run = fake_run(tmp_path / "train")
+    page = write_report(run)
+    stripped = tmp_path / "stripped.html"
+    stripped.write_text(re.sub(r'<img alt="" src="data:image/png;base64,[^"]+">', "", page.read_text()))
+
+    def colored(path):
+        """Share of pixels with colour (plot lines, bars, bands); text and grey boxes have none."""
+        rgb = np.asarray(Image.open(screenshot(path, path.with_suffix(".png"), height=3000)).convert("RGB")).astype(int)
+        assert rgb.shape == (3000, 1100, 3)
+        return float((rgb.max(-1) - rgb.min(-1) > 40).mean())
+
+    full, text_only = colored(page), colored(stripped)
+    assert full > 0.002 and text_only < 0.0005, (full, text_only)
