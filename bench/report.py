@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from bench.common import RESULTS
 from bench.e2e_bench import rollouts_to_reach
 from grpo_data import io
@@ -119,6 +121,8 @@ def summary_lines(name: str, r: dict) -> list[str]:
         q = r["zero_std_ratio_scheduler_over_default"]
         return lines + [f"- zero-variance fraction, scheduler / default (same seed): {_fmt(q['mean'])} "
                         f"({_fmt(q['min'])}-{_fmt(q['max'])}); goal <= 0.5: {'met' if r['goal_met'] else 'not met'}"]
+    if name == "variants":
+        return variants_table(r)
     if name == "memory":
         g = r["goal"]
         ratio = next(v for k, v in g.items() if k.startswith("ratio_"))
@@ -130,6 +134,35 @@ def summary_lines(name: str, r: dict) -> list[str]:
         return lines + [f"- peak {_fmt(ratio)}x from the smallest to the largest batch, kl_beta 0 "
                         f"(goal <= {g['target']}x)"]
     return [f"- {k}: {_fmt(v)}" for k, v in r.items() if isinstance(v, (int, float, str)) and k != "benchmark"]
+
+
+def variants_table(r: dict) -> list[str]:
+    """One row per arm: held-out accuracy over seeds, its paired difference to the default, pass@k,
+    maj@k, KL, entropy, length; then each write-up claim and how it came out."""
+    k, acc = r["eval_k"], r["summary"]["heldout_accuracy"]
+    pass_k, maj_k = r["summary"][f"heldout_pass_at_{k}"], r["summary"][f"heldout_maj_at_{k}"]
+    first = next(iter(r["runs"].values()))
+    initial = np.mean([x["initial_accuracy"] for x in first.values()])
+    lines = [f"- every arm: {r['budget_rollouts']:,} rollouts (training, resampling and refresh counted; the shared "
+             f"profile in none), seeds {r['seeds']}, held-out mean@{k} before training {_fmt(float(initial))}; "
+             "+- is one standard error over seeds; a difference is called beyond 2 SE of the paired differences", "",
+             f"| arm | held-out mean@{k} | minus default (paired) | verdict | pass@{k} | maj@{k} | KL | entropy | "
+             "completion tokens | s per run |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+
+    def ms(x):
+        return f"{_fmt(x['mean'])} +- {_fmt(x['se'])}"
+
+    for arm in acc:
+        a = acc[arm]
+        lines.append(f"| {arm} | {ms(a['heldout_accuracy'])} ({_fmt(a['heldout_accuracy']['min'])}-"
+                     f"{_fmt(a['heldout_accuracy']['max'])}) | {ms(a['minus_default'])} | {a['verdict']} | "
+                     f"{ms(pass_k[arm][f'heldout_pass_at_{k}'])} | {ms(maj_k[arm][f'heldout_maj_at_{k}'])} | "
+                     f"{ms(r['summary']['kl'][arm])} | {ms(r['summary']['entropy'][arm])} | "
+                     f"{_fmt(r['summary']['completion_len'][arm]['mean'])} | {_fmt(r['summary']['seconds'][arm]['mean'])} |")
+    lines.append("")
+    lines += [f"- claim \"{c['claim']}\": {c['outcome']} ({ms(c['minus_default'])} against the default)"
+              for c in r["claims"].values()]
+    return lines
 
 
 def accuracy_at(evals: list[dict], rollouts: float) -> float | None:

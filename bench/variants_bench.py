@@ -9,10 +9,13 @@ arms alike), so arms without a KL term still report how far they moved.
 
 Reported per arm over seeds: held-out accuracy (mean@k, pass@k, maj@k) with its standard error and
 range, the paired difference to the default on the same seed, and the final KL, entropy and
-completion length. The write-ups' claims (softmax-z at tau 0.3, 0.7/0.3 hybrid, a 100-group
-window) are checked as they come out: a difference is called only beyond 2 standard errors of
-the paired differences. No setting was tuned here: every value is the one the write-up or the
-library default gives, so the held-out set is not used to choose anything.
+completion length, the mean |advantage| (arms differ in advantage scale at one learning rate,
+which is part of what they change). The write-ups' claims (softmax-z at tau 0.3, 0.7/0.3 hybrid, a
+100-group window) are checked as they come out: a difference is called only when the 95% t
+interval of the paired differences excludes 0 (not corrected for the number of comparisons).
+No setting was tuned here: every value is the one the write-up or the library default gives, and
+every arm runs at the default's learning rate, so the held-out set is not used to choose anything.
+A stopped benchmark run again reuses its finished runs.
 """
 
 from __future__ import annotations
@@ -21,22 +24,28 @@ import numpy as np
 
 from bench.common import mean_se, train_run
 
-# one change each against the default; values from the write-ups and the trainers that offer them
+# one change each against the default; values from the write-ups and the trainers that offer them.
+# With one optimizer step per batch (optim.minibatches 1) every ratio is exactly 1 and no clip
+# engages, so GSPO and its control take two steps per batch (the second one off-policy), and the
+# control differs from GSPO only in the ratio. The adaptive KL has a fixed-KL control.
 ARMS: dict[str, list[str]] = {
     "default": [],
     "softmax_z_tau0.3": ["algo.advantage=softmax_z", "algo.tau=0.3"],
     "window_norm_100": ["algo.advantage=window_norm", "algo.window_groups=100"],
     "hybrid_0.7": ["algo.advantage=hybrid", "algo.hybrid_weight=0.7"],
-    "length_norm_0.1": ["algo.advantage=length_norm", "algo.length_lambda=0.1"],
+    "length_norm_1.0": ["algo.advantage=length_norm", "algo.length_lambda=1.0"],
     "batch_norm": ["algo.advantage=batch_norm"],
-    "gspo": ["algo.ratio_level=sequence", "algo.clip_low=0.0003", "algo.clip_high=0.0004"],
     "entropy_0.001": ["algo.entropy_coef=0.001"],
+    "fixed_kl_0.01": ["algo.kl_beta=0.01"],
     "adaptive_kl": ["algo.kl_beta=0.01", "algo.kl_target=0.005"],
     "cosine_lr": ["optim.lr_schedule=cosine", "optim.warmup_steps=5", "optim.min_lr_ratio=0.1"],
+    "token_ratio_2mb": ["optim.minibatches=2", "algo.aggregation=seq_mean"],
+    "gspo_2mb": ["optim.minibatches=2", "algo.aggregation=seq_mean", "algo.ratio_level=sequence"],
 }
 CLAIMS = {"softmax_z_tau0.3": "softmax of z-scores at tau = 0.3 beats plain z-scores",
           "hybrid_0.7": "0.7 group-relative + 0.3 absolute reward beats group-relative alone",
           "window_norm_100": "normalizing over the last 100 groups beats per-group normalization"}
+CONTROLS = {"gspo_2mb": "token_ratio_2mb", "adaptive_kl": "fixed_kl_0.01"}  # compared to these as well
 
 
 def _tail_mean(trains: list[dict], key: str, n: int = 10) -> float:
@@ -55,27 +64,70 @@ def summarize_run(records: list[dict], seconds: float) -> dict:
             "rollouts_generated": trains[-1]["rollouts_generated"], "steps": trains[-1]["step"],
             "kl": _tail_mean(trains, "kl"), "entropy": _tail_mean(trains, "entropy"),
             "completion_len": _tail_mean(trains, "completion_len_mean"),
+            "advantage_abs": _tail_mean(trains, "advantage_abs_mean"),
             "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"], "seconds": seconds,
             "curve": [{"step": r["step"], "reward_mean": r["reward_mean"], "kl": r.get("kl"), "entropy": r["entropy"]}
                       for r in trains]}
 
 
-def compare(runs: dict[str, dict[int, dict]], metric: str = "heldout_accuracy") -> dict:
-    """Per arm: the metric over seeds and its paired difference to the default on the same seed,
-    with a verdict that needs the difference beyond 2 standard errors."""
+def t_critical(n: int) -> float:
+    """Two-sided 95% critical value of Student's t with n - 1 degrees of freedom (inf for n < 2)."""
+    if n < 2:
+        return float("inf")
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, n - 1))
+
+
+def compare(runs: dict[str, dict[int, dict]], metric: str = "heldout_accuracy", reference: str = "default") -> dict:
+    """Per arm: the metric over seeds, its paired difference to the reference arm on the same seed
+    and that difference's 95% t interval (3 seeds: +- 4.3 SE). A difference is called only when the
+    interval excludes 0; each comparison is one test, not corrected for the others."""
     out = {}
     for arm, by_seed in runs.items():
+        seeds = sorted(set(by_seed) & set(runs[reference]))
         values = [by_seed[s]["final"][metric] for s in sorted(by_seed)]
-        diffs = [by_seed[s]["final"][metric] - runs["default"][s]["final"][metric] for s in sorted(by_seed)]
-        d = mean_se(diffs)
-        if arm == "default":
+        d = mean_se([by_seed[s]["final"][metric] - runs[reference][s]["final"][metric] for s in seeds])
+        half = t_critical(d["n"]) * d["se"] if np.isfinite(d["se"]) else float("inf")
+        d["ci95"] = [d["mean"] - half, d["mean"] + half]
+        if arm == reference:
             verdict = "reference"
-        elif np.isfinite(d["se"]) and abs(d["mean"]) > 2 * d["se"]:
+        elif half > 0 and abs(d["mean"]) > half:
             verdict = "higher" if d["mean"] > 0 else "lower"
         else:
-            verdict = "no difference beyond 2 SE"
-        out[arm] = {metric: mean_se(values), "minus_default": d, "verdict": verdict}
+            verdict = "no difference (95% interval holds 0)"
+        out[arm] = {metric: mean_se(values), f"minus_{reference}": d, "verdict": verdict}
     return out
+
+
+def completed(run_dir, overrides: list[str], budget: int) -> list[dict] | None:
+    """The records of a finished run in run_dir made with these overrides (reused when the benchmark
+    is run again after a stop), else None."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "metrics.jsonl").exists() or not (run_dir / "resolved_config.yaml").exists():
+        return None
+    from grpo_train.config import config_from_tree, to_dict
+
+    resolved = to_dict(config_from_tree(yaml.safe_load((run_dir / "resolved_config.yaml").read_text())))
+    for item in overrides:
+        key, raw = item.split("=", 1)
+        if key == "run.eval_first":  # whether the start was evaluated changes no training
+            continue
+        node = resolved
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        value = yaml.safe_load(raw)
+        if (list(value) if isinstance(value, tuple) else value) != node:
+            return None
+    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines() if line]
+    trains = [r for r in records if r["kind"] == "train"]
+    done = trains and trains[-1]["rollouts_generated"] >= budget and records[-1]["kind"] == "eval"
+    return records if done else None
 
 
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-variants",
@@ -100,18 +152,34 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     out = Path(workdir)
     runs: dict[str, dict[int, dict]] = {arm: {} for arm in arms}
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
+        initial = None
         for arm, overrides in arms.items():
-            records, seconds = train_run(arm, overrides + [f"run.seed={seed}"], base, out / f"seed{seed}")
+            # one initial evaluation per seed: every arm starts from the same policy with the same seed
+            first = ["run.eval_first=true"] if initial is None else ["run.eval_first=false"]
+            args = overrides + [f"run.seed={seed}"] + first
+            records = completed(out / f"seed{seed}" / arm, base + args, budget)
+            seconds = float("nan")
+            if records is None:
+                records, seconds = train_run(arm, args, base, out / f"seed{seed}")
+            else:
+                print(f"variants: seed {seed} {arm}: reusing the finished run", flush=True)
+            evals = [r for r in records if r["kind"] == "eval"]
+            initial = evals[0] if initial is None else initial
+            if len(evals) == 1 or evals[0]["step"] != 0:
+                records = [initial] + records  # the seed's shared starting point
             runs[arm][seed] = summarize_run(records, seconds)
     metrics = ["heldout_accuracy", f"heldout_pass_at_{eval_k}", f"heldout_maj_at_{eval_k}"]
     summary = {m: compare(runs, m) for m in metrics}
     for arm in arms:
-        for key in ("kl", "entropy", "completion_len", "informative_rollout_ratio", "seconds", "steps"):
+        for key in ("kl", "entropy", "completion_len", "advantage_abs", "informative_rollout_ratio", "seconds", "steps"):
             summary.setdefault(key, {})[arm] = mean_se([runs[arm][s][key] for s in sorted(runs[arm])])
+    controls = {arm: compare({a: runs[a] for a in (arm, ref)}, "heldout_accuracy", ref)[arm]
+                for arm, ref in CONTROLS.items() if arm in arms and ref in arms}
     claims = {arm: {"claim": text, "outcome": summary["heldout_accuracy"][arm]["verdict"],
                     "minus_default": summary["heldout_accuracy"][arm]["minus_default"]}
               for arm, text in CLAIMS.items() if arm in arms}
     return {"budget_rollouts": budget, "eval_k": eval_k, "seeds": list(seeds), "policy": str(policy),
             "arms": {arm: overrides for arm, overrides in arms.items()}, "summary": summary, "claims": claims,
+            "against_controls": controls,
             "runs": {arm: {str(s): r for s, r in by_seed.items()} for arm, by_seed in runs.items()},
             "goal": "every variant against the default at equal total rollouts, >= 3 seeds, with spreads"}

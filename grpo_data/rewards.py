@@ -4,8 +4,8 @@ registry and the trainer trains on a weighted sum of its terms, so both read ans
     reward = build_reward([{"name": "correctness", "weight": 0.9}, {"name": "format", "weight": 0.1}])
     reward(Answer(text, verdict, n_tokens=40, truncated=False, max_tokens=512))  # float, or None
 
-A reward that cannot score an answer returns None ("no score"), never 0: a verifier timeout is not
-a wrong answer. A weighted sum with any unscored term is unscored. A new reward is added here:
+A reward that cannot score an answer returns None ("no score"), never 0: an unreadable gold answer
+makes nothing right or wrong. A weighted sum with any unscored term is unscored. A new reward is added here:
 
     @register_reward("my_reward")
     def my_reward(answer: Answer, **options) -> float | None: ...
@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from grpo_data.answers import last_boxed
 
 REWARDS: dict[str, Callable[..., float | None]] = {}
-UNSCORABLE = ("timeout", "error", "unparseable_gold")  # the verifier could not decide
 
 
 @dataclass(frozen=True)
@@ -47,10 +46,18 @@ def register_reward(name: str):
 
 
 @register_reward("correctness")
-def correctness(answer: Answer) -> float | None:
+def correctness(answer: Answer, undecided: str = "zero") -> float | None:
     """1.0 when the verifier judged the answer equal to the gold one, 0.0 when it judged it wrong or
-    found no answer, None when it could not decide (timeout, error, a gold it cannot read)."""
-    if answer.verdict.reason in UNSCORABLE:
+    found no answer. None when the gold answer cannot be read: nothing could score it.
+
+    undecided: what a verifier timeout or error earns. `zero` (default, as TRL's and verl's math
+    rewards do): those are nearly always caused by the answer itself (a degenerate expression, a
+    huge number, runaway text), and leaving them unscored would spare exactly the outputs a
+    degenerating policy makes from any penalty. `none`: no score, for a verifier you distrust."""
+    if undecided not in ("zero", "none"):
+        raise ValueError(f"correctness: undecided must be zero or none, got {undecided!r}")
+    reason = answer.verdict.reason
+    if reason == "unparseable_gold" or (reason in ("timeout", "error") and undecided == "none"):
         return None
     return 1.0 if answer.verdict.correct else 0.0
 

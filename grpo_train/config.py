@@ -103,21 +103,23 @@ class AlgoConfig:
     window_norm | hybrid | length_norm | batch_norm); aggregation: token_mean | seq_mean |
     seq_sum_norm (each sequence's token sum over max_tokens: Dr. GRPO's constant normalizer); null
     picks seq_sum_norm for dr_grpo (so it has no length bias left), seq_mean for GSPO and token_mean
-    otherwise; clip_low/high: ratio clip range (clip-higher; GSPO's paper clips its sequence ratio
-    at 3e-4/4e-4); ratio_level: token | sequence (GSPO); kl_beta: k3 KL coefficient (0 skips the
+    otherwise; clip_low/high: ratio clip range (clip-higher); null picks 0.2/0.28 for token ratios
+    and GSPO's 3e-4/4e-4 for sequence ratios (a length-normalized ratio seldom leaves 0.2);
+    ratio_level: token | sequence (GSPO); kl_beta: k3 KL coefficient (0 skips the
     reference model), the starting value when kl_target > 0; kl_target: adapt beta toward this KL
     per token (0 = fixed beta), kl_horizon: its speed (`controllers.AdaptiveKL`); track_kl: load
     the reference model and log the KL even when kl_beta = 0 (one more forward); entropy_coef:
     entropy bonus; eps: std epsilon in advantages and the zero-variance test; tau: softmax_z
     temperature; hybrid_weight: hybrid's weight on the group-relative term; length_lambda:
-    length_norm's weight on the length deviation; window_groups: groups in window_norm's window;
+    length_norm's weight on the relative length deviation; window_groups: groups in window_norm's
+    window (at least the groups of one step: rollout.batch_groups x run.ranks);
     tis_cap: truncated importance sampling of the rollout/learner mismatch, weights
     min(pi_learner / pi_rollout, tis_cap) per token (0 = off)."""
 
     advantage: str = "grpo"
     aggregation: str | None = None
-    clip_low: float = 0.2
-    clip_high: float = 0.28
+    clip_low: float | None = None
+    clip_high: float | None = None
     ratio_level: str = "token"
     kl_beta: float = 0.0
     kl_target: float = 0.0
@@ -127,7 +129,7 @@ class AlgoConfig:
     eps: float = 1e-6
     tau: float = 0.3
     hybrid_weight: float = 0.7
-    length_lambda: float = 0.1
+    length_lambda: float = 1.0
     window_groups: int = 100
     tis_cap: float = 0.0
 
@@ -136,6 +138,11 @@ class AlgoConfig:
             agg = ("seq_sum_norm" if self.advantage == "dr_grpo" else "seq_mean" if self.ratio_level == "sequence"
                    else "token_mean")
             object.__setattr__(self, "aggregation", agg)
+        low, high = (3e-4, 4e-4) if self.ratio_level == "sequence" else (0.2, 0.28)
+        if self.clip_low is None:
+            object.__setattr__(self, "clip_low", low)
+        if self.clip_high is None:
+            object.__setattr__(self, "clip_high", high)
 
 
 @dataclass(frozen=True)
@@ -157,7 +164,8 @@ class OptimConfig:
     completion positions whose (chunk, vocabulary) logits exist at once; gradient_checkpointing:
     recompute the decoder's activations in the backward pass (less memory, about a third more time);
     lr_schedule: constant | linear | cosine (decay to lr * min_lr_ratio at the run's last optimizer
-    step), after warmup_steps optimizer steps of linear warmup (`controllers.lr_factor`)."""
+    step: run.steps x minibatches, or fewer when run.max_rollouts bounds the run, see
+    `schedule_steps`), after warmup_steps optimizer steps of linear warmup (`controllers.lr_factor`)."""
 
     lr: float = 2e-4
     lr_schedule: str = "constant"
@@ -186,7 +194,8 @@ class RunConfig:
     """steps: optimizer steps; max_rollouts: stop early once this many rollouts were generated
     (0 = no budget; for equal-budget comparisons); eval_every/save_every: in steps (0 = never);
     keep_last: newest checkpoints kept (0 = keep every one); eval_k: samples per held-out problem;
-    eval_limit: held-out problems used (0 = all); ranks: processes `grpo pipeline` launches
+    eval_limit: held-out problems used (0 = all); eval_first: evaluate before the first step (runs
+    that share a starting policy and seed can skip it); ranks: processes `grpo pipeline` launches
     training with (`deepspeed --num_gpus RANKS --module pipelines.cli train ...`; `grpo train`
     itself runs in however many processes its launcher started)."""
 
@@ -197,6 +206,7 @@ class RunConfig:
     eval_every: int = 10
     eval_k: int = 4
     eval_limit: int = 0
+    eval_first: bool = True
     save_every: int = 20
     keep_last: int = 2
     threads: int = 2
@@ -253,8 +263,13 @@ class TrainConfig:
              f"algo.ratio_level must be token or sequence (GSPO), got {self.algo.ratio_level!r}"),
             (self.algo.kl_target >= 0 and (self.algo.kl_target == 0 or self.algo.kl_beta > 0),
              "algo.kl_target > 0 adapts algo.kl_beta: set a starting kl_beta > 0 (it loads the reference model)"),
-            (self.algo.tau > 0 and self.algo.window_groups >= 1 and 0 <= self.algo.hybrid_weight <= 1,
-             "need algo.tau > 0, algo.window_groups >= 1 and 0 <= algo.hybrid_weight <= 1"),
+            (self.algo.tau > 0 and 0 <= self.algo.hybrid_weight <= 1 and self.algo.length_lambda >= 0
+             and self.algo.kl_horizon > 0,
+             "need algo.tau > 0, 0 <= algo.hybrid_weight <= 1, algo.length_lambda >= 0 and algo.kl_horizon > 0"),
+            (self.algo.advantage != "window_norm"
+             or self.algo.window_groups >= self.rollout.batch_groups * self.run.ranks,
+             f"algo.window_groups ({self.algo.window_groups}) must hold at least one step's groups "
+             f"(rollout.batch_groups x run.ranks = {self.rollout.batch_groups * self.run.ranks})"),
             (self.optim.lr_schedule in LR_SCHEDULES,
              f"optim.lr_schedule must be one of {LR_SCHEDULES}, got {self.optim.lr_schedule!r}"),
             (self.diagnostics.window >= 2, "diagnostics.window must be >= 2 steps"),
@@ -265,6 +280,18 @@ class TrainConfig:
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
+
+
+def schedule_steps(cfg: TrainConfig, world: int = 1) -> int:
+    """Optimizer steps the learning-rate schedule spans: run.steps x minibatches, or, when a rollout
+    budget stops the run first, the most steps that budget allows (every step generates at least
+    batch_groups x G rollouts on each of `world` ranks; resampling makes steps fewer, so a
+    budget-bound run ends before its decay does, never after)."""
+    steps = cfg.run.steps
+    if cfg.run.max_rollouts:
+        per_step = cfg.rollout.batch_groups * cfg.rollout.group_size * world
+        steps = min(steps, -(-cfg.run.max_rollouts // per_step))
+    return steps * cfg.optim.minibatches
 
 
 def _build(cls, values: dict, path: str):

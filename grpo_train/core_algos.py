@@ -19,8 +19,10 @@ Numerical choices, stated where they are made:
   included) instead of the group's own: the baseline stays group-relative, the scale stops jumping
   with small groups.
 - `hybrid`: w * grpo + (1 - w) * r_i (the absolute reward, no baseline).
-- `length_norm`: (r_i - mean) / (std + lambda * |len_i - mean len| + eps): an answer much longer or
-  shorter than its group's gets a smaller advantage either way.
+- `length_norm`: (r_i - mean) / (std + lambda * |len_i - mean len| / mean len + eps): an answer much
+  longer or shorter than its group's gets a smaller advantage either way. The deviation is relative
+  to the group's mean length, so lambda means the same at 16 tokens and at 4,000 (in raw tokens,
+  lambda 0.1 at 3,000 +- 800 tokens shrinks every advantage ~50x).
 - `batch_norm` (REINFORCE++ with a group baseline): r_i - group mean, whitened over the whole batch
   of every rank (sample std).
 - The surrogate clips the ratio to [1 - clip_low, 1 + clip_high] (clip-higher, DAPO); GSPO
@@ -77,7 +79,7 @@ class AdvantageInputs:
     eps: float = 1e-6
     tau: float = 0.3
     hybrid_weight: float = 0.7
-    length_lambda: float = 0.1
+    length_lambda: float = 1.0
     lengths: torch.Tensor | None = None
     scale: tuple[float, ...] | None = None
 
@@ -162,13 +164,15 @@ def hybrid_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: Advantag
 
 @register_advantage("length_norm")
 def length_norm_advantage(rewards: torch.Tensor, group_ids: torch.Tensor, p: AdvantageInputs) -> torch.Tensor:
-    """(r - mean) / (std + lambda * |len - group mean len| + eps); p.lengths (B,). (B,) -> (B,)."""
+    """(r - mean) / (std + lambda * |len - group mean len| / group mean len + eps); p.lengths (B,).
+    (B,) -> (B,)."""
     if p.lengths is None:
         raise ValueError("length_norm needs the completion lengths (AdvantageInputs.lengths)")
     mean, std, _ = _group_stats(rewards, group_ids)
     lengths = p.lengths.to(rewards.dtype)
     mean_len, _, _ = _group_stats(lengths, group_ids)
-    return (rewards - mean) / (std + p.length_lambda * (lengths - mean_len).abs() + p.eps)
+    deviation = (lengths - mean_len).abs() / mean_len.clamp(min=1)  # (B,) relative to the group's length
+    return (rewards - mean) / (std + p.length_lambda * deviation + p.eps)
 
 
 @register_advantage("batch_norm")
@@ -225,8 +229,8 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
 
 def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """GSPO's ratio per token: the sequence's length-normalized ratio s = exp(mean_t(logp - old_logp))
-    as its value, with the gradient s * d logp_t / |y| per token (GSPO-token form; with `seq_mean`
-    aggregation it is GSPO's sequence-level gradient). (B, T) -> (B, T)."""
+    as its value, with the gradient s * d logp_t per token (GSPO-token form; `seq_mean` aggregation
+    adds the 1 / |y| and makes it GSPO's sequence-level gradient). (B, T) -> (B, T)."""
     log_s = ((logp - old_logp) * mask).sum(1) / mask.sum(1).clamp(min=1)  # (B,)
     return torch.exp(log_s.detach()[:, None] + logp - logp.detach())  # (B, T) value s, grad per token
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
 import random
 import shutil
 import time
@@ -33,7 +34,7 @@ from grpo_data.rewards import build_reward
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_data.stats import majority_correct, pass_at_k
-from grpo_train.config import TrainConfig, dump_config
+from grpo_train.config import TrainConfig, dump_config, schedule_steps
 from grpo_train.diagnostics import Health
 from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
 
@@ -200,7 +201,7 @@ class Trainer:
         ro = cfg.rollout
         self.learner = DeepSpeedLearner(cfg.model, cfg.optim, cfg.deepspeed, cfg.algo, cfg.run.seed, cfg.trust_remote_code,
                                         temperature=ro.temperature, max_tokens=ro.max_tokens,
-                                        total_steps=cfg.run.steps * cfg.optim.minibatches)
+                                        total_steps=schedule_steps(cfg, int(os.environ.get("WORLD_SIZE", "1"))))
         self.rank, self.world = self.learner.rank, self.learner.world_size
         self.is_main = self.rank == 0
         if self.heldout is not None and self.heldout.height < self.world:
@@ -341,7 +342,7 @@ class Trainer:
         from tqdm import tqdm
 
         cfg = self.cfg.run
-        if self.step == 0 and self.heldout is not None and cfg.eval_every:
+        if self.step == 0 and self.heldout is not None and cfg.eval_every and cfg.eval_first:
             self._evaluate()
         bar = tqdm(total=cfg.steps, initial=self.step, desc="grpo train", disable=not (cfg.progress and self.is_main))
         while self.step < cfg.steps:

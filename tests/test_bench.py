@@ -37,3 +37,39 @@ def test_data_bench_finds_every_planted_and_broken_row():
         assert c["planted_removed"] == c["planted"] == 1000 and c["false_positive_removals"] == 0
         assert c["broken_in_rejects"] == c["broken_rows"] == 1000 and c["broken_wrong_reason"] == 0
         assert c["rows_accounted"] and c["near_misses_kept"] == c["near_misses"] == 1000
+
+
+def test_variants_compare_pairs_seeds_and_calls_only_beyond_two_standard_errors():
+    from bench.report import variants_table
+    from bench.variants_bench import compare, summarize_run
+
+    def run(acc):
+        return {"final": {"heldout_accuracy": acc}}
+
+    runs = {"default": {0: run(0.50), 1: run(0.55), 2: run(0.60)},
+            "better": {0: run(0.52), 1: run(0.57), 2: run(0.63)},  # +0.02, +0.02, +0.03: se 0.0033
+            "noisy": {0: run(0.60), 1: run(0.50), 2: run(0.61)}}  # +0.1, -0.05, +0.01: se 0.044
+    out = compare(runs)
+    assert out["default"]["verdict"] == "reference" and out["default"]["minus_default"]["mean"] == 0
+    assert out["better"]["verdict"] == "higher"
+    assert out["better"]["minus_default"]["mean"] == pytest.approx(0.07 / 3)
+    assert out["noisy"]["verdict"] == "no difference (95% interval holds 0)"
+    assert out["better"]["minus_default"]["ci95"][0] > 0  # 0.0233 +- 4.30 x 0.0033
+    assert out["noisy"]["heldout_accuracy"]["min"] == 0.5 and out["noisy"]["heldout_accuracy"]["n"] == 3
+
+    records = [{"kind": "eval", "step": 0, "rollouts_generated": 0, "heldout_accuracy": 0.4, "heldout_pass_at_4": 0.6,
+                "heldout_maj_at_4": 0.5, "heldout_accuracy_level_1": 0.9}]
+    records += [{"kind": "train", "step": i, "rollouts_generated": 100 * i, "kl": 0.01 * i, "entropy": 1.0,
+                 "completion_len_mean": 10.0, "informative_rollout_ratio": 0.5, "reward_mean": 0.5} for i in range(1, 13)]
+    records.append({**records[0], "step": 12, "rollouts_generated": 1200, "heldout_accuracy": 0.45})
+    one = summarize_run(records, 30.0)
+    assert one["initial_accuracy"] == 0.4 and one["final"]["heldout_accuracy"] == 0.45
+    assert one["kl"] == pytest.approx(0.01 * sum(range(3, 13)) / 10)  # the last 10 steps
+    assert one["by_level"] == {"heldout_accuracy_level_1": 0.9} and "heldout_accuracy_level_1" not in one["final"]
+    result = {"eval_k": 4, "budget_rollouts": 1200, "seeds": [0], "runs": {"default": {"0": one}},
+              "summary": {m: compare({"default": {0: one}}, m) for m in
+                          ("heldout_accuracy", "heldout_pass_at_4", "heldout_maj_at_4")}, "claims": {}}
+    for key in ("kl", "entropy", "completion_len", "seconds"):
+        result["summary"][key] = {"default": {"mean": one[key], "se": float("nan")}}
+    table = variants_table(result)
+    assert any(line.startswith("| default | 0.45 +- nan (0.45-0.45) |") for line in table)

@@ -22,7 +22,7 @@ from grpo_train.core_algos import (
 )
 
 
-def loop_advantage(name, rewards, groups, lengths, eps=1e-6, tau=0.3, w=0.7, lam=0.1):
+def loop_advantage(name, rewards, groups, lengths, eps=1e-6, tau=0.3, w=0.7, lam=1.0):
     """Every estimator written out element by element, from its definition in core_algos' docstring."""
     def stats(values, gid):
         same = [values[j] for j in range(len(values)) if groups[j] == gid]
@@ -52,7 +52,7 @@ def loop_advantage(name, rewards, groups, lengths, eps=1e-6, tau=0.3, w=0.7, lam
             out.append(w * z + (1 - w) * r)
         elif name == "length_norm":
             _, mean_len, _ = stats(lengths, groups[i])
-            out.append((r - mean) / (std + lam * abs(lengths[i] - mean_len) + eps))
+            out.append((r - mean) / (std + lam * abs(lengths[i] - mean_len) / mean_len + eps))
         elif name == "batch_norm":
             mu = sum(centered) / len(centered)
             sd = math.sqrt(sum((c - mu) ** 2 for c in centered) / max(len(centered) - 1, 1))
@@ -221,11 +221,15 @@ def test_hybrid_hand_values():
 
 
 def test_length_norm_hand_values():
-    lengths = torch.tensor([10, 30])  # group mean 20: both 10 tokens off
+    lengths = torch.tensor([10, 30])  # group mean 20: both half the mean off
     adv = compute_advantages("length_norm", torch.tensor([1.0, 0]), torch.zeros(2, dtype=torch.long),
-                             inputs=AdvantageInputs(eps=0.0, length_lambda=0.1, lengths=lengths))
-    denom = math.sqrt(0.5) + 0.1 * 10
+                             inputs=AdvantageInputs(eps=0.0, length_lambda=0.4, lengths=lengths))
+    denom = math.sqrt(0.5) + 0.4 * 0.5
     torch.testing.assert_close(adv, torch.tensor([0.5 / denom, -0.5 / denom]))
+    # the same shape at real lengths gives the same advantages: the deviation is relative
+    long = compute_advantages("length_norm", torch.tensor([1.0, 0]), torch.zeros(2, dtype=torch.long),
+                              inputs=AdvantageInputs(eps=0.0, length_lambda=0.4, lengths=lengths * 200))
+    torch.testing.assert_close(long, adv)
     with pytest.raises(ValueError, match="lengths"):
         compute_advantages("length_norm", torch.tensor([1.0, 0]), torch.zeros(2, dtype=torch.long))
 

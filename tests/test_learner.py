@@ -202,7 +202,9 @@ def test_make_group_overlong_modes():
 
     comps = [Completion("\\boxed{1}", tuple(range(4)), "stop"), Completion("\\boxed{1}", tuple(range(16)), "length"),
              Completion("x", tuple(range(14)), "stop")]
-    verdicts = [type("V", (), {"correct": c})() for c in (True, True, False)]
+    from grpo_data.verify import Verdict
+
+    verdicts = [Verdict(c, "ok" if c else "wrong") for c in (True, True, False)]
     scored = ScoredGroup(comps, verdicts)
     keep = make_group(0, [1], scored, Overlong("keep", 16))
     assert keep.rewards.tolist() == [1.0, 1.0, 0.0] and keep.train_mask is None

@@ -31,11 +31,17 @@ def answer(text="so \\boxed{4}", verdict=RIGHT, n_tokens=10, truncated=False, ma
     return Answer(text, verdict, n_tokens, truncated, max_tokens)
 
 
-@pytest.mark.parametrize(("verdict", "expected"), [(RIGHT, 1.0), (WRONG, 0.0), (NONE, 0.0), (TIMEOUT, None),
-                                                   (Verdict(False, "error"), None),
-                                                   (Verdict(False, "unparseable_gold"), None)])
-def test_correctness_scores_decided_verdicts_and_refuses_undecided_ones(verdict, expected):
-    assert correctness(answer(verdict=verdict)) == expected
+GOLD_UNREADABLE, ERROR = Verdict(False, "unparseable_gold"), Verdict(False, "error")
+
+
+@pytest.mark.parametrize(("verdict", "expected", "strict"), [
+    (RIGHT, 1.0, 1.0), (WRONG, 0.0, 0.0), (NONE, 0.0, 0.0), (TIMEOUT, 0.0, None), (ERROR, 0.0, None),
+    (GOLD_UNREADABLE, None, None)])
+def test_correctness_scores_what_the_answer_earned_and_refuses_an_unreadable_gold(verdict, expected, strict):
+    assert correctness(answer(verdict=verdict)) == expected  # a timeout is the answer's doing: 0
+    assert correctness(answer(verdict=verdict), undecided="none") == strict
+    with pytest.raises(ValueError, match="undecided must be zero or none"):
+        correctness(answer(), undecided="skip")
 
 
 @pytest.mark.parametrize(("text", "truncated", "expected"), [("so \\boxed{4}", False, 1.0), ("so 4", False, 0.0),
@@ -56,7 +62,9 @@ def test_weighted_sum_and_no_score_propagates():
                            {"name": "length_penalty", "weight": 0.2, "free_tokens": 0}])
     assert reward(answer(n_tokens=50)) == pytest.approx(0.9 + 0.1 - 0.1)
     assert reward(answer(text="4", verdict=WRONG, n_tokens=0)) == 0.0
-    assert reward(answer(verdict=TIMEOUT)) is None  # one unscorable term: the sum is unscored, not 0.1
+    assert reward(answer(verdict=GOLD_UNREADABLE)) is None  # one unscorable term: the sum is unscored, not 0.1
+    strict = build_reward([{"name": "correctness", "undecided": "none"}, {"name": "format", "weight": 0.1}])
+    assert strict(answer(verdict=TIMEOUT)) is None and reward(answer(verdict=TIMEOUT)) == pytest.approx(0.1 - 0.02)
     assert build_reward("correctness")(answer()) == 1.0
 
 
@@ -87,7 +95,8 @@ def scored_group(verdicts, texts=None):
 
 
 def test_unscored_answers_are_nan_rewards_kept_out_of_the_loss():
-    group = make_group(0, [1, 2], scored_group([RIGHT, TIMEOUT, WRONG, WRONG]), Overlong("keep", 16))
+    group = make_group(0, [1, 2], scored_group([RIGHT, TIMEOUT, WRONG, WRONG]), Overlong("keep", 16),
+                       build_reward([{"name": "correctness", "undecided": "none"}]))
     assert np.isnan(group.rewards[1]) and group.rewards[[0, 2, 3]].tolist() == [1.0, 0.0, 0.0]
     assert group.train_mask.tolist() == [True, False, True, True]
     assert group.correct.tolist() == [1.0, 0.0, 0.0, 0.0]  # the scheduler still counts it as not correct
