@@ -71,4 +71,5 @@ class RewardWindow:
         return {"maxlen": self.groups.maxlen, "groups": [list(g) for g in self.groups]}
 
     def load_state_dict(self, state: dict) -> None:
-        self.groups = deque((tuple(g) for g in state["groups"]), maxlen=state["maxlen"])
+        """The saved groups, in this window's own size (a resumed run may have changed it)."""
+        self.groups = deque((tuple(g) for g in state["groups"]), maxlen=self.groups.maxlen)

@@ -13,7 +13,8 @@ Each detector is a pure function of the recent records, registered by name:
 
 `Health` fires a detector's warning once when it turns on, and again only after it has been off
 for a full window (no warning every step while a condition lasts). Each record gets
-`diag_<name>` = 1.0 while that detector is on, so the metrics and TensorBoard show when.
+`diag_<name>`, 1.0 while that detector is on and 0.0 while it is off, so the metrics and
+TensorBoard show when.
 """
 
 from __future__ import annotations
@@ -28,16 +29,18 @@ DETECTORS: dict[str, Callable[[list[dict], DiagnosticsConfig], str | None]] = {}
 
 @dataclass(frozen=True)
 class DiagnosticsConfig:
-    """window: steps a detector looks at (the recent window; the first window is the baseline);
-    collapse_zero_var: mean zero-variance fraction over the window that counts as reward collapse;
-    entropy_drop / diversity_drop: recent entropy / distinct-completion ratio below this share of
-    the baseline's is degeneration; kl_max: mean KL per token above this is a blow-up; kl_growth:
-    recent KL this many times the baseline's (and above kl_max / 10) also is; reward_std_max: std
-    of the batch reward over the window above this is oscillation, as is grad_norm_cv (std / mean
-    of the gradient norm); length_growth: completion length this many times the baseline's with
-    truncation_min of answers truncated is a runaway; zero_var_jump: recent zero-variance fraction
-    this much above the baseline's is a surge; dry_occupancy: band occupancy below this, or
-    under-filled batches in dry_underfilled of the window's steps, is the band running dry."""
+    """window: steps a detector looks at (the recent window; the run's first window is the baseline
+    where one is needed); collapse_zero_var: mean zero-variance fraction over the window that
+    counts as reward collapse; entropy_drop / diversity_drop: recent entropy / distinct answers per
+    group below this share of the baseline's is degeneration; kl_max: mean KL per token above this
+    is a blow-up; kl_growth: the window's KL this many times the window before it (and above
+    kl_max / 10) also is; reward_std_max: the batch reward's step-to-step noise (median absolute
+    first difference / 0.954, the std of white noise; a steady trend or one spike hardly moves it)
+    above this is oscillation, as is grad_norm_cv (the same for the gradient norm, over its
+    median); length_growth: completion length this many times the baseline's with truncation_min
+    of answers truncated is a runaway; zero_var_jump: recent zero-variance fraction this much above
+    the baseline's is a surge; dry_occupancy: band occupancy below this, or under-filled batches in
+    dry_underfilled of the window's steps, is the band running dry."""
 
     enabled: bool = True
     window: int = 10
@@ -45,9 +48,9 @@ class DiagnosticsConfig:
     entropy_drop: float = 0.3
     diversity_drop: float = 0.5
     kl_max: float = 0.1
-    kl_growth: float = 10.0
+    kl_growth: float = 3.0
     reward_std_max: float = 0.2
-    grad_norm_cv: float = 1.0
+    grad_norm_cv: float = 0.5
     length_growth: float = 1.5
     truncation_min: float = 0.1
     zero_var_jump: float = 0.25
@@ -101,7 +104,7 @@ def reward_collapse(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
 
 @register_detector("entropy_collapse")
 def entropy_collapse(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
-    ent, div = _split(history, cfg, "entropy"), _split(history, cfg, "distinct_completion_ratio")
+    ent, div = _split(history, cfg, "entropy"), _split(history, cfg, "distinct_answer_ratio")
     seen = []
     if ent is not None and ent[0].mean() > 0 and ent[1].mean() < cfg.entropy_drop * ent[0].mean():
         seen.append(f"entropy fell from {ent[0].mean():.3g} to {ent[1].mean():.3g} per token")
@@ -123,11 +126,20 @@ def kl_blowup(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
         return (f"KL blow-up: KL to the reference {recent.mean():.3g} per token over the last {cfg.window} steps "
                 f"(limit {cfg.kl_max}). Try: a lower optim.lr, a larger algo.kl_beta or an adaptive one "
                 "(algo.kl_target), tighter clipping (algo.clip_low/clip_high)")
-    split = _split(history, cfg, "kl")
-    if split is not None and recent.mean() > cfg.kl_max / 10 and recent.mean() > cfg.kl_growth * max(split[0].mean(), 1e-12):
-        return (f"KL blow-up: KL grew {recent.mean() / max(split[0].mean(), 1e-12):.0f}x, from {split[0].mean():.3g} "
-                f"to {recent.mean():.3g} per token. Try: a lower optim.lr or a KL target (algo.kl_target)")
+    before = _values(history[-2 * cfg.window : -cfg.window], "kl") if len(history) >= 2 * cfg.window else np.zeros(0)
+    # against the window before, not the run's start: KL starts at 0 by construction and any
+    # ordinary rise is many times that
+    if before.size and recent.mean() > cfg.kl_max / 10 and recent.mean() > cfg.kl_growth * max(before.mean(), 1e-12):
+        return (f"KL blow-up: KL grew {recent.mean() / max(before.mean(), 1e-12):.1f}x in {cfg.window} steps, from "
+                f"{before.mean():.3g} to {recent.mean():.3g} per token. Try: a lower optim.lr or a KL target "
+                "(algo.kl_target)")
     return None
+
+
+def noise(values: np.ndarray) -> float:
+    """Step-to-step noise of a series: median |first difference| / 0.954 (the std of white noise;
+    a steady trend or a single spike barely moves it)."""
+    return float(np.median(np.abs(np.diff(values))) / 0.954) if values.size > 2 else 0.0
 
 
 @register_detector("oscillation")
@@ -137,10 +149,10 @@ def oscillation(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
     reward = _values(history[-cfg.window :], "reward_mean")
     grad = _values(history[-cfg.window :], "grad_norm")
     seen = []
-    if reward.size > 2 and reward.std(ddof=1) > cfg.reward_std_max:
-        seen.append(f"batch reward std {reward.std(ddof=1):.3g} over the last {cfg.window} steps")
-    if grad.size > 2 and grad.mean() > 0 and grad.std(ddof=1) / grad.mean() > cfg.grad_norm_cv:
-        seen.append(f"gradient norm varies {grad.std(ddof=1) / grad.mean():.2f}x its mean")
+    if noise(reward) > cfg.reward_std_max:
+        seen.append(f"the batch reward jumps {noise(reward):.3g} from step to step over the last {cfg.window} steps")
+    if grad.size > 2 and np.median(grad) > 0 and noise(grad) / np.median(grad) > cfg.grad_norm_cv:
+        seen.append(f"the gradient norm jumps {noise(grad) / np.median(grad):.2f}x its median from step to step")
     if not seen:
         return None
     return (f"oscillation: {'; '.join(seen)}. Try: a lower optim.lr or warmup (optim.warmup_steps), more groups "
@@ -213,11 +225,11 @@ class Health:
         new = []
         for name, detect in DETECTORS.items():
             message = detect(self.history, self.cfg)
+            record[f"diag_{name}"] = float(message is not None)
             if message is None:
                 self.on[name] = False
                 self.off_for[name] += 1
                 continue
-            record[f"diag_{name}"] = 1.0
             if not self.on[name] and self.off_for[name] >= self.cfg.window:
                 new.append(Warning(name, int(record.get("step", len(self.history))), message))
             self.on[name], self.off_for[name] = True, 0

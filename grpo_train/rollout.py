@@ -57,6 +57,7 @@ class Group:
                  no reward could score it.
     correct:     (G,) 1.0 for verified-correct (what the scheduler and the dropping rule see).
     train_mask:  (G,) False for answers kept out of the loss (overlong=mask, unscored); None: all train.
+    answers:     the answer the verifier read from each completion ("" for none).
     """
 
     problem: int
@@ -65,10 +66,16 @@ class Group:
     rewards: np.ndarray
     correct: np.ndarray | None = None
     train_mask: np.ndarray | None = None
+    answers: list[str] | None = None
 
     def __post_init__(self) -> None:
         if self.correct is None:
             self.correct = self.rewards
+
+    @property
+    def distinct_answers(self) -> float:
+        """Distinct answers (no answer counts as one) over G: 1/G when every sample says the same."""
+        return len(set(self.answers)) / max(1, len(self.answers)) if self.answers else float("nan")
 
     @property
     def informative(self) -> bool:
@@ -93,7 +100,8 @@ def make_group(problem: int, prompt_ids: list[int], scored: ScoredGroup, overlon
         rewards = rewards + overlong_penalty(lengths, overlong.max_tokens, overlong.buffer, overlong.penalty).numpy()
     elif overlong.mode == "mask":
         mask = mask & ~scored.truncated
-    return Group(problem, prompt_ids, scored.completions, rewards, correct, None if mask.all() else mask)
+    return Group(problem, prompt_ids, scored.completions, rewards, correct, None if mask.all() else mask,
+                 [getattr(v, "answer", "") for v in scored.verdicts])
 
 
 @dataclass
@@ -105,7 +113,8 @@ class RolloutBatch:
     informative_groups: generated groups with reward variance; rounds: sampling rounds used;
     underfilled: fewer than batch_groups groups could be found; gen_seconds / gen_tokens: generation
     cost; n_correct: correct answers among all generated rollouts; truncated: generated answers
-    that hit max_tokens; formatted: generated answers in the prompt's requested answer format."""
+    that hit max_tokens; formatted: generated answers in the prompt's requested answer format;
+    distinct_answer_sum: each generated group's distinct-answer share (`Group.distinct_answers`), summed."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
@@ -119,6 +128,7 @@ class RolloutBatch:
     gen_seconds: float = 0.0
     gen_tokens: int = 0
     verify_seconds: float = 0.0
+    distinct_answer_sum: float = 0.0
 
 
 class RolloutBatcher:
@@ -194,6 +204,7 @@ class RolloutBatcher:
             batch.generated_rollouts += len(mine) * self.group_size
             batch.informative_groups += sum(g.informative for g in mine)
             batch.n_correct += int(sum(g.correct.sum() for g in mine))
+            batch.distinct_answer_sum += float(sum(g.distinct_answers for g in mine))
             if self.dynamic:
                 batch.groups += [g for g in mine if g.informative]
                 kept_total += int(informative.sum())

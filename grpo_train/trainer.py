@@ -94,14 +94,24 @@ class MetricsLog:
         """On resume: drop records of steps after the checkpoint, so the log has no duplicates."""
         if not self.enabled or not self.path.exists():
             return
-        keep = [line for line in self.path.read_text().splitlines() if line and json.loads(line)["step"] <= step]
-        io.write_text(self.path, "".join(line + "\n" for line in keep))
+        keep = [r for r in read_metrics(self.path.parent) if r["step"] <= step]
+        io.write_text(self.path, "".join(json.dumps(r) + "\n" for r in keep))
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:
-    """The records of a run's metrics.jsonl (none when it does not exist yet)."""
+    """The records of a run's metrics.jsonl (none when it does not exist yet). A last line cut off
+    by a crash mid-write is dropped with a warning; a bad line anywhere else is an error."""
     path = Path(run_dir) / "metrics.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines() if line] if path.exists() else []
+    lines = [line for line in path.read_text().splitlines() if line] if path.exists() else []
+    out = []
+    for i, line in enumerate(lines):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if i < len(lines) - 1:
+                raise ValueError(f"{path}: line {i + 1} is not JSON ({exc}); the file is damaged") from exc
+            logger.warning("%s: dropping a cut-off last line (a crash while writing it)", path)
+    return out
 
 
 def evaluate(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: int = 0, world: int = 1,
@@ -282,12 +292,12 @@ class Trainer:
         lens = [len(c.token_ids) for g in batch.groups for c in g.completions]
         kept_rewards = [r for g in batch.groups for r in g.rewards if np.isfinite(r)]
         unscored = sum(int((~np.isfinite(g.rewards)).sum()) for g in batch.groups)
-        distinct = sum(len({c.text for c in g.completions}) / max(1, len(g.completions)) for g in batch.groups)
+
         counts = {"generated_rollouts": batch.generated_rollouts, "informative_groups": batch.informative_groups,
                   "generated_groups": batch.generated_groups, "n_correct": batch.n_correct,
                   "truncated": batch.truncated, "formatted": batch.formatted, "kept_reward_sum": float(sum(kept_rewards)),
-                  "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "gen_tokens": batch.gen_tokens,
-                  "unscored": unscored, "distinct_sum": distinct, "kept_groups": len(batch.groups)}
+                  "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "kept_lens": len(lens), "gen_tokens": batch.gen_tokens,
+                  "unscored": unscored, "distinct_sum": batch.distinct_answer_sum}
         len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
             parts = self._all_gather((counts, len_max))
@@ -324,11 +334,10 @@ class Trainer:
                             if self.batcher.sampler.answer_format else None),
             "groups_trained": len(trained), "rounds": batch.rounds, "underfilled": batch.underfilled,
             "gen_tokens_per_s": counts["gen_tokens"] / max(batch.gen_seconds, 1e-9),
-            "completion_len_mean": counts["kept_len_sum"] / kept if counts["kept_sequences"] else 0.0,
+            "completion_len_mean": counts["kept_len_sum"] / max(1, counts["kept_lens"]),
             "completion_len_max": int(len_max),
             "unscored_answers": counts["unscored"],
-            "distinct_completion_ratio": (counts["distinct_sum"] / counts["kept_groups"] if counts["kept_groups"]
-                                          else float("nan")),
+            "distinct_answer_ratio": counts["distinct_sum"] / max(1, counts["generated_groups"]),
             "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0,
             "verify_seconds": batch.verify_seconds,
             "band_occupancy": sched.get("band_occupancy", float("nan")),

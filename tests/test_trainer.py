@@ -74,7 +74,12 @@ def make_batcher(patterns, dynamic=True, batch_groups=4, max_rounds=3):
     n = 50
     prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(n)]
     sched = RecordingScheduler(n)
-    pool_stub = type("V", (), {"verify": staticmethod(lambda g, p: [type("Vd", (), {"correct": x == "\\boxed{1}"})() for x in p])})
+    from grpo_data.verify import Verdict
+
+    def judge(golds, preds):
+        return [Verdict(True, "ok") if x == "\\boxed{1}" else Verdict(False, "wrong") for x in preds]
+
+    pool_stub = type("V", (), {"verify": staticmethod(judge)})
     sampler = RolloutSampler(FixedEngine(patterns), pool_stub, tok, PromptConfig(), SamplingConfig())
     return RolloutBatcher(sampler, sched, prompts, ["1"] * n, 4, batch_groups, max_rounds, dynamic), sched
 
