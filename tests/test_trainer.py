@@ -224,8 +224,9 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
         error = min(0.2, max(-0.2, prev["kl"] / 0.0005 - 1))
         assert nxt["kl_beta"] == pytest.approx(prev["kl_beta"] * (1 + error / 10))
     assert trains[0]["kl_beta"] == 0.01 and all(r["reward_window_std"] > 0 for r in trains)
-    warned = [(r["step"], w["name"]) for r in trains for w in r.get("warnings", [])]
-    assert warned == [(2, "kl_blowup")] and all(r.get("diag_kl_blowup") == 1.0 for r in trains[1:])
+    # (with a 2-step window other detectors may speak too: band_dry does when batches are under-filled)
+    warned = [(r["step"], w["name"]) for r in trains for w in r.get("warnings", []) if w["name"] == "kl_blowup"]
+    assert warned == [(2, "kl_blowup")] and [r["diag_kl_blowup"] for r in trains] == [0.0, 1.0, 1.0, 1.0]
     assert first.stderr.count("KL blow-up") == 1 and "KL blow-up" not in second.stderr
     # the count of problems trained so far resumes from the checkpoint, it does not restart at 0
     distinct = [r["distinct_problems_trained"] for r in records if r["kind"] == "train"]
