@@ -55,7 +55,6 @@ def mean_se(values: list[float]) -> dict:
 def train_run(name: str, overrides: list[str], base: list[str], out: Path) -> tuple[list[dict], float]:
     """One training run in its own process (`grpo train`, engines and process groups start clean),
     its log in out/NAME.log; returns its metrics.jsonl records and its wall seconds."""
-    import json
     import subprocess
     import sys
 
@@ -67,5 +66,6 @@ def train_run(name: str, overrides: list[str], base: list[str], out: Path) -> tu
         proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", *args], stdout=fh, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
         raise RuntimeError(f"run {name} failed (exit {proc.returncode}); see {log}")
-    records = [json.loads(line) for line in (out / name / "metrics.jsonl").read_text().splitlines()]
-    return records, time.monotonic() - start
+    from grpo_train.trainer import read_metrics
+
+    return read_metrics(out / name), time.monotonic() - start

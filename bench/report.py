@@ -145,23 +145,35 @@ def variants_table(r: dict) -> list[str]:
     initial = np.mean([x["initial_accuracy"] for x in first.values()])
     lines = [f"- every arm: {r['budget_rollouts']:,} rollouts (training, resampling and refresh counted; the shared "
              f"profile in none), seeds {r['seeds']}, held-out mean@{k} before training {_fmt(float(initial))}; "
-             "+- is one standard error over seeds; a difference is called beyond 2 SE of the paired differences", "",
-             f"| arm | held-out mean@{k} | minus default (paired) | verdict | pass@{k} | maj@{k} | KL | entropy | "
-             "completion tokens | s per run |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "+- is one standard error over seeds; a difference is called only when the 95% t interval of the "
+             "paired differences (shown) excludes 0, each comparison on its own", "",
+             f"| arm | held-out mean@{k} | minus default (paired, 95% interval) | verdict | pass@{k} | maj@{k} | KL | "
+             "entropy | mean abs advantage | completion tokens | s per run |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def ms(x):
         return f"{_fmt(x['mean'])} +- {_fmt(x['se'])}"
 
     for arm in acc:
         a = acc[arm]
+        d = a["minus_default"]
+        ci = d.get("ci95")
+        interval = f" [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else ""
+        adv = r["summary"].get("advantage_abs", {}).get(arm)
         lines.append(f"| {arm} | {ms(a['heldout_accuracy'])} ({_fmt(a['heldout_accuracy']['min'])}-"
-                     f"{_fmt(a['heldout_accuracy']['max'])}) | {ms(a['minus_default'])} | {a['verdict']} | "
+                     f"{_fmt(a['heldout_accuracy']['max'])}) | {ms(d)}{interval} | {a['verdict']} | "
                      f"{ms(pass_k[arm][f'heldout_pass_at_{k}'])} | {ms(maj_k[arm][f'heldout_maj_at_{k}'])} | "
                      f"{ms(r['summary']['kl'][arm])} | {ms(r['summary']['entropy'][arm])} | "
+                     f"{_fmt(adv['mean']) if adv else 'n/a'} | "
                      f"{_fmt(r['summary']['completion_len'][arm]['mean'])} | {_fmt(r['summary']['seconds'][arm]['mean'])} |")
     lines.append("")
     lines += [f"- claim \"{c['claim']}\": {c['outcome']} ({ms(c['minus_default'])} against the default)"
               for c in r["claims"].values()]
+    for arm, c in r.get("against_controls", {}).items():
+        ref = next(key for key in c if key.startswith("minus_"))
+        ci = c[ref].get("ci95", [float("nan")] * 2)
+        lines.append(f"- {arm} against its control ({ref.removeprefix('minus_')}): {ms(c[ref])} "
+                     f"[{_fmt(ci[0])}, {_fmt(ci[1])}], {c['verdict']}")
     return lines
 
 

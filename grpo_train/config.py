@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import yaml
 
 from grpo_data.engines import EngineSettings
 from grpo_train.diagnostics import DiagnosticsConfig
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -266,6 +269,7 @@ class TrainConfig:
             (self.algo.tau > 0 and 0 <= self.algo.hybrid_weight <= 1 and self.algo.length_lambda >= 0
              and self.algo.kl_horizon > 0,
              "need algo.tau > 0, 0 <= algo.hybrid_weight <= 1, algo.length_lambda >= 0 and algo.kl_horizon > 0"),
+            (self.algo.window_groups >= 1, "algo.window_groups must be >= 1"),
             (self.algo.advantage != "window_norm"
              or self.algo.window_groups >= self.rollout.batch_groups * self.run.ranks,
              f"algo.window_groups ({self.algo.window_groups}) must hold at least one step's groups "
@@ -280,6 +284,10 @@ class TrainConfig:
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
+        if self.algo.ratio_level == "sequence" and max(self.algo.clip_low, self.algo.clip_high) >= 0.01:
+            logger.warning("algo.ratio_level=sequence with clip %s/%s: a length-normalized sequence ratio seldom "
+                           "leaves +-0.01, so this barely clips (GSPO uses 3e-4/4e-4; leave clip_low/high unset "
+                           "to get them)", self.algo.clip_low, self.algo.clip_high)
 
 
 def schedule_steps(cfg: TrainConfig, world: int = 1) -> int:

@@ -31,10 +31,11 @@ DETECTORS: dict[str, Callable[[list[dict], DiagnosticsConfig], str | None]] = {}
 class DiagnosticsConfig:
     """window: steps a detector looks at (the recent window; the run's first window is the baseline
     where one is needed); collapse_zero_var: mean zero-variance fraction over the window that
-    counts as reward collapse; entropy_drop / diversity_drop: recent entropy / distinct answers per
-    group below this share of the baseline's is degeneration; kl_max: mean KL per token above this
-    is a blow-up; kl_growth: the window's KL this many times the window before it (and above
-    kl_max / 10) also is; reward_std_max: the batch reward's step-to-step noise (median absolute
+    counts as reward collapse; entropy_drop / diversity_drop: recent entropy / distinct wrong
+    answers per group (the same mistake repeated) below this share of the baseline's is
+    degeneration; kl_max: mean KL per token above this is a blow-up; kl_growth: the window's KL this
+    many times the window before it, once that is not the run's first (where KL starts at 0), and
+    above kl_max / 10, also is (the window before counts as at least kl_max / 20); reward_std_max: the batch reward's step-to-step noise (median absolute
     first difference / 0.954, the std of white noise; a steady trend or one spike hardly moves it)
     above this is oscillation, as is grad_norm_cv (the same for the gradient norm, over its
     median); length_growth: completion length this many times the baseline's with truncation_min
@@ -104,12 +105,12 @@ def reward_collapse(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
 
 @register_detector("entropy_collapse")
 def entropy_collapse(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
-    ent, div = _split(history, cfg, "entropy"), _split(history, cfg, "distinct_answer_ratio")
+    ent, div = _split(history, cfg, "entropy"), _split(history, cfg, "distinct_wrong_ratio")
     seen = []
     if ent is not None and ent[0].mean() > 0 and ent[1].mean() < cfg.entropy_drop * ent[0].mean():
         seen.append(f"entropy fell from {ent[0].mean():.3g} to {ent[1].mean():.3g} per token")
     if div is not None and div[0].mean() > 0 and div[1].mean() < cfg.diversity_drop * div[0].mean():
-        seen.append(f"distinct answers per group fell from {div[0].mean():.0%} to {div[1].mean():.0%}")
+        seen.append(f"distinct wrong answers per group fell from {div[0].mean():.0%} to {div[1].mean():.0%}")
     if not seen:
         return None
     return (f"policy degeneration: {'; '.join(seen)}. Groups will stop differing. Try: a lower optim.lr, an "
@@ -126,11 +127,12 @@ def kl_blowup(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
         return (f"KL blow-up: KL to the reference {recent.mean():.3g} per token over the last {cfg.window} steps "
                 f"(limit {cfg.kl_max}). Try: a lower optim.lr, a larger algo.kl_beta or an adaptive one "
                 "(algo.kl_target), tighter clipping (algo.clip_low/clip_high)")
-    before = _values(history[-2 * cfg.window : -cfg.window], "kl") if len(history) >= 2 * cfg.window else np.zeros(0)
-    # against the window before, not the run's start: KL starts at 0 by construction and any
+    # against the window before, never the run's first: KL starts at 0 by construction and any
     # ordinary rise is many times that
-    if before.size and recent.mean() > cfg.kl_max / 10 and recent.mean() > cfg.kl_growth * max(before.mean(), 1e-12):
-        return (f"KL blow-up: KL grew {recent.mean() / max(before.mean(), 1e-12):.1f}x in {cfg.window} steps, from "
+    before = _values(history[-2 * cfg.window : -cfg.window], "kl") if len(history) >= 3 * cfg.window else np.zeros(0)
+    floor = max(before.mean(), cfg.kl_max / 20) if before.size else 0.0
+    if before.size and recent.mean() > cfg.kl_max / 10 and recent.mean() > cfg.kl_growth * floor:
+        return (f"KL blow-up: KL grew {recent.mean() / floor:.1f}x in {cfg.window} steps, from "
                 f"{before.mean():.3g} to {recent.mean():.3g} per token. Try: a lower optim.lr or a KL target "
                 "(algo.kl_target)")
     return None

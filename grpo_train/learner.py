@@ -291,6 +291,14 @@ class DeepSpeedLearner:
             return (mean, float(np.sqrt(max(0.0, sq - n * mean * mean) / max(n - 1, 1))))
         return None
 
+    def _local_grad_norm(self) -> float | None:
+        """The L2 norm of this rank's gradients as they are about to be stepped, before clipping, when
+        every gradient sits whole on the module (ZeRO-0); else None. A metric only."""
+        if self.ds_cfg.zero_stage != 0:
+            return None
+        grads = [p.grad.detach().float().norm() for p in self.engine.module.parameters() if p.grad is not None]
+        return float(torch.stack(grads).norm()) if grads else None
+
     def _synced(self, batches: list[list[int]]) -> list[list[int] | None]:
         """The same number of micro-batches on every rank (ZeRO-3 gathers parameters in every forward,
         ZeRO-2/3 reduce in every backward): ranks with fewer get None, a zero-loss stand-in."""
@@ -381,9 +389,12 @@ class DeepSpeedLearner:
                 sums["adv_abs_sum"] += float(adv[mb].abs().sum())
                 for k in ("clip_fraction_sum", "kl_sum", "entropy_sum", "ratio_sum"):
                     sums[k] += info.get(k, 0.0)
+            local_norm = self._local_grad_norm()  # before step() clips and zeroes the gradients
             self.engine.step()
             steps += 1
             norm_value = self.engine.get_global_grad_norm()
+            if norm_value is None:  # DeepSpeed leaves it unset without ZeRO and loss scaling (fp32, ZeRO-0)
+                norm_value = local_norm
             if norm_value is not None:
                 grad_norms.append(float(norm_value))
         seconds = time.monotonic() - start

@@ -73,9 +73,12 @@ class Group:
             self.correct = self.rewards
 
     @property
-    def distinct_answers(self) -> float:
-        """Distinct answers (no answer counts as one) over G: 1/G when every sample says the same."""
-        return len(set(self.answers)) / max(1, len(self.answers)) if self.answers else float("nan")
+    def distinct_wrong_answers(self) -> float | None:
+        """Distinct answers among the wrong ones (no answer counts as one), over how many were wrong;
+        None with fewer than 2 wrong. Wrong answers, not all: as a policy learns, its right answers
+        merge into one by themselves; a degenerating one repeats its mistakes too."""
+        wrong = [a for a, c in zip(self.answers or [], self.correct, strict=False) if not c]
+        return len(set(wrong)) / len(wrong) if len(wrong) >= 2 else None
 
     @property
     def informative(self) -> bool:
@@ -114,7 +117,8 @@ class RolloutBatch:
     underfilled: fewer than batch_groups groups could be found; gen_seconds / gen_tokens: generation
     cost; n_correct: correct answers among all generated rollouts; truncated: generated answers
     that hit max_tokens; formatted: generated answers in the prompt's requested answer format;
-    distinct_answer_sum: each generated group's distinct-answer share (`Group.distinct_answers`), summed."""
+    distinct_wrong_sum / distinct_wrong_groups: `Group.distinct_wrong_answers` summed over the
+    generated groups that have it, and how many those are."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
@@ -128,7 +132,8 @@ class RolloutBatch:
     gen_seconds: float = 0.0
     gen_tokens: int = 0
     verify_seconds: float = 0.0
-    distinct_answer_sum: float = 0.0
+    distinct_wrong_sum: float = 0.0
+    distinct_wrong_groups: int = 0
 
 
 class RolloutBatcher:
@@ -204,7 +209,9 @@ class RolloutBatcher:
             batch.generated_rollouts += len(mine) * self.group_size
             batch.informative_groups += sum(g.informative for g in mine)
             batch.n_correct += int(sum(g.correct.sum() for g in mine))
-            batch.distinct_answer_sum += float(sum(g.distinct_answers for g in mine))
+            shares = [d for d in (g.distinct_wrong_answers for g in mine) if d is not None]
+            batch.distinct_wrong_sum += float(sum(shares))
+            batch.distinct_wrong_groups += len(shares)
             if self.dynamic:
                 batch.groups += [g for g in mine if g.informative]
                 kept_total += int(informative.sum())

@@ -297,7 +297,8 @@ class Trainer:
                   "generated_groups": batch.generated_groups, "n_correct": batch.n_correct,
                   "truncated": batch.truncated, "formatted": batch.formatted, "kept_reward_sum": float(sum(kept_rewards)),
                   "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "kept_lens": len(lens), "gen_tokens": batch.gen_tokens,
-                  "unscored": unscored, "distinct_sum": batch.distinct_answer_sum}
+                  "unscored": unscored, "distinct_wrong_sum": batch.distinct_wrong_sum,
+                  "distinct_wrong_groups": batch.distinct_wrong_groups}
         len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
             parts = self._all_gather((counts, len_max))
@@ -337,7 +338,8 @@ class Trainer:
             "completion_len_mean": counts["kept_len_sum"] / max(1, counts["kept_lens"]),
             "completion_len_max": int(len_max),
             "unscored_answers": counts["unscored"],
-            "distinct_answer_ratio": counts["distinct_sum"] / max(1, counts["generated_groups"]),
+            "distinct_wrong_ratio": (counts["distinct_wrong_sum"] / counts["distinct_wrong_groups"]
+                                     if counts["distinct_wrong_groups"] else float("nan")),
             "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0,
             "verify_seconds": batch.verify_seconds,
             "band_occupancy": sched.get("band_occupancy", float("nan")),

@@ -277,8 +277,9 @@ def launch_training(cfg, config_path: Path) -> None:
 
 def summarize(run_dir: Path, before: Path, after: Path) -> dict:
     from grpo_data.profiler import read_profile
+    from grpo_train.trainer import read_metrics
 
-    records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    records = read_metrics(run_dir)
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
     first, last = evals[0], evals[-1]

@@ -3,7 +3,6 @@ generated, band occupancy over training."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 
@@ -20,7 +19,9 @@ def write_plots(run_dir: Path, before: Path, after: Path, out: Path) -> list[Pat
     from grpo_data.profiler import read_profile
 
     plt = _plt()
-    records = [json.loads(line) for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines()]
+    from grpo_train.trainer import read_metrics
+
+    records = read_metrics(run_dir)
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
     paths = []

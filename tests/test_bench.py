@@ -73,3 +73,25 @@ def test_variants_compare_pairs_seeds_and_calls_only_beyond_two_standard_errors(
         result["summary"][key] = {"default": {"mean": one[key], "se": float("nan")}}
     table = variants_table(result)
     assert any(line.startswith("| default | 0.45 +- nan (0.45-0.45) |") for line in table)
+
+
+def test_variants_reuse_a_finished_run_only_under_the_same_key(tmp_path):
+    import json
+
+    from bench.variants_bench import completed, run_key
+
+    (tmp_path / "w.parquet").write_bytes(b"data")
+    key = run_key(["algo.tau=0.5", "run.eval_first=false"], [str(tmp_path / "w.parquet")])
+    assert key == run_key(["algo.tau=0.5", "run.eval_first=true", "run.out=elsewhere"], [str(tmp_path / "w.parquet")])
+    run = tmp_path / "arm"
+    run.mkdir()
+    records = [{"kind": "eval", "step": 0}, {"kind": "train", "step": 1, "rollouts_generated": 120},
+               {"kind": "eval", "step": 1}]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert completed(run, key, 100) is None  # no key saved: run it again
+    (run / "bench-key.json").write_text(json.dumps({"key": key, "seconds": 12.5}))
+    assert completed(run, key, 100) == (records, 12.5)
+    assert completed(run, key, 200) is None  # stopped before the budget
+    assert completed(run, run_key(["algo.tau=0.3"], [str(tmp_path / "w.parquet")]), 100) is None
+    (tmp_path / "w.parquet").write_bytes(b"other data")  # same path, new content
+    assert completed(run, run_key(["algo.tau=0.5"], [str(tmp_path / "w.parquet")]), 100) is None

@@ -10,7 +10,7 @@ from grpo_train.diagnostics import DETECTORS, DiagnosticsConfig, Health
 def healthy(step: int, rng: np.random.Generator) -> dict:
     return {"kind": "train", "step": step, "zero_variance_fraction": 0.5 + rng.normal(0, 0.03),
             "batch_pass_rate": 0.5 + rng.normal(0, 0.03), "reward_mean": 0.5 + rng.normal(0, 0.05),
-            "entropy": 1.0 + rng.normal(0, 0.05), "distinct_answer_ratio": 0.6, "kl": 0.01 + rng.normal(0, 0.001),
+            "entropy": 1.0 + rng.normal(0, 0.05), "distinct_wrong_ratio": 0.8, "kl": 0.01 + rng.normal(0, 0.001),
             "grad_norm": 1.0 + rng.normal(0, 0.1), "completion_len_mean": 20 + rng.normal(0, 1),
             "truncated_fraction": 0.0, "band_occupancy": 0.3, "underfilled": False}
 
@@ -18,7 +18,7 @@ def healthy(step: int, rng: np.random.Generator) -> dict:
 # the last 10 of 30 steps go wrong in one way each
 FAILURES = {
     "reward_collapse": {"zero_variance_fraction": 0.99, "batch_pass_rate": 0.99},
-    "entropy_collapse": {"entropy": 0.1, "distinct_answer_ratio": 0.125},
+    "entropy_collapse": {"entropy": 0.1, "distinct_wrong_ratio": 0.2},
     "kl_blowup": {"kl": 0.5},
     "oscillation": "oscillate",
     "length_runaway": {"completion_len_mean": 60.0, "truncated_fraction": 0.4},
@@ -86,10 +86,14 @@ def test_a_detector_warns_again_only_after_a_full_healthy_window():
 
 
 def test_kl_growth_fires_on_a_jump_not_on_an_ordinary_rise():
-    records = stream(None)
-    for r in records[20:]:
+    records = stream(None, steps=40, bad_from=30)
+    for r in records[30:]:
         r["kl"] = 0.05  # under kl_max 0.1, but 5x the window before
     assert [w.name for w in run(records)] == ["kl_blowup"]
+    warmup = stream(None)
+    for i, r in enumerate(warmup):
+        r["kl"] = min(0.015, 0.0015 * i)  # from 0 to a normal level in the second window: the first never counts
+    assert not run(warmup)
     assert not run(records, DiagnosticsConfig(kl_growth=10))
     ramp = stream(None, steps=300)
     for i, r in enumerate(ramp):
@@ -97,12 +101,12 @@ def test_kl_growth_fires_on_a_jump_not_on_an_ordinary_rise():
     assert not run(ramp)
     # a resumed run is handed its earlier records, and sees the jump the same way
     before = Health(DiagnosticsConfig())
-    assert [w.name for r in records[:28] for w in before.observe(r)] == ["kl_blowup"]
-    health = Health(DiagnosticsConfig(), history=records[:28])
-    assert [w.name for r in records[28:] for w in health.observe(r)] == []  # already on at step 28: no repeat
+    assert [w.name for r in records[:38] for w in before.observe(r)] == ["kl_blowup"]
+    health = Health(DiagnosticsConfig(), history=records[:38])
+    assert [w.name for r in records[38:] for w in health.observe(r)] == []  # already on at step 38: no repeat
     fresh = Health(DiagnosticsConfig(), history=[{k: v for k, v in r.items() if not k.startswith("diag_")}
-                                                 for r in records[:20]])
-    assert [w.name for r in records[20:] for w in fresh.observe(r)] == ["kl_blowup"]
+                                                 for r in records[:30]])
+    assert [w.name for r in records[30:] for w in fresh.observe(r)] == ["kl_blowup"]
 
 
 def test_oscillation_ignores_a_trend_and_a_single_spike():

@@ -113,3 +113,14 @@ def test_shaped_reward_flows_into_the_group():
     reward = build_reward([{"name": "correctness", "weight": 1.0}, {"name": "format", "weight": 0.5}])
     group = make_group(3, [1], scored_group([RIGHT, WRONG], ["\\boxed{1}", "1"]), Overlong("keep", 16), reward)
     assert group.rewards.tolist() == [1.5, 0.0] and group.train_mask is None
+
+
+def test_distinct_wrong_answers_ignore_right_ones():
+    from grpo_train.rollout import Group
+
+    def group(answers, correct):
+        return Group(0, [1], [], np.zeros(len(answers)), np.array(correct, dtype=float), None, answers)
+
+    assert group(["4", "5", "5", "4"], [1, 0, 0, 1]).distinct_wrong_answers == 0.5  # the same mistake twice
+    assert group(["4", "4", "4", "7", "8", ""], [1, 1, 1, 0, 0, 0]).distinct_wrong_answers == 1.0
+    assert group(["4", "4", "4", "7"], [1, 1, 1, 0]).distinct_wrong_answers is None  # one wrong: nothing to compare

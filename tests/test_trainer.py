@@ -195,7 +195,7 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     for key in ("reward_mean", "batch_pass_rate", "zero_variance_fraction", "informative_rollout_ratio",
                 "rollouts_generated", "gen_tokens_per_s", "train_tokens_per_s", "clip_fraction", "entropy",
                 "completion_len_mean", "weight_sync_s", "band_occupancy", "distinct_problems_trained",
-                "trained_level_mean"):
+                "trained_level_mean", "grad_norm", "distinct_wrong_ratio", "unscored_answers", "lr", "kl"):
         assert key in train_steps[-1], key
     assert train_steps[1]["rollouts_generated"] > train_steps[0]["rollouts_generated"] > 0
     evals = [r for r in records if r["kind"] == "eval"]
