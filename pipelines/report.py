@@ -192,7 +192,7 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
         ylim=(-0.02, 1.02))))
     sections.append(("KL and entropy", _lines("KL to the reference and entropy (per token)", trains, {
         "kl": "KL (k3)", "entropy": "entropy", "kl_beta": "KL coefficient",
-        "distinct_answer_ratio": "distinct answers per group / G"})))
+        "distinct_wrong_ratio": "distinct wrong answers per group"})))
     sections.append(("Completion length and truncation",
                      _lines("completion length (tokens)", trains, {"completion_len_mean": "mean", "completion_len_max": "max"})
                      + _lines("truncation and format", trains, {"truncated_fraction": "truncated (hit max_tokens)",
