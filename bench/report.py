@@ -146,13 +146,18 @@ def variants_table(r: dict) -> list[str]:
     lines = [f"- every arm: {r['budget_rollouts']:,} rollouts (training, resampling and refresh counted; the shared "
              f"profile in none), seeds {r['seeds']}, held-out mean@{k} before training {_fmt(float(initial))}; "
              "+- is one standard error over seeds; a difference is called only when the 95% t interval of the "
-             "paired differences (shown) excludes 0, each comparison on its own", "",
+             "paired differences (shown) excludes 0, each comparison on its own; s per run: wall seconds of the "
+             "runs this start made (start-up and evaluation included)", "",
              f"| arm | held-out mean@{k} | minus default (paired, 95% interval) | verdict | pass@{k} | maj@{k} | KL | "
              "entropy | mean abs advantage | completion tokens | s per run |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def ms(x):
         return f"{_fmt(x['mean'])} +- {_fmt(x['se'])}"
+
+    def seconds(arm):  # runs reused from an earlier start have no wall time
+        values = [x["seconds"] for x in r["runs"][arm].values() if np.isfinite(x["seconds"])]
+        return float(np.mean(values)) if values else float("nan")
 
     for arm in acc:
         a = acc[arm]
@@ -165,7 +170,7 @@ def variants_table(r: dict) -> list[str]:
                      f"{ms(pass_k[arm][f'heldout_pass_at_{k}'])} | {ms(maj_k[arm][f'heldout_maj_at_{k}'])} | "
                      f"{ms(r['summary']['kl'][arm])} | {ms(r['summary']['entropy'][arm])} | "
                      f"{_fmt(adv['mean']) if adv else 'n/a'} | "
-                     f"{_fmt(r['summary']['completion_len'][arm]['mean'])} | {_fmt(r['summary']['seconds'][arm]['mean'])} |")
+                     f"{_fmt(r['summary']['completion_len'][arm]['mean'])} | {_fmt(seconds(arm))} |")
     lines.append("")
     lines += [f"- claim \"{c['claim']}\": {c['outcome']} ({ms(c['minus_default'])} against the default)"
               for c in r["claims"].values()]
