@@ -294,6 +294,10 @@ def test_math_reward_judges_chat_and_plain_completions():
         assert got == [1.0, 0.0]
         with pytest.raises(MissingColumnError, match="needs a `solution` column"):
             reward(completions=["1"])
+        # the registry's correctness: an unreadable gold is no score (None), not 0
+        assert reward(completions=["\\boxed{1}"], solution=["\\frac{"]) == [None]
+    with pytest.raises(ValueError, match="undecided must be zero or none"):
+        MathReward(workers=1, undecided="skip")
 
 
 def test_a_fresh_train_counts_epochs_from_zero():

@@ -46,6 +46,7 @@ from transformers import TrainerCallback
 
 from grpo_data import io
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
+from grpo_data.rewards import Answer, correctness
 from grpo_data.scheduler import load_state, save_state
 
 logger = logging.getLogger(__name__)
@@ -307,15 +308,20 @@ class CurriculumCallback(TrainerCallback):
 
 
 class MathReward:
-    """A TRL reward function: 1.0 when math-verify judges the completion's answer equal to the
-    `solution` column, 0.0 when not, None when the verifier could not decide (timeout, error).
-    Runs in this project's killable verifier workers; close it (or use `with`) when training ends."""
+    """A TRL reward function: this project's `correctness` reward (`grpo_data.rewards`, the one its
+    trainer and profiler use) on the `solution` column: 1.0 when math-verify judges the completion's
+    answer equal to it, 0.0 when not, None (TRL's "no score") when the gold answer cannot be read.
+    A verifier timeout or error scores 0.0, or None with undecided="none". Runs in this project's
+    killable verifier workers; close it (or use `with`) when training ends."""
 
     __name__ = "math_reward"
 
-    def __init__(self, workers: int = 2, timeout_s: int = 2) -> None:
+    def __init__(self, workers: int = 2, timeout_s: int = 2, undecided: str = "zero") -> None:
         from grpo_data.verify_pool import VerifierPool
 
+        if undecided not in ("zero", "none"):
+            raise ValueError(f"MathReward: undecided must be zero or none, got {undecided!r}")
+        self.undecided = undecided
         self.pool = VerifierPool(workers=workers, timeout_s=timeout_s)
 
     def __call__(self, prompts=None, completions=None, solution=None, **kwargs) -> list[float | None]:
@@ -323,7 +329,7 @@ class MathReward:
             raise MissingColumnError("math_reward needs a `solution` column (the gold answer; grpo shards --format trl)")
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
         out = self.pool.verify([str(s) for s in solution], texts)
-        return [1.0 if v.correct else None if v.reason in ("timeout", "error") else 0.0 for v in out]
+        return [correctness(Answer(t, v), undecided=self.undecided) for t, v in zip(texts, out, strict=True)]
 
     def close(self) -> None:
         self.pool.close()
