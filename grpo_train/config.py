@@ -152,9 +152,9 @@ class AlgoConfig:
 class RewardConfig:
     """The training reward: a weighted sum of registered rewards (grpo_data.rewards: correctness |
     format | length_penalty), each term a mapping {name, weight, and that reward's options}. An
-    answer any term cannot score (the verifier timed out) gets no reward: it is kept out of the loss
-    and out of its group's statistics. The scheduler and the zero-variance rule always see
-    correctness."""
+    answer any term cannot score (its gold answer cannot be read; a verifier timeout or error too
+    under `{name: correctness, undecided: none}`) gets no reward: it is kept out of the loss and out
+    of its group's statistics. The scheduler and the zero-variance rule always see correctness."""
 
     terms: tuple = ({"name": "correctness", "weight": 1.0},)
 

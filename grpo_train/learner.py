@@ -267,7 +267,8 @@ class DeepSpeedLearner:
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX if op == "max" else torch.distributed.ReduceOp.SUM)
         return t.tolist()
 
-    def _gather(self, obj) -> list:
+    def all_gather(self, obj) -> list:
+        """Every rank's `obj`, in rank order (pickled objects; [obj] on one rank)."""
         if self.world_size == 1:
             return [obj]
         out = [None] * self.world_size
@@ -279,7 +280,7 @@ class DeepSpeedLearner:
         window_norm's window std (every rank's groups enter the window), batch_norm's mean and
         sample std of the group-centered rewards of every rank's batch."""
         if self.algo.advantage == "window_norm":
-            for part in self._gather(group_reward_stats(seqs)):
+            for part in self.all_gather(group_reward_stats(seqs)):
                 self.window.add(part)
             return (self.window.std(),)
         if self.algo.advantage == "batch_norm":

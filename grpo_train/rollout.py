@@ -104,7 +104,7 @@ def make_group(problem: int, prompt_ids: list[int], scored: ScoredGroup, overlon
     elif overlong.mode == "mask":
         mask = mask & ~scored.truncated
     return Group(problem, prompt_ids, scored.completions, rewards, correct, None if mask.all() else mask,
-                 [getattr(v, "answer", "") for v in scored.verdicts])
+                 [v.answer for v in scored.verdicts])
 
 
 @dataclass

@@ -274,9 +274,7 @@ class Trainer:
 
     # ------------------------------------------------------------ distributed helpers
     def _all_gather(self, obj):
-        out = [None] * self.world
-        torch.distributed.all_gather_object(out, obj)
-        return out
+        return self.learner.all_gather(obj)
 
     # ------------------------------------------------------------ one step
     def train_step(self) -> dict:
