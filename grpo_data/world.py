@@ -1,104 +1,98 @@
-"""The embedded arithmetic world: procedural problems with graded difficulty, no downloads needed.
+"""The embedded arithmetic world: chains of written steps whose difficulty is their length.
 
-Every problem is an integer expression; its level sets the operand sizes and operators:
+A level-k problem is a chain of k one-digit additions and subtractions on a running value that
+stays in 0..99, and its expected solution writes every step on its own line:
 
-    level  form          operands                       example
-    1      a + b         a, b in 0..9                   What is 3+5?
-    2      a + b         a in 10..99, b in 0..9         What is 47+8?
-    3      a - b         a in 10..99, b in 0..9         What is 52-7?
-    4      a + b         a, b in 10..99                 What is 38+47?
-    5      a - b         a, b in 10..99                 What is 31-58?
-    6      a * b         a in 10..99, b in 2..9         What is 23*7?
-    7      a + b + c     a, b, c in 10..99              What is 12+45+78?
-    8      (a + b) * c   a, b in 10..99, c in 2..9      What is (12+45)*7?
+    What is 47+5-8+3?           17+5=22          (level 1: one step)
+                                22-3=19
+    47+5=52                     \\boxed{19}
+    52-8=44
+    44+3=47
+    \\boxed{47}
 
-The question is the user message "What is EXPR?"; the gold answer is the integer as a string
-("-27"). The policy is expected to answer with `\\boxed{N}`, which `grpo_data.verify` extracts
-(a bare final number is accepted too). Generation is deterministic from the seed: the same seed gives
-the same problems, ids and splits. Train and held-out splits share no problem text.
+A model that gets each step right with probability r solves a k-step chain about r**k of the time,
+so long chains fail by per-step slips, not by a wall: their pass rate is low but real, and rises as
+the steps get more reliable. RL on the short and middle chains therefore lifts the long ones: the
+frontier moves (see ../shared/STACK_NOTES.md, "A probe of a moving frontier world").
+
+Splits, all disjoint by problem text and drawn deterministically from the seed:
+- `sft`: the warm start's supervised data (grpo_train/bootstrap.py), never used by RL or evaluation;
+- `train`: the RL pool, shaped per level (`pool`) as a real dataset is for a given model: mostly
+  chains the warm policy always solves or never does, with a frontier in between;
+- `val`: every choice of band, epoch mode or learning rate is made on it;
+- `test`: only reported.
+
+The gold answer is the final value as a string; the policy answers with `\\boxed{N}` after its steps.
 """
 
 from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
 from grpo_data.problems import problem_id, to_table, user_prompt
 
-SOURCE = "grpo-arith-world"
+SOURCE = "grpo-arith-chains"
 ANSWER_FORMAT = "\\boxed{N}"
+LEVELS = tuple(range(1, 11))  # chain length
+SPLITS = ("test", "val", "train", "sft")  # drawn in this order, so the evaluation splits never run short
 
 
-def _r(rng: random.Random, lo: int, hi: int) -> int:
-    return rng.randint(lo, hi)
+def default_pool() -> dict[int, int]:
+    """RL pool problems per level: many short chains (solved) and long ones (mostly failed), a
+    thinner middle: the shape public math sets have for a model that is neither weak nor strong."""
+    return {1: 360, 2: 300, 3: 180, 4: 90, 5: 90, 6: 90, 7: 120, 8: 150, 9: 240, 10: 360}
 
 
-# level -> expression generator (rng -> expression text); evaluated with a tiny parser below
-LEVELS: dict[int, Callable[[random.Random], str]] = {
-    1: lambda g: f"{_r(g, 0, 9)}+{_r(g, 0, 9)}",
-    2: lambda g: f"{_r(g, 10, 99)}+{_r(g, 0, 9)}",
-    3: lambda g: f"{_r(g, 10, 99)}-{_r(g, 0, 9)}",
-    4: lambda g: f"{_r(g, 10, 99)}+{_r(g, 10, 99)}",
-    5: lambda g: f"{_r(g, 10, 99)}-{_r(g, 10, 99)}",
-    6: lambda g: f"{_r(g, 10, 99)}*{_r(g, 2, 9)}",
-    7: lambda g: f"{_r(g, 10, 99)}+{_r(g, 10, 99)}+{_r(g, 10, 99)}",
-    8: lambda g: f"({_r(g, 10, 99)}+{_r(g, 10, 99)})*{_r(g, 2, 9)}",
-}
+def default_sft() -> dict[int, int]:
+    """Distinct warm-start problems per level (how often each level is *seen* is the bootstrap's
+    `level_weights`)."""
+    return {1: 600, 2: 1500, 3: 1500, 4: 1200, 5: 1000, 6: 800, 7: 600, 8: 600, 9: 500, 10: 500}
+
+
+def chain(rng: random.Random, steps: int) -> tuple[str, list[str], int]:
+    """(expression, written step lines, final value) of a random `steps`-step chain in 0..99."""
+    value = rng.randint(1, 99)
+    expr, lines = str(value), []
+    for _ in range(steps):
+        d = rng.randint(1, 9)
+        op = rng.choice("+-") if d <= value <= 99 - d else ("+" if value < d else "-")
+        new = value + d if op == "+" else value - d
+        lines.append(f"{value}{op}{d}={new}")
+        expr += f"{op}{d}"
+        value = new
+    return expr, lines, value
 
 
 def evaluate(expr: str) -> int:
-    """Value of an expression of non-negative integers, + - *, and parentheses (no eval())."""
-    tokens: list[str] = []
-    i = 0
-    while i < len(expr):
-        ch = expr[i]
+    """Value of a chain `a+b-c...` of non-negative integers (parsed, never eval()-ed)."""
+    total, number, sign = 0, "", 1
+    for ch in expr + "+":
         if ch.isdigit():
-            j = i
-            while j < len(expr) and expr[j].isdigit():
-                j += 1
-            tokens.append(expr[i:j])
-            i = j
-        elif ch in "+-*()":
-            tokens.append(ch)
-            i += 1
-        elif ch == " ":
-            i += 1
-        else:
+            number += ch
+        elif ch in "+-":
+            if not number:
+                raise ValueError(f"malformed chain {expr!r}")
+            total += sign * int(number)
+            number, sign = "", (1 if ch == "+" else -1)
+        elif ch != " ":
             raise ValueError(f"unexpected character {ch!r} in {expr!r}")
-    pos = 0
+    return total
 
-    def atom() -> int:
-        nonlocal pos
-        tok = tokens[pos]
-        pos += 1
-        if tok == "(":
-            value = expr_sum()
-            pos += 1  # ')'
-            return value
-        return int(tok)
 
-    def term() -> int:
-        nonlocal pos
-        value = atom()
-        while pos < len(tokens) and tokens[pos] == "*":
-            pos += 1
-            value *= atom()
-        return value
-
-    def expr_sum() -> int:
-        nonlocal pos
-        value = term()
-        while pos < len(tokens) and tokens[pos] in "+-":
-            op = tokens[pos]
-            pos += 1
-            value = value + term() if op == "+" else value - term()
-        return value
-
-    return expr_sum()
+def solution(expr: str) -> str:
+    """The written solution of a chain: one line per step, then the boxed value."""
+    numbers, ops = re.findall(r"\d+", expr), re.findall(r"[+-]", expr)
+    value, lines = int(numbers[0]), []
+    for op, d in zip(ops, numbers[1:], strict=True):
+        new = value + int(d) if op == "+" else value - int(d)
+        lines.append(f"{value}{op}{d}={new}")
+        value = new
+    return "\n".join([*lines, f"\\boxed{{{value}}}"])
 
 
 def question(expr: str) -> str:
@@ -107,49 +101,70 @@ def question(expr: str) -> str:
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """Size and seed of a generated world.
-
-    per_level_train / per_level_heldout: problems per level in each split (capped by how many
-        distinct expressions a level has: level 1 has 100).
-    levels: which levels to generate.
-    """
+    """Size and seed of a generated world: problems per level in each split."""
 
     seed: int = 0
-    per_level_train: int = 600
-    per_level_heldout: int = 100
-    levels: tuple[int, ...] = tuple(LEVELS)
+    pool: dict[int, int] = field(default_factory=default_pool)
+    val_per_level: int = 30
+    test_per_level: int = 40
+    sft: dict[int, int] = field(default_factory=default_sft)
 
     def __post_init__(self) -> None:
-        unknown = [lv for lv in self.levels if lv not in LEVELS]
+        unknown = sorted(set(self.pool) - set(LEVELS) | set(self.sft) - set(LEVELS))
         if unknown:
-            raise ValueError(f"unknown levels {unknown}; known levels: {sorted(LEVELS)}")
-        if self.per_level_train < 1 or self.per_level_heldout < 0:
-            raise ValueError("per_level_train must be >= 1 and per_level_heldout >= 0")
+            raise ValueError(f"unknown levels {unknown}; known levels (chain lengths): {list(LEVELS)}")
+        if min(self.pool.values(), default=0) < 0 or self.val_per_level < 0 or self.test_per_level < 0:
+            raise ValueError("problem counts must be >= 0")
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        return tuple(sorted(set(self.pool) | set(self.sft)))
+
+    def wanted(self, level: int) -> dict[str, int]:
+        return {"test": self.test_per_level, "val": self.val_per_level, "train": self.pool.get(level, 0),
+                "sft": self.sft.get(level, 0)}
+
+    def scaled(self, factor: float) -> WorldConfig:
+        """The same world with `factor` times the RL pool and evaluation splits (SFT unchanged)."""
+        if factor <= 0:
+            raise ValueError(f"scale must be > 0, got {factor}")
+        if factor == 1:
+            return self
+        return replace(self, pool={lv: max(1, round(n * factor)) for lv, n in self.pool.items()},
+                       val_per_level=max(2, round(self.val_per_level * factor)),
+                       test_per_level=max(2, round(self.test_per_level * factor)))
+
+    def to_dict(self) -> dict:
+        return {"seed": self.seed, "pool": {str(k): v for k, v in self.pool.items()},
+                "val_per_level": self.val_per_level, "test_per_level": self.test_per_level,
+                "sft": {str(k): v for k, v in self.sft.items()}}
 
 
-def generate(cfg: WorldConfig) -> dict[str, pl.DataFrame]:
-    """{"train": table, "heldout": table}: canonical problem tables with `level`, disjoint by text."""
-    rows = {"train": [], "heldout": []}
+def _distinct_chains(rng: random.Random, steps: int, want: int) -> list[str]:
+    seen: dict[str, None] = {}
+    attempts = 0
+    while len(seen) < want and attempts < want * 50:
+        attempts += 1
+        seen.setdefault(chain(rng, steps)[0], None)
+    if len(seen) < want:
+        raise ValueError(f"level {steps} has only {len(seen)} distinct chains for the {want} asked")
+    return list(seen)
+
+
+def generate(cfg: WorldConfig = WorldConfig()) -> dict[str, pl.DataFrame]:
+    """{"sft", "train", "val", "test"}: canonical problem tables with `level`, disjoint by text."""
+    rows: dict[str, list[dict]] = {s: [] for s in SPLITS}
     for level in cfg.levels:
-        rng = random.Random(f"{cfg.seed}:{level}")
-        want = cfg.per_level_train + cfg.per_level_heldout
-        seen: list[str] = []
-        seen_set: set[str] = set()
-        attempts = 0
-        while len(seen) < want and attempts < want * 50:
-            attempts += 1
-            expr = LEVELS[level](rng)
-            if expr not in seen_set:
-                seen_set.add(expr)
-                seen.append(expr)
-        # held-out takes its share first so a small level (level 1: 100 expressions) still has one
-        n_held = min(cfg.per_level_heldout, len(seen) // 5)
-        for split, exprs in (("heldout", seen[:n_held]), ("train", seen[n_held:])):
-            for expr in exprs:
+        want = cfg.wanted(level)
+        exprs = _distinct_chains(random.Random(f"{cfg.seed}:{level}"), level, sum(want.values()))
+        start = 0
+        for split in SPLITS:
+            for expr in exprs[start : start + want[split]]:
                 messages = user_prompt(question(expr))
                 rows[split].append({
                     "id": problem_id(messages), "source": SOURCE, "prompt": messages,
                     "answer": str(evaluate(expr)), "level": level,
                     "meta": json.dumps({"expr": expr, "split": split, "seed": cfg.seed}),
                 })
+            start += want[split]
     return {split: to_table(r) for split, r in rows.items()}

@@ -1,18 +1,22 @@
-"""Supervised warm start of the tiny policy on part of the world's training pool (`grpo bootstrap`).
+"""Supervised warm start of the tiny policy on the world's SFT split (`grpo bootstrap`).
 
 Makes a realistic RL starting point: after it, sampled at the profiling temperature, the policy
-solves the easy levels, fails the hard ones and is unsure in between, the way a real model is on a
-real math dataset.
+solves short chains, rarely solves long ones and is unsure in between, the way a real model is on
+a real math dataset, and it fails long chains by slips in single steps, so RL can lift them.
 
 Design, chosen for learnability on 2 CPU cores:
-- loss on the answer tokens only (`\\boxed{N}<|im_end|>`); prompt tokens are masked with -100;
-- the SFT set is a per-level share of the training pool (easy levels seen more, hard levels less),
-  drawn deterministically from the seed; the rest of the pool is what RL must generalize to;
+- the target is the written solution (one line per step, then `\\boxed{N}<|im_end|>`); loss on
+  the completion only, prompt tokens are masked with -100;
+- the SFT data is the world's own `sft` split, disjoint by text from the RL pool, validation and
+  test sets; every chain length is seen, short ones often and long ones rarely (`level_weights`:
+  how often a batch row is drawn from each level), so long chains start with a low but real pass
+  rate rather than a wall (../shared/STACK_NOTES.md, "A probe of a moving frontier world");
 - AdamW, linear warmup then cosine decay, fixed number of steps; batches padded to their longest row.
   No attention mask is passed: with right padding and causal attention no real token attends to a
-  pad, so the loss is the same and SDPA takes its faster causal path (about 10% per step).
+  pad, so the loss is the same and SDPA takes its faster causal path.
+- deterministic for a seed and a thread count (torch's CPU kernels reduce in a thread-dependent order).
 
-The result is cached: `bootstrap.json` beside the weights records a hash of every input (world
+The result is cached: `bootstrap.json` beside the weights records a hash of every input (SFT
 table, config, code version); a rerun with the same inputs returns at once, changed inputs rebuild.
 """
 
@@ -30,111 +34,101 @@ from pathlib import Path
 import polars as pl
 
 from grpo_data import io
+from grpo_data.world import solution
 from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
 
 logger = logging.getLogger(__name__)
 
-BOOTSTRAP_VERSION = 5  # bump when the recipe changes, so caches rebuild
-ANSWER_TEMPLATE = "\\boxed{{{answer}}}"
+BOOTSTRAP_VERSION = 6  # bump when the recipe changes, so caches rebuild
 
 
-def default_sft_share() -> dict[int, float]:
-    return {1: 1.0, 2: 1.0, 3: 1.0, 4: 0.7, 5: 0.7, 6: 0.3, 7: 0.1, 8: 0.05}
-
-
-def default_teacher_error() -> dict[int, float]:
-    return {1: 0.0, 2: 0.0, 3: 0.0, 4: 0.25, 5: 0.35, 6: 0.0, 7: 0.0, 8: 0.0}
-
-
-def plausible_mistake(answer: int, rng: random.Random) -> int:
-    """A wrong answer of the kind arithmetic slips produce: off by one in the units or tens digit."""
-    return answer + rng.choice((-10, -1, 1, 10))
+def default_level_weights() -> dict[int, float]:
+    return {1: 0.28, 2: 0.24, 3: 0.17, 4: 0.10, 5: 0.07, 6: 0.05, 7: 0.035, 8: 0.025, 9: 0.008, 10: 0.004}
 
 
 @dataclass(frozen=True)
 class BootstrapConfig:
     """Warm-start recipe.
 
-    sft_share:  per level, the share of the training pool used as SFT data (missing level -> 0).
-    teacher_error: per level, how often the SFT target is a plausible mistake instead of the gold
-                answer, drawn afresh each time an example is seen: the policy imitates an imperfect
-                teacher and so starts unsure on the middle levels, as a real model does on a real
-                dataset. The gold answer stays the most likely target at every level (errors < 0.5
-                spread over four different mistakes), so RL has something to sharpen.
+    level_weights: per level (chain length), the share of batch rows drawn from it (missing -> 0).
     steps / batch_size / lr / warmup_steps / weight_decay: the optimizer schedule.
-    threads:    torch CPU threads.
+    threads:    torch CPU threads (results are reproducible for a seed and a thread count).
     """
 
     seed: int = 0
     model: TinyModelConfig = field(default_factory=TinyModelConfig)
-    sft_share: dict[int, float] = field(default_factory=default_sft_share)
-    teacher_error: dict[int, float] = field(default_factory=default_teacher_error)
-    steps: int = 1100
-    batch_size: int = 128
-    lr: float = 3e-3
-    warmup_steps: int = 50
+    level_weights: dict[int, float] = field(default_factory=default_level_weights)
+    steps: int = 600
+    batch_size: int = 64
+    lr: float = 2e-3
+    warmup_steps: int = 40
     weight_decay: float = 0.01
     threads: int = 2
 
+    def __post_init__(self) -> None:  # levels may arrive as strings from JSON
+        object.__setattr__(self, "level_weights", {int(k): float(v) for k, v in self.level_weights.items()})
+
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["sft_share"] = {str(k): v for k, v in self.sft_share.items()}
-        d["teacher_error"] = {str(k): v for k, v in self.teacher_error.items()}
+        d["level_weights"] = {str(k): v for k, v in self.level_weights.items()}
         return d
 
 
-def completion_text(answer: str) -> str:
-    return ANSWER_TEMPLATE.format(answer=answer)
-
-
-def sft_split(train: pl.DataFrame, share: dict[int, float], seed: int) -> pl.DataFrame:
-    """Deterministic per-level sample of the training pool used for SFT."""
-    parts = []
-    for level, frac in sorted(share.items()):
-        rows = train.filter(pl.col("level") == level).sort("id")
-        n = int(round(rows.height * frac))
-        if n:
-            parts.append(rows.sample(n=n, seed=seed + level, shuffle=True))
-    return pl.concat(parts) if parts else train.head(0)
+def completion_text(expr: str) -> str:
+    return solution(expr)
 
 
 @dataclass(frozen=True)
 class SFTExample:
-    prompt_ids: tuple[int, ...]
-    answer: int
+    ids: tuple[int, ...]  # prompt + written solution + EOS
+    start: int  # where the completion begins
     level: int
 
 
 def encode_examples(tokenizer, table: pl.DataFrame) -> list[SFTExample]:
     out = []
-    for messages, answer, level in zip(table["prompt"].to_list(), table["answer"].to_list(),
-                                       table["level"].to_list(), strict=True):
+    for messages, meta, level in zip(table["prompt"].to_list(), table["meta"].to_list(), table["level"].to_list(),
+                                     strict=True):
         prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        out.append(SFTExample(tuple(tokenizer(prompt, add_special_tokens=False)["input_ids"]), int(answer), level))
+        p_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        c_ids = tokenizer(completion_text(json.loads(meta)["expr"]), add_special_tokens=False)["input_ids"]
+        out.append(SFTExample(tuple(p_ids + c_ids + [tokenizer.eos_token_id]), len(p_ids), level))
     return out
 
 
-def realize(example: SFTExample, tokenizer, teacher_error: dict[int, float], rng: random.Random) -> tuple[list[int], int]:
-    """(prompt+completion+EOS ids, completion start) with this visit's target answer."""
-    answer = example.answer
-    if rng.random() < teacher_error.get(example.level, 0.0):
-        answer = plausible_mistake(answer, rng)
-    c_ids = tokenizer(completion_text(str(answer)), add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-    return list(example.prompt_ids) + c_ids, len(example.prompt_ids)
+def batch_order(examples: list[SFTExample], weights: dict[int, float], rows: int, seed: int) -> list[int]:
+    """`rows` example indices: each row's level drawn by `weights`, then an example of that level,
+    cycling through the level's examples in a fresh shuffled order (every example seen before any
+    repeats)."""
+    rng = random.Random(seed)
+    by_level: dict[int, list[int]] = {}
+    for i, ex in enumerate(examples):
+        by_level.setdefault(ex.level, []).append(i)
+    levels = [lv for lv in sorted(by_level) if weights.get(lv, 0) > 0]
+    if not levels:
+        raise ValueError(f"no SFT example has a level with positive weight in {weights}")
+    queues: dict[int, list[int]] = {lv: [] for lv in levels}
+    out = []
+    for lv in rng.choices(levels, weights=[weights[lv] for lv in levels], k=rows):
+        if not queues[lv]:
+            queues[lv] = rng.sample(by_level[lv], len(by_level[lv]))
+        out.append(queues[lv].pop())
+    return out
 
 
-def collate(examples: list[tuple[list[int], int]], pad_id: int):
+def collate(examples: list[SFTExample], pad_id: int):
     """Right-padded (input_ids, attention_mask, labels); labels are -100 outside the completion."""
     import torch
 
-    width = max(len(ids) for ids, _ in examples)
+    width = max(len(ex.ids) for ex in examples)
     input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)  # (B, T)
     attention = torch.zeros((len(examples), width), dtype=torch.long)  # (B, T)
     labels = torch.full((len(examples), width), -100, dtype=torch.long)  # (B, T)
-    for i, (ids, start) in enumerate(examples):
-        input_ids[i, : len(ids)] = torch.tensor(ids)
-        attention[i, : len(ids)] = 1
-        labels[i, start : len(ids)] = torch.tensor(ids[start:])
+    for i, ex in enumerate(examples):
+        ids = torch.tensor(ex.ids)
+        input_ids[i, : ids.numel()] = ids
+        attention[i, : ids.numel()] = 1
+        labels[i, ex.start : ids.numel()] = ids[ex.start :]
     return input_ids, attention, labels
 
 
@@ -146,11 +140,11 @@ def lr_at(step: int, cfg: BootstrapConfig) -> float:
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, progress))))
 
 
-def input_hash(world_train: pl.DataFrame, cfg: BootstrapConfig) -> str:
+def input_hash(sft: pl.DataFrame, cfg: BootstrapConfig) -> str:
     h = hashlib.sha256()
     h.update(json.dumps({"cfg": cfg.to_dict(), "version": BOOTSTRAP_VERSION}, sort_keys=True).encode())
-    for col in ("id", "answer", "level"):
-        h.update(str(world_train[col].to_list()).encode())
+    for col in ("id", "meta", "level"):
+        h.update(str(sft[col].to_list()).encode())
     return h.hexdigest()[:20]
 
 
@@ -161,6 +155,28 @@ def cached(out_dir: str | Path, digest: str) -> bool:
     return json.loads(meta.read_text()).get("input_hash") == digest
 
 
+def batch_loss(model, rows: list[SFTExample], pad_id: int, parts: int = 2):
+    """Mean token cross-entropy of the completions in `rows`, computed on `parts` sub-batches of
+    similar length (each padded only to its own longest row: a chain of 10 steps no longer pads
+    the whole batch), summed and divided by the batch's completion tokens: the same loss as one
+    padded batch. Backward runs per part, so only one part's activations are alive at a time; the
+    returned value is detached."""
+    import torch
+
+    ranked = sorted(rows, key=lambda ex: len(ex.ids))
+    size = -(-len(ranked) // parts)
+    tokens = sum(len(ex.ids) - ex.start for ex in ranked)  # completion tokens predicted
+    total = 0.0
+    for i in range(0, len(ranked), size):
+        input_ids, _, labels = collate(ranked[i : i + size], pad_id)  # right padding + causal: no mask needed
+        logits = model(input_ids=input_ids).logits[:, :-1]  # (B, T-1, V)
+        part = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.size(-1)), labels[:, 1:].reshape(-1),
+                                                 ignore_index=-100, reduction="sum") / tokens
+        part.backward()
+        total += part.item()
+    return torch.tensor(total)
+
+
 def train_sft(model, tokenizer, examples, cfg: BootstrapConfig, progress: bool = True) -> list[float]:
     """Plain-torch SFT loop (the warm start is not the RL learner). Returns the loss per step."""
     import torch
@@ -168,28 +184,20 @@ def train_sft(model, tokenizer, examples, cfg: BootstrapConfig, progress: bool =
 
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
-    rng = random.Random(cfg.seed)
     decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
     model.train()
-    order: list[int] = []
+    order = batch_order(examples, cfg.level_weights, cfg.steps * cfg.batch_size, cfg.seed)
     losses = []
     bar = tqdm(range(cfg.steps), desc="warm start", disable=not progress, mininterval=2)
     for step in bar:
-        if len(order) < cfg.batch_size:
-            fresh = list(range(len(examples)))
-            rng.shuffle(fresh)
-            order += fresh
-        batch = [realize(examples[i], tokenizer, cfg.teacher_error, rng) for i in order[: cfg.batch_size]]
-        del order[: cfg.batch_size]
-        input_ids, _, labels = collate(batch, tokenizer.pad_token_id)
+        rows = [examples[i] for i in order[step * cfg.batch_size : (step + 1) * cfg.batch_size]]
         for group in opt.param_groups:
             group["lr"] = lr_at(step, cfg)
-        loss = model(input_ids=input_ids, labels=labels).loss  # right padding + causal: no mask needed
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss = batch_loss(model, rows, tokenizer.pad_token_id)  # backward done inside, part by part
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         losses.append(loss.item())
@@ -199,18 +207,18 @@ def train_sft(model, tokenizer, examples, cfg: BootstrapConfig, progress: bool =
     return losses
 
 
-def bootstrap(world_train: pl.DataFrame, out_dir: str | Path, cfg: BootstrapConfig = BootstrapConfig(),
+def bootstrap(sft: pl.DataFrame, out_dir: str | Path, cfg: BootstrapConfig = BootstrapConfig(),
               progress: bool = True) -> Path:
-    """Build, warm-start and save the tiny policy to out_dir; reuse it when inputs are unchanged."""
+    """Build, warm-start on the `sft` table and save the tiny policy to out_dir; reuse it when
+    inputs are unchanged."""
     out = Path(out_dir)
-    digest = input_hash(world_train, cfg)
+    digest = input_hash(sft, cfg)
     if cached(out, digest):
         logger.info("warm start cached at %s (inputs unchanged)", out)
         return out
     start = time.monotonic()
     tokenizer = build_tokenizer()
     model = build_model(tokenizer, cfg.model, cfg.seed)
-    sft = sft_split(world_train, cfg.sft_share, cfg.seed)
     examples = encode_examples(tokenizer, sft)
     logger.info("warm start: %d SFT examples, %d params", len(examples), sum(p.numel() for p in model.parameters()))
     losses = train_sft(model, tokenizer, examples, cfg, progress)

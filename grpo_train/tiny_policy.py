@@ -38,7 +38,7 @@ class TinyModelConfig:
     num_heads: int = 4
     num_kv_heads: int = 2
     intermediate_size: int = 384
-    max_positions: int = 128
+    max_positions: int = 192
 
     def __post_init__(self) -> None:
         supported = (32, 64, 80, 96, 112, 128, 160, 192, 224, 256, 512)

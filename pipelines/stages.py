@@ -12,23 +12,24 @@ from grpo_data import io
 logger = logging.getLogger(__name__)
 
 
-def write_world(out: str | Path, seed: int = 0, per_level_train: int = 600, per_level_heldout: int = 100) -> dict[str, Path]:
-    """Generate the world into `out`/{train,heldout}.parquet + world.json; reuse it when unchanged."""
+def write_world(out: str | Path, seed: int = 0, scale: float = 1.0) -> dict[str, Path]:
+    """Generate the world into `out`/{sft,train,val,test}.parquet + world.json; reuse it when
+    unchanged. `scale` multiplies the RL pool and the evaluation splits (not the SFT data).
+    The returned paths name the test split `heldout` too: it is what training evaluates on."""
     from grpo_data.world import WorldConfig, generate
 
     out = Path(out)
-    cfg = WorldConfig(seed=seed, per_level_train=per_level_train, per_level_heldout=per_level_heldout)
-    spec = {"seed": seed, "per_level_train": per_level_train, "per_level_heldout": per_level_heldout,
-            "levels": list(cfg.levels)}
-    paths = {"train": out / "train.parquet", "heldout": out / "heldout.parquet", "config": out / "world.json"}
+    cfg = WorldConfig(seed=seed).scaled(scale)
+    spec = {**cfg.to_dict(), "scale": scale}
+    paths = {split: out / f"{split}.parquet" for split in ("sft", "train", "val", "test")}
+    paths["config"] = out / "world.json"
     if paths["config"].exists() and json.loads(paths["config"].read_text()) == spec and all(p.exists() for p in paths.values()):
         logger.info("world at %s is up to date", out)
-        return paths
-    tables = generate(cfg)
-    io.write_parquet(paths["train"], tables["train"])
-    io.write_parquet(paths["heldout"], tables["heldout"])
+        return {**paths, "heldout": paths["test"]}
+    for split, table in generate(cfg).items():
+        io.write_parquet(paths[split], table)
     io.write_json(paths["config"], spec)
-    return paths
+    return {**paths, "heldout": paths["test"]}
 
 
 def read_problems(args, loaded_to: Path | None = None):
@@ -72,7 +73,7 @@ def warm_policy(world_dir: str | Path = "runs/world", out: str | Path = "runs/po
     cfg = BootstrapConfig(seed=seed)
     if steps:
         cfg = dataclasses.replace(cfg, steps=steps)
-    return bootstrap(pl.read_parquet(paths["train"]), out, cfg, progress=progress)
+    return bootstrap(pl.read_parquet(paths["sft"]), out, cfg, progress=progress)
 
 
 def eval_rows(spec: str, preset: str | None, split: str = "test", config: str | None = None,

@@ -28,9 +28,12 @@ def pool():
 
 @pytest.fixture(scope="session")
 def world_tables():
-    from grpo_data.world import WorldConfig, generate
+    from grpo_data.world import LEVELS, WorldConfig, generate
 
-    return generate(WorldConfig(seed=0, per_level_train=60, per_level_heldout=10))
+    cfg = WorldConfig(seed=0, pool=dict.fromkeys(LEVELS, 60), val_per_level=10, test_per_level=10,
+                      sft=dict.fromkeys(LEVELS, 200))
+    tables = generate(cfg)
+    return {**tables, "heldout": tables["test"]}
 
 
 @pytest.fixture(scope="session")
@@ -47,11 +50,11 @@ def untrained_policy(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def quick_policy(tmp_path_factory, world_tables):
-    """A briefly warm-started policy (about 40 s): answers in the right format, unsure on most levels."""
+    """A briefly warm-started policy: writes steps in the right format, unsure on most levels."""
     from grpo_train.bootstrap import BootstrapConfig, bootstrap
 
     out = tmp_path_factory.mktemp("quick-policy") / "policy"
-    return bootstrap(world_tables["train"], out, BootstrapConfig(steps=150), progress=False)
+    return bootstrap(world_tables["sft"], out, BootstrapConfig(steps=80), progress=False)
 
 
 @pytest.fixture(scope="session")
@@ -63,4 +66,4 @@ def warm_policy(tmp_path_factory):
     world = generate(WorldConfig())
     # a repo-local cache: bootstrap() reuses it only when every input hashes the same
     out = Path(__file__).resolve().parent.parent / "runs" / ".test-cache" / "policy-warm"
-    return bootstrap(world["train"], out, BootstrapConfig(), progress=False), world
+    return bootstrap(world["sft"], out, BootstrapConfig(), progress=False), {**world, "heldout": world["test"]}

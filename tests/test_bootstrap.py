@@ -7,23 +7,69 @@ import polars as pl
 import pytest
 import torch
 
+from grpo_data.world import solution as world_solution
 from grpo_train.bootstrap import (
     BootstrapConfig,
     SFTExample,
+    batch_order,
     bootstrap,
     collate,
+    encode_examples,
     lr_at,
-    plausible_mistake,
-    realize,
-    sft_split,
 )
 
 
-def test_collate_masks_everything_but_the_answer():
-    ids, att, labels = collate([([1, 2, 3, 4, 5], 3), ([6, 7, 8], 2)], pad_id=0)
+def test_collate_masks_everything_but_the_completion():
+    ids, att, labels = collate([SFTExample((1, 2, 3, 4, 5), 3, 1), SFTExample((6, 7, 8), 2, 1)], pad_id=0)
     assert ids.tolist() == [[1, 2, 3, 4, 5], [6, 7, 8, 0, 0]]
     assert labels.tolist() == [[-100, -100, -100, 4, 5], [-100, -100, 8, -100, -100]]
     assert att.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
+
+
+def test_examples_are_prompt_then_written_steps_then_eos(world_tables):
+    from grpo_train.tiny_policy import build_tokenizer
+
+    tok = build_tokenizer()
+    row = world_tables["sft"].filter(pl.col("level") == 3).head(1)
+    (ex,) = encode_examples(tok, row)
+    expr = json.loads(row["meta"][0])["expr"]
+    completion = tok.decode(list(ex.ids[ex.start:]))
+    assert completion == world_solution(expr) + "<|im_end|>"
+    assert completion.count("=") == 3 and tok.decode(list(ex.ids[: ex.start])).endswith("assistant\n")
+
+
+def test_length_split_loss_and_gradient_equal_one_padded_batch():
+    from grpo_train.bootstrap import batch_loss
+    from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
+
+    tok = build_tokenizer()
+    model = build_model(tok, TinyModelConfig(num_layers=2), seed=0)
+    rows = [SFTExample(tuple(range(5, 5 + n)), s, 1) for n, s in ((40, 10), (12, 4), (25, 20), (8, 3), (31, 7))]
+    ids, _, labels = collate(rows, tok.pad_token_id)
+    reference = model(input_ids=ids, labels=labels).loss
+    reference.backward()
+    want = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    got = batch_loss(model, rows, tok.pad_token_id, parts=2)
+    torch.testing.assert_close(got, reference.detach(), rtol=1e-5, atol=1e-6)
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(p.grad, want[n], rtol=1e-4, atol=1e-6)
+
+
+def test_batch_order_follows_level_weights_and_cycles_each_level():
+    examples = [SFTExample((i,), 0, 1 + i % 2) for i in range(100)]  # 50 of level 1, 50 of level 2
+    order = batch_order(examples, {1: 0.8, 2: 0.2}, 5000, seed=0)
+    assert order == batch_order(examples, {1: 0.8, 2: 0.2}, 5000, seed=0)
+    levels = np.array([examples[i].level for i in order])
+    assert np.mean(levels == 1) == pytest.approx(0.8, abs=0.02)
+    first_50_of_level_1 = [i for i in order if examples[i].level == 1][:50]
+    assert sorted(first_50_of_level_1) == list(range(0, 100, 2)), "every example once before any repeats"
+    with pytest.raises(ValueError, match="positive weight"):
+        batch_order(examples, {3: 1.0}, 10, seed=0)
+
+
+def test_level_weights_from_json_keys():
+    assert BootstrapConfig(level_weights={"1": 0.5, "2": 0.5}).level_weights == {1: 0.5, 2: 0.5}
 
 
 def test_causal_lm_loss_is_the_same_without_the_padding_mask():
@@ -32,33 +78,12 @@ def test_causal_lm_loss_is_the_same_without_the_padding_mask():
 
     tok = build_tokenizer()
     model = build_model(tok, TinyModelConfig(), seed=0)
-    ids, att, labels = collate([(list(range(5, 25)), 12), (list(range(30, 40)), 6)], pad_id=tok.pad_token_id)
+    ids, att, labels = collate([SFTExample(tuple(range(5, 25)), 12, 1), SFTExample(tuple(range(30, 40)), 6, 1)],
+                               pad_id=tok.pad_token_id)
     with torch.no_grad():
         masked = model(input_ids=ids, attention_mask=att, labels=labels).loss
         unmasked = model(input_ids=ids, labels=labels).loss
     torch.testing.assert_close(masked, unmasked)
-
-
-def test_teacher_mistakes_are_plausible_and_rate_matches():
-    import random
-
-    from grpo_train.tiny_policy import build_tokenizer
-
-    tok = build_tokenizer()
-    rng = random.Random(0)
-    assert all(abs(plausible_mistake(57, rng) - 57) in (1, 10) for _ in range(50))
-    ex = SFTExample(tuple(tok("q", add_special_tokens=False)["input_ids"]), 57, level=4)
-    answers = [tok.decode(realize(ex, tok, {4: 0.25}, rng)[0][1:]) for _ in range(2000)]
-    assert np.mean(["{57}" in a for a in answers]) == pytest.approx(0.75, abs=0.03)
-
-
-def test_sft_split_is_deterministic_per_level_share(world_tables):
-    a = sft_split(world_tables["train"], {1: 0.5, 2: 1.0}, seed=0)
-    b = sft_split(world_tables["train"], {1: 0.5, 2: 1.0}, seed=0)
-    assert a.equals(b)
-    counts = dict(a.group_by("level").len().iter_rows())
-    total = dict(world_tables["train"].group_by("level").len().iter_rows())
-    assert counts[2] == total[2] and counts[1] == round(total[1] * 0.5) and 3 not in counts
 
 
 def test_lr_schedule():
@@ -72,14 +97,14 @@ def test_deterministic_and_cached(tmp_path, world_tables):
     from safetensors.torch import load_file
 
     cfg = BootstrapConfig(steps=15, batch_size=32)
-    a = bootstrap(world_tables["train"], tmp_path / "a", cfg, progress=False)
-    b = bootstrap(world_tables["train"], tmp_path / "b", cfg, progress=False)
+    a = bootstrap(world_tables["sft"], tmp_path / "a", cfg, progress=False)
+    b = bootstrap(world_tables["sft"], tmp_path / "b", cfg, progress=False)
     wa, wb = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
     assert all(torch.equal(wa[k], wb[k]) for k in wa)
     stamp = (a / "bootstrap.json").stat().st_mtime_ns
-    bootstrap(world_tables["train"], a, cfg, progress=False)
+    bootstrap(world_tables["sft"], a, cfg, progress=False)
     assert (a / "bootstrap.json").stat().st_mtime_ns == stamp, "unchanged inputs reuse the cached policy"
-    bootstrap(world_tables["train"], a, BootstrapConfig(steps=16, batch_size=32), progress=False)
+    bootstrap(world_tables["sft"], a, BootstrapConfig(steps=16, batch_size=32), progress=False)
     assert json.loads((a / "bootstrap.json").read_text())["config"]["steps"] == 16
 
 
