@@ -1,34 +1,52 @@
-"""Scheduler simulation benchmark (`grpo bench scheduler`): rollouts needed to teach a synthetic learner.
+"""Scheduler simulation benchmark (`grpo bench scheduler`): rollouts needed to teach a synthetic learner,
+and the band scheduler's cost per call on a million problems.
 
 Synthetic pool: N problems with difficulty d in [0, 1]. The policy has a skill curve theta over 50
 difficulty bins; problem i is solved with p_i = sigmoid(slope * (theta(d_i) - d_i)), steep, so most
-problems start near 0 or 1, as real pools do for a real model.
+problems start near 0 or 1, as real pools do for a real model. Each problem carries a coarse, noisy
+difficulty label (`level`), as real datasets do.
 
 Synthetic learner: a trained group on problem i with c of G correct moves theta by
 lr * c(G-c)/G^2 * exp(-(d - d_i)^2 / (2 w^2)) per bin: improvement proportional to the group's
 reward variance (zero for all-right or all-wrong groups, as in GRPO), transferring to nearby
 difficulties.
 
-Arms, all with the same G, batch size and offline profile (k=16 at the start):
-- uniform: uniform sampling, every group trained on (zero-variance ones teach nothing);
-- uniform+dapo: uniform sampling with DAPO dynamic sampling (drop zero-variance groups, resample
-  until the batch holds `batch` informative groups or `max_rounds` rounds);
-- offline_band: uniform over the offline 0.2-0.8 band, with the same dynamic resampling;
-- band: BandScheduler (offline prior, online updates from every group, strength shared within
-  difficulty groups: a noisy 10-level label crossed with the offline bucket), same resampling;
-- band_nogroups: the same without difficulty groups (ablation of sharing strength).
-Reported: rollouts generated to reach the target pool accuracy, informative-rollout ratio, and the
-uniform arm's zero-variance rate beside the analytic mean of p^G + (1-p)^G over the pool.
+Every arm asks for its batch the way `grpo train` does (grpo_train.rollout.RolloutBatcher with
+RolloutConfig's defaults): with dynamic resampling it drops zero-variance groups and asks for
+ceil(missing x oversample) more, up to max_rounds rounds, then trains on what it has. Band arms use
+the trainer's scheduler settings (SchedulerSection's defaults: band 0.2-0.95, decay 0.99, each
+problem once per band epoch, one prior per level).
+- uniform: uniform sampling, every group trained (zero-variance ones teach nothing);
+- uniform+dapo: uniform sampling with dynamic resampling;
+- offline_band: uniform over the problems whose offline rate lies in the band (fixed k=16 profile);
+- band: the band scheduler from a fixed k=16 offline profile;
+- band_adaptive: from an adaptive profile (StoppingRule's defaults with per-level priors and the
+  training band, as the demo pipeline's `profile: adaptive`): 2-sample screens, more only where the
+  band decision is unsure;
+- band_online: no offline profile at all (flat per-level priors, learned online: "A0");
+- band_fixed_prior: the k=16 profile without sharing strength (no drift, no refits: ablation);
+- band_pool_prior: the k=16 profile, one prior for the whole pool instead of one per level.
+The profile is real sampling cost: every arm that uses one is charged its samples (n_problems x
+offline_k, or the adaptive profile's actual count), in full (`rollouts_charged`) and shared by
+`profile_shared_by` runs that start from the same profile (`rollouts_amortized`).
+Reported: rollouts generated to reach the target pool accuracy (training only, charged,
+amortized), informative-rollout ratio, and the uniform arm's zero-variance rate beside the
+analytic mean of p^G + (1-p)^G over the pool.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
 from grpo_data.scheduler import difficulty_groups, make_scheduler
+from grpo_data.stats import StoppingRule, simulate
+from grpo_train.config import RolloutConfig, SchedulerSection
+
+ROLLOUT = RolloutConfig()
 
 
 @dataclass(frozen=True)
@@ -43,10 +61,12 @@ class SimConfig:
     width: float = 0.05
     target_accuracy: float = 0.5
     max_steps: int = 12000
-    max_rounds: int = 8
+    max_rounds: int = ROLLOUT.max_rounds
+    oversample: float = ROLLOUT.oversample
     offline_k: int = 16
     levels: int = 10
     level_noise: float = 0.05
+    profile_shared_by: int = 10
     seed: int = 0
 
 
@@ -76,18 +96,44 @@ class SyntheticLearner:
         self.theta += self.cfg.lr * (signal[:, None] * kernel).sum(axis=0) / max(1, self.cfg.batch) * 8
 
 
+def trainer_band_settings(name: str = "band", **overrides) -> dict:
+    """The settings `grpo train` gives scheduler `name` by default (SchedulerSection), with overrides."""
+    from grpo_train.trainer import scheduler_kwargs
+
+    return {**scheduler_kwargs(SchedulerSection(name=name)), **overrides}
+
+
+ARMS = ("uniform", "uniform+dapo", "offline_band", "band", "band_adaptive", "band_online", "band_fixed_prior",
+        "band_pool_prior")
+
+
+def make_arm(arm: str, cfg: SimConfig, learner: SyntheticLearner, rng: np.random.Generator):
+    """(scheduler, profile samples charged) for one arm; the profile is drawn from the starting policy."""
+    p0 = learner.pass_rate()
+    if arm == "band_adaptive":
+        band = trainer_band_settings()
+        c, k, _ = simulate(StoppingRule(lo=band["lo"], hi=band["hi"]), p0, rng, empirical=True, groups=learner.level)
+        offline = (c.astype(np.float64), k.astype(np.float64))
+    elif arm not in ("uniform", "uniform+dapo", "band_online"):
+        offline = (rng.binomial(cfg.offline_k, p0).astype(np.float64), np.full(cfg.n_problems, float(cfg.offline_k)))
+    else:
+        offline = None
+    profile_samples = 0 if offline is None else int(offline[1].sum())
+    seed = cfg.seed + 1
+    if arm.startswith("uniform"):
+        return make_scheduler("uniform", cfg.n_problems, seed=seed), profile_samples
+    if arm == "offline_band":
+        return (make_scheduler("offline_band", cfg.n_problems, seed=seed, offline=offline,
+                               **trainer_band_settings("offline_band")), profile_samples)
+    groups = None if arm == "band_pool_prior" else difficulty_groups(cfg.n_problems, offline, learner.level)
+    settings = trainer_band_settings(**({"share": False} if arm == "band_fixed_prior" else {}))
+    return make_scheduler("band", cfg.n_problems, seed=seed, offline=offline, groups=groups, **settings), profile_samples
+
+
 def run_arm(arm: str, cfg: SimConfig) -> dict:
     rng = np.random.default_rng(cfg.seed)
     learner = SyntheticLearner(cfg, rng)
-    offline_c = rng.binomial(cfg.offline_k, learner.pass_rate())
-    offline = (offline_c, np.full(cfg.n_problems, cfg.offline_k))
-    sched_name = {"uniform": "uniform", "uniform+dapo": "uniform", "offline_band": "offline_band", "band": "band",
-                  "band_nogroups": "band", "band_epochs": "band"}[arm]
-    groups = difficulty_groups(cfg.n_problems, offline, learner.level) if arm in ("band", "band_epochs") else None
-    # band_epochs: the trainer's setting (each likely-in-band problem once before any repeat); this
-    # learner cannot memorize a problem, so it shows only what spreading over the band costs
-    extra = {"without_replacement": True, "epoch": "band"} if arm == "band_epochs" else {}
-    sched = make_scheduler(sched_name, cfg.n_problems, seed=cfg.seed + 1, offline=offline, groups=groups, **extra)
+    sched, profile_samples = make_arm(arm, cfg, learner, rng)
     drop = arm != "uniform"
     generated = informative = 0
     zero_var_uniform, analytic = [], []
@@ -97,13 +143,12 @@ def run_arm(arm: str, cfg: SimConfig) -> dict:
     for _ in range(cfg.max_steps):
         steps_run += 1
         kept_idx, kept_c = [], []
-        rounds = 0
-        while rounds < (cfg.max_rounds if drop else 1):
-            rounds += 1
-            need = cfg.batch - sum(len(x) for x in kept_idx) if drop else cfg.batch
-            idx = sched.sample(need)
-            p = learner.pass_rate(idx)
-            c = rng.binomial(cfg.group_size, p)
+        kept = 0
+        for round_no in range(cfg.max_rounds if drop else 1):
+            need = cfg.batch - kept
+            ask = need if round_no == 0 else math.ceil(need * cfg.oversample)  # as RolloutBatcher.next_batch
+            idx = sched.sample(ask)
+            c = rng.binomial(cfg.group_size, learner.pass_rate(idx))
             sched.update(idx, c, cfg.group_size)
             generated += idx.size * cfg.group_size
             mixed = (c > 0) & (c < cfg.group_size)
@@ -112,14 +157,12 @@ def run_arm(arm: str, cfg: SimConfig) -> dict:
                 zero_var_uniform.append(float(np.mean(~mixed)))
                 pool_p = learner.pass_rate()
                 analytic.append(float(np.mean(pool_p**cfg.group_size + (1 - pool_p) ** cfg.group_size)))
-            if drop:
-                kept_idx.append(idx[mixed])
-                kept_c.append(c[mixed])
-                if sum(len(x) for x in kept_idx) >= cfg.batch:
-                    break
-            else:
-                kept_idx.append(idx)
-                kept_c.append(c)
+            keep = mixed if drop else np.ones(idx.size, dtype=bool)
+            kept_idx.append(idx[keep][:need])
+            kept_c.append(c[keep][:need])
+            kept += kept_idx[-1].size
+            if kept >= cfg.batch:
+                break
         learner.train(np.concatenate(kept_idx), np.concatenate(kept_c))
         sched.tick()
         acc = learner.accuracy()
@@ -127,7 +170,10 @@ def run_arm(arm: str, cfg: SimConfig) -> dict:
         if reached_at is None and acc >= cfg.target_accuracy:
             reached_at = generated
             break
-    out = {"arm": arm, "rollouts_to_target": reached_at, "steps": steps_run, "rollouts_generated": generated,
+    out = {"arm": arm, "rollouts_to_target": reached_at, "profile_samples": profile_samples,
+           "rollouts_charged": None if reached_at is None else reached_at + profile_samples,
+           "rollouts_amortized": None if reached_at is None else reached_at + profile_samples / cfg.profile_shared_by,
+           "steps": steps_run, "rollouts_generated": generated,
            "informative_rollout_ratio": informative / max(1, generated), "final_accuracy": curve[-1][1],
            "curve": curve[:: max(1, len(curve) // 50)]}
     if arm == "uniform":
@@ -136,44 +182,86 @@ def run_arm(arm: str, cfg: SimConfig) -> dict:
     return out
 
 
-ARMS = ("uniform", "uniform+dapo", "offline_band", "band", "band_nogroups", "band_epochs")
+def _ratio(base, other) -> float | None:
+    return base / other if base and other else None
 
 
-def run(cfg: SimConfig = SimConfig(), seeds: tuple[int, ...] = (0, 1, 2)) -> dict:
-    """Every arm on each seed (a seed draws its own pool, offline profile and outcomes)."""
+def _spread(values: list) -> dict:
+    vals = [v for v in values if v is not None]
+    return {"min": min(vals) if vals else None, "mean": float(np.mean(vals)) if vals else None, "n": len(vals)}
+
+
+def run(cfg: SimConfig = SimConfig(), seeds: tuple[int, ...] = (0, 1, 2), arms: tuple[str, ...] = ARMS) -> dict:
+    """Every arm on each seed (a seed draws its own pool, offline profile and outcomes). Ratios are
+    uniform+dapo's rollouts to target over an arm's: training only, charged its whole profile, and
+    with the profile shared by `profile_shared_by` runs."""
     start = time.monotonic()
     per_seed = []
     for seed in seeds:
-        arms = {arm: run_arm(arm, replace(cfg, seed=seed)) for arm in ARMS}
-        dapo, band = arms["uniform+dapo"]["rollouts_to_target"], arms["band"]["rollouts_to_target"]
-        per_seed.append({"seed": seed, "arms": arms, "band_vs_dapo_rollout_ratio": (dapo / band) if dapo and band else None})
-    ratios = [s["band_vs_dapo_rollout_ratio"] for s in per_seed]
-    informative = [s["arms"]["band"]["informative_rollout_ratio"] for s in per_seed]
+        arm_runs = {arm: run_arm(arm, replace(cfg, seed=seed)) for arm in arms}
+        dapo = arm_runs["uniform+dapo"]["rollouts_to_target"]
+        ratios = {arm: {"training": _ratio(dapo, a["rollouts_to_target"]), "charged": _ratio(dapo, a["rollouts_charged"]),
+                        "amortized": _ratio(dapo, a["rollouts_amortized"])}
+                  for arm, a in arm_runs.items() if arm.startswith(("band", "offline"))}
+        per_seed.append({"seed": seed, "arms": arm_runs, "vs_dapo": ratios,
+                         "band_vs_dapo_rollout_ratio": ratios["band"]["training"],
+                         "band_vs_dapo_rollout_ratio_charged": ratios["band"]["charged"]})
+    summary = {arm: {kind: _spread([s["vs_dapo"][arm][kind] for s in per_seed]) for kind in ("training", "charged", "amortized")}
+               | {"informative_ratio": _spread([s["arms"][arm]["informative_rollout_ratio"] for s in per_seed])}
+               for arm in per_seed[0]["vs_dapo"]}
     return {
-        "config": asdict(cfg), "seeds": per_seed, "seconds": time.monotonic() - start,
-        "band_vs_dapo_rollout_ratio": {"min": min(ratios, key=lambda r: r or 0), "mean": float(np.mean([r or 0 for r in ratios]))},
-        "band_informative_ratio": {"min": min(informative), "mean": float(np.mean(informative))},
+        "config": asdict(cfg), "scheduler_settings": trainer_band_settings(), "seeds": per_seed,
+        "seconds": time.monotonic() - start, "vs_dapo": summary,
+        "band_vs_dapo_rollout_ratio": summary["band"]["training"],
+        "band_vs_dapo_rollout_ratio_charged": summary["band"]["charged"],
+        "band_vs_dapo_rollout_ratio_amortized": summary["band"]["amortized"],
+        "band_informative_ratio": summary["band"]["informative_ratio"],
         "goals": {"informative_ratio_band": ">= 0.9", "rollouts_vs_dapo": ">= 3x fewer"},
     }
 
 
-def timing(n: int = 1_000_000, batch: int = 512, reps: int = 200, seed: int = 0, **band) -> dict:
-    """Wall time of sample(batch) + update(...) + tick() on an n-problem pool, with difficulty groups;
-    `band` are BandConfig settings (none: the library defaults)."""
+def timing(n: int = 1_000_000, steps: int = 200, seed: int = 0, **band) -> dict:
+    """Wall time of each sample + update call on an n-problem pool, driven as `grpo train` drives it:
+    the trainer's scheduler settings (SchedulerSection; `band` overrides them), one prior per level,
+    an adaptive-style profile (a 2-sample screen for most problems, 16 samples for a quarter), and
+    per step the trainer's rounds (RolloutConfig: batch_groups informative groups wanted, the first
+    round asks that many, later ones ceil(missing x oversample), at most max_rounds) with outcomes
+    from a policy that slowly improves (+0.005 logit per step). tick() is timed with the step's last call."""
     rng = np.random.default_rng(seed)
     p = np.concatenate([rng.uniform(0, 0.05, n // 2), rng.uniform(0.95, 1, n // 4), rng.uniform(0, 1, n - n // 2 - n // 4)])
-    k = np.full(n, 16)
-    offline = (rng.binomial(16, p), k)
+    logit = np.log(np.clip(p, 1e-4, 1 - 1e-4) / (1 - np.clip(p, 1e-4, 1 - 1e-4)))
+    k = np.where(rng.random(n) < 0.25, 16, 2)
+    offline = (rng.binomial(k, p).astype(np.float64), k.astype(np.float64))
     level = np.clip(((1 - p + rng.normal(0, 0.1, n)) * 5).astype(int), 0, 4)  # a noisy 5-level label
-    sched = make_scheduler("band", n, seed=seed, offline=offline, groups=difficulty_groups(n, offline, level), **band)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        idx = sched.sample(batch)
-        sched.update(idx, rng.binomial(8, p[idx]), 8)
-        sched.tick()
-        times.append(time.perf_counter() - t0)
-    times = np.array(times) * 1e3
-    return {"pool": n, "batch": batch, "reps": reps, "mean_ms": float(times.mean()), "median_ms": float(np.median(times)),
-            "p90_ms": float(np.percentile(times, 90)), "max_ms": float(times.max()),
-            "note": "mean includes the full rescore every rescore_every steps (the max)", "goal_ms_mean": 5.0}
+    settings = trainer_band_settings(**band)
+    t0 = time.perf_counter()
+    sched = make_scheduler("band", n, seed=seed, offline=offline, groups=difficulty_groups(n, offline, level),
+                           **settings)
+    build_s = time.perf_counter() - t0
+    group_size, want = ROLLOUT.group_size, ROLLOUT.batch_groups
+    calls, per_step = [], []
+    for step in range(steps):
+        kept, step_ms = 0, 0.0
+        for round_no in range(ROLLOUT.max_rounds):
+            need = want - kept
+            ask = need if round_no == 0 else math.ceil(need * ROLLOUT.oversample)
+            t0 = time.perf_counter()
+            idx = sched.sample(ask)
+            c = rng.binomial(group_size, 1.0 / (1.0 + np.exp(-(logit[idx] + 0.005 * step))))
+            sched.update(idx, c, group_size)
+            kept += int(np.count_nonzero((c > 0) & (c < group_size)))
+            last = kept >= want or round_no == ROLLOUT.max_rounds - 1
+            if last:
+                sched.tick()
+            calls.append((time.perf_counter() - t0) * 1e3)
+            step_ms += calls[-1]
+            if last:
+                break
+        per_step.append(step_ms)
+    ms = np.array(calls)
+    return {"pool": n, "steps": steps, "calls": ms.size, "batch_groups": want, "oversample": ROLLOUT.oversample,
+            "max_rounds": ROLLOUT.max_rounds, "settings": settings, "build_s": build_s,
+            "mean_ms": float(ms.mean()), "median_ms": float(np.median(ms)), "p90_ms": float(np.percentile(ms, 90)),
+            "max_ms": float(ms.max()), "step_mean_ms": float(np.mean(per_step)), "epochs": sched.epoch,
+            "note": "per sample+update call; the mean includes the O(N) re-filing of the pool every rescore_every "
+                    "steps (the max) and the prior refits every refit_every steps", "goal_ms_mean": 5.0}

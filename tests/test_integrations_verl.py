@@ -62,13 +62,13 @@ def test_sampler_reads_config_prior_and_hands_out_whole_batches():
 
 def test_update_counts_acc_or_scores_and_ticks():
     s = CurriculumSampler(Rows(infos()), {"train_batch_size": 4, "sampler": {"decay": 1.0, "share": False}})
-    a0, b0 = s.curriculum.scheduler.a.copy(), s.curriculum.scheduler.b.copy()
+    a0, b0 = s.curriculum.scheduler.successes.copy(), s.curriculum.scheduler.failures.copy()
     s.update(scored(["p1", "p1", "p2", "p2", "zz"], [1.0, -1.0, -1.0, -1.0, 1.0]))  # DAPO's +1/-1
     assert s.last_counted == {"groups": 2, "informative": 1, "unknown": 1, "unscored": 0}
-    assert (s.curriculum.scheduler.a - a0)[[1, 2]].tolist() == [1, 0]
-    assert (s.curriculum.scheduler.b - b0)[[1, 2]].tolist() == [1, 2]
+    assert (s.curriculum.scheduler.successes - a0)[[1, 2]].tolist() == [1, 0]
+    assert (s.curriculum.scheduler.failures - b0)[[1, 2]].tolist() == [1, 2]
     s.update(scored(["p3", "p3"], [0.0, 0.0], acc=[True, None]))  # the reward manager's acc wins
-    assert (s.curriculum.scheduler.a - a0)[3] == 1 and (s.curriculum.scheduler.b - b0)[3] == 0
+    assert (s.curriculum.scheduler.successes - a0)[3] == 1 and (s.curriculum.scheduler.failures - b0)[3] == 0
     assert s.curriculum.scheduler.step == 2
 
 

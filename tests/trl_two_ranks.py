@@ -33,13 +33,13 @@ def main() -> None:
                       temperature=0.6, seed=0)
     trainer = GRPOTrainer(model=policy, reward_funcs=[half_right], args=args, train_dataset=ds)
     cur.attach(trainer)
-    a0 = cur.curriculum.scheduler.a.copy()
+    a0 = cur.curriculum.scheduler.successes.copy()
     trainer.train()
     sched = cur.curriculum.scheduler
     rank = dist.get_rank() if dist.is_initialized() else 0
     (out / f"rank{rank}.json").write_text(json.dumps({
         "world": dist.get_world_size() if dist.is_initialized() else 1, "seen": seen,
-        "blocks": cur.sampler.epoch_blocks[:3], "a": sched.a.tolist(), "a0": a0.tolist(), "b": sched.b.tolist(),
+        "blocks": cur.sampler.epoch_blocks[:3], "a": sched.successes.tolist(), "a0": a0.tolist(), "b": sched.failures.tolist(),
         "ids": cur.curriculum.ids}))
 
 

@@ -110,7 +110,7 @@ def main() -> None:
         while step < stop:
             for batch_dict in trainer.train_dataloader:
                 if at_start is not None and step == start:
-                    at_start.append(sampler.curriculum.scheduler.a.tolist())
+                    at_start.append(sampler.curriculum.scheduler.successes.tolist())
                 step += 1
                 trainer.global_steps = step
                 data = DataProto.from_single_dict(batch_dict)
@@ -124,7 +124,7 @@ def main() -> None:
                     if step in checkpoints:
                         trainer._save_checkpoint()
                         if before_update is not None:
-                            before_update[step] = sampler.curriculum.scheduler.a.tolist()
+                            before_update[step] = sampler.curriculum.scheduler.successes.tolist()
                     sampler.update(batch=data)
                 else:
                     assert trainer._update_actor(data) == "actor updated"
@@ -138,18 +138,18 @@ def main() -> None:
     out["sampler_type"] = type(trainer.train_dataloader.sampler).__name__
     out["trainer_type"] = type(trainer).__name__
     sched = sampler.curriculum.scheduler
-    a0, b0 = sched.a.copy(), sched.b.copy()
+    a0, b0 = sched.successes.copy(), sched.failures.copy()
     before_update: dict = {}
     out["steps"] = fit(trainer, sampler, 0, checkpoints=(2, 4), before_update=before_update)
     first3 = [pid for step in out["steps"][:3] for pid in step]
     index = sampler.curriculum.index_of
     # posterior after the run, per problem: (a, b) gained, and which problems moved at all
-    out["changed"] = sorted(sampler.curriculum.ids[i] for i in ((sched.a != a0) | (sched.b != b0)).nonzero()[0])
-    out["deltas"] = {pid: [float(sched.a[index[pid]] - a0[index[pid]]), float(sched.b[index[pid]] - b0[index[pid]])]
+    out["changed"] = sorted(sampler.curriculum.ids[i] for i in ((sched.successes != a0) | (sched.failures != b0)).nonzero()[0])
+    out["deltas"] = {pid: [float(sched.successes[index[pid]] - a0[index[pid]]), float(sched.failures[index[pid]] - b0[index[pid]])]
                      for pid in out["changed"]}
     out["first3"] = first3
     out["sched_step"], out["sched_epoch"] = sched.step, sched.epoch
-    out["final_a"] = sched.a.tolist()
+    out["final_a"] = sched.successes.tolist()
     out["before_update"] = before_update
 
     out["resumed"] = {}
@@ -164,7 +164,7 @@ def main() -> None:
         loaded: list = []
         steps = fit(trainer2, sampler2, ckpt, at_start=loaded)
         out["resumed"][str(ckpt)] = {"steps": steps, "loaded_a": loaded[0],
-                                     "final_a": sampler2.curriculum.scheduler.a.tolist()}
+                                     "final_a": sampler2.curriculum.scheduler.successes.tolist()}
     with open(out_path, "w") as fh:
         json.dump(out, fh)
 

@@ -82,8 +82,9 @@ class Curriculum:
     @classmethod
     def from_columns(cls, ids: Sequence[str], n_correct=None, k=None, level=None, scheduler: str = "band",
                      seed: int = 0, share: bool = True, **settings) -> Curriculum:
-        """A scheduler over `ids`, starting from offline counts (None or NaN: unprofiled) and sharing
-        strength within the level x offline-bucket groups when `level` is given."""
+        """A scheduler over `ids`, starting from offline counts (None or NaN: unprofiled) and one fitted
+        prior per level (per offline-estimate bucket without `level`); `share` False keeps each
+        problem's estimate to its own outcomes (no drift, no refits)."""
         if ids is None:
             raise MissingColumnError("the dataset has no `id` column: the scheduler needs one id per problem to map "
                                  "scored completions back (grpo shards writes it; or add one with "
@@ -95,10 +96,9 @@ class Curriculum:
             if np.isnan(offline[1]).all():
                 offline = None
         groups = None
-        if scheduler == "band" and share and level is not None:
-            groups = difficulty_groups(n, offline, float_column(level, n))
         if scheduler == "band":
-            settings = {**DEFAULT_BAND, **settings}
+            groups = difficulty_groups(n, offline, None if level is None else float_column(level, n))
+            settings = {**DEFAULT_BAND, "share": share, **settings}
         sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
         logger.info("curriculum: %s scheduler over %d problems (%s offline profile)", scheduler, n,
                     "with" if offline is not None else "no")
