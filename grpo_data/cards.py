@@ -1,28 +1,36 @@
 """Hugging Face dataset cards for curriculum shard sets (`grpo card`).
 
 The card (markdown with YAML front matter) states what a user of the shards must know to trust
-them: how pass rates were measured (model and weights hash, k, sampling, chat template, verifier),
-what the columns mean, counts per bucket, rejected rows by reason, and known limitations; a
-pass-rate histogram (PNG) is written beside it.
+them: how pass rates were measured (model and weights hash, sampling, chat template, verifier), what
+the estimate the buckets use is and how many samples stand behind it, what the columns mean, counts
+per bucket, the expected share of groups that teach nothing, rejected rows by reason, and known
+limitations. A histogram of the estimates (PNG), with the band training uses, is written beside it.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import yaml
 
 from grpo_data import io
-from grpo_data.shards import read_shards, verify_shards
+from grpo_data.estimates import posteriors
+from grpo_data.shards import ShardIntegrityError, read_shards, verify_shards
+from grpo_data.stats import grid_all_same
 
+_ESTIMATE_DOCS = ("`p_est` (estimated pass rate: posterior mean, see above; what `bucket` is cut on), "
+                  "`p_std` (its posterior standard deviation)")
 COLUMN_DOCS = {
     "native": "`id`, `source`, `prompt` (chat messages), `answer` (gold), `level`, `meta`, `k` (samples), "
-              "`n_correct`, `pass_rate` (= n_correct / k), `ci_low`/`ci_high` (90% Jeffreys interval), `bucket`",
+              "`n_correct`, `pass_rate` (raw: n_correct / k), `ci_low`/`ci_high` (90% Jeffreys interval of the "
+              f"raw rate), {_ESTIMATE_DOCS}, `bucket`",
     "verl": "`data_source`, `prompt` (chat messages), `ability`, `reward_model` {`style`: rule, `ground_truth`}, "
-            "`extra_info` {`index`, `split`, `id`, `level`, `pass_rate`, `k`, `n_correct`}, `{avg}`, `bucket`",
+            "`extra_info` {`index`, `split`, `id`, `level`, `pass_rate` (raw: n_correct / k), `k`, `n_correct`, "
+            f"{_ESTIMATE_DOCS}}}, `{{avg}}`, `bucket`",
     "trl": "`prompt` (chat messages), `solution` (gold answer for the reward function), `id`, `level`, `k`, "
-           "`n_correct`, `pass_rate`, `{avg}`, `bucket`",
+           f"`n_correct`, `pass_rate` (raw: n_correct / k), {_ESTIMATE_DOCS}, `{{avg}}`, `bucket`",
 }
 
 
@@ -31,7 +39,7 @@ def avg_column_doc(manifest: dict, ks: pl.Series) -> str:
     name = manifest.get("avg_column")
     if not name:
         return ""
-    text = (f"\n\n`{name}` is `pass_rate` under the name public RL datasets use (`avg@k_<model>`): the mean "
+    text = (f"\n\n`{name}` is `pass_rate` (raw) under the name public RL datasets use (`avg@k_<model>`): the mean "
             "verified correctness of the profiling model's samples at the sampling settings above.")
     if ks.len() and ks.min() != ks.max():
         text += (f" Samples were drawn adaptively, {int(ks.min())}-{int(ks.max())} per problem (column `k`); "
@@ -47,13 +55,19 @@ def size_category(n: int) -> str:
 
 
 def profile_column(table: pl.DataFrame, name: str) -> pl.Series:
-    """A profile column (`pass_rate`, `k`) of any shard format: top level, or in verl's extra_info."""
+    """A profile column (`pass_rate`, `p_est`, `k`, `level`) of any shard format: top level, or in
+    verl's extra_info."""
     if name in table.columns:
         return table[name]
-    return table["extra_info"].struct.field(name)
+    if "extra_info" in table.columns and name in [f.name for f in table.schema["extra_info"].fields]:
+        return table["extra_info"].struct.field(name)
+    raise ShardIntegrityError(f"the shard set has no `{name}` column (written before `{name}` existed?); "
+                              "rebuild it with `grpo shards`")
 
 
-def histogram(rates: pl.Series, edges: list[float], path: Path, title: str) -> Path:
+def histogram_figure(rates: pl.Series, edges: list[float], title: str, band: tuple[float, float] | None = None):
+    """Histogram of estimated pass rates (a matplotlib Figure): the bucket edges dashed, the training
+    `band` shaded (when given)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -63,10 +77,22 @@ def histogram(rates: pl.Series, edges: list[float], path: Path, title: str) -> P
     ax.hist(rates.to_numpy(), bins=20, range=(0, 1), color="#4C72B0", edgecolor="white")
     for e in edges[1:-1]:
         ax.axvline(e, color="#C44E52", lw=1, ls="--")
-    ax.set_xlabel("profiled pass rate")
+    if band is not None:
+        ax.axvspan(*band, color="#55A868", alpha=0.15, label=f"training band [{band[0]:g}, {band[1]:g}]")
+        ax.legend(fontsize=7)
+    ax.set_xlabel("estimated pass rate (p_est)")
     ax.set_ylabel("problems")
     ax.set_title(title)
     fig.tight_layout()
+    return fig
+
+
+def histogram(rates: pl.Series, edges: list[float], path: Path, title: str,
+              band: tuple[float, float] | None = None) -> Path:
+    """`histogram_figure` saved as a PNG at `path`."""
+    import matplotlib.pyplot as plt
+
+    fig = histogram_figure(rates, edges, title, band)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
     plt.close(fig)
@@ -119,28 +145,100 @@ def provenance_sections(data: dict) -> str:
     return "\n\n".join(out) + "\n"
 
 
+def samples_section(ks: np.ndarray, rule: dict | None) -> str:
+    """Markdown: how many samples stand behind the estimates (k -> problems, and the mean)."""
+    values, counts = np.unique(ks, return_counts=True)
+    lines = "\n".join(f"| {int(v)} | {int(n)} |" for v, n in zip(values, counts, strict=True))
+    how = (f"Samples were drawn adaptively: a screen of {rule.get('screen_k')} per problem, then {rule.get('step_k')} "
+           f"more at a time while its band decision ([{rule.get('lo')}, {rule.get('hi')}], confidence "
+           f"{rule.get('confidence')}) stayed uncertain, up to {rule.get('max_k')}." if rule
+           else "Every problem got the same number of samples.")
+    mean = float(ks.mean()) if ks.size else float("nan")
+    return (f"{how} Mean samples per problem: {mean:.2f} ({int(ks.sum())} in all).\n\n"
+            f"| samples (k) | problems |\n| --- | --- |\n{lines}")
+
+
+def screen_note(n_correct: np.ndarray, ks: np.ndarray, p_est: np.ndarray) -> str:
+    """What the estimate made of this set's 1-of-2 screens (empty when it has none)."""
+    half = (n_correct == 1) & (ks == 2)
+    if not half.any():
+        return ""
+    n = int(half.sum())
+    if n == 1:
+        return f" In this set, 1 problem stopped at 1 correct of 2 (raw rate 0.5); its estimate is {p_est[half][0]:.3f}."
+    return (f" In this set, {n} problems stopped at 1 correct of 2 (raw rate 0.5); their estimates run from "
+            f"{p_est[half].min():.3f} to {p_est[half].max():.3f}.")
+
+
+def signal_section(all_same: np.ndarray, p_est: np.ndarray, group_size: int, band: tuple[float, float] | None) -> str:
+    """Markdown: the expected share of groups that teach nothing, over the set and inside the band."""
+    text = (f"A GRPO group of G = {group_size} answers teaches nothing when all are right or all wrong. Drawing "
+            f"problems uniformly from this set, an expected **{mean_percent(all_same)}** of groups "
+            f"would come back all right or all wrong: the mean over problems of E[p^{group_size} + "
+            f"(1-p)^{group_size}] under each problem's posterior (as measured by the profile, before training).")
+    if band is not None:
+        inside = (p_est >= band[0]) & (p_est <= band[1])
+        text += (f" {int(inside.sum())} problems ({100 * inside.mean():.1f}%) have an estimate inside the training band "
+                 f"[{band[0]:g}, {band[1]:g}]; drawn from those alone, {mean_percent(all_same[inside])} "
+                 "of groups would be all right or all wrong.")
+    return text
+
+
+def mean_percent(values: np.ndarray) -> str:
+    return f"{100 * values.mean():.1f}%" if values.size else "-"
+
+
 def write_card(shards: str | Path, name: str, out: str | Path | None = None, license: str = "apache-2.0",
-               pretty_name: str | None = None, language: str = "en") -> Path:
+               pretty_name: str | None = None, language: str = "en", band: tuple[float, float] | None = None,
+               group_size: int = 8) -> Path:
+    """Write the card for the shard set at `shards` (and its histogram beside it); returns its path.
+
+    band:       the band training uses (the scheduler's lo, hi), shaded in the histogram and used for the
+                in-band counts; None draws none and says so.
+    group_size: G of the expected share of all-right or all-wrong groups."""
+    if band is not None and not 0 <= band[0] < band[1] <= 1:
+        raise ValueError(f"band must satisfy 0 <= lo < hi <= 1, got {list(band)}")
+    if group_size < 1:
+        raise ValueError(f"group_size must be >= 1, got {group_size}")
     shards = Path(shards)
     manifest = verify_shards(shards)
     out = Path(out) if out else Path("data_cards") / f"{name}.md"
     table = read_shards(shards)
-    png = histogram(profile_column(table, "pass_rate"), manifest["edges"], out.with_suffix(".png"), f"{name}: pass rates")
+    p_est = profile_column(table, "p_est")
+    png = histogram(p_est, manifest["edges"], out.with_suffix(".png"), f"{name}: estimated pass rates", band)
+    estimate = manifest.get("estimate") or {}
+    per_level = estimate.get("prior") == "per level"
+    counts = pl.DataFrame({"n_correct": profile_column(table, "n_correct"), "k": profile_column(table, "k"),
+                           "level": profile_column(table, "level")})
+    all_same = grid_all_same(posteriors(counts, per_level), group_size)  # (N,), rows in `table` order
+    ks, p = counts["k"].to_numpy(), p_est.to_numpy()
+    bucket = table["bucket"].to_numpy()
     prof = manifest.get("profile", {})
     cfg = prof.get("config", {})
     sampling = cfg.get("sampling", {})
     rule = cfg.get("rule")
     meta = front_matter(name, manifest, license, pretty_name, language)
-    rows = "\n".join(f"| {b} | [{v['lo']:.2f}, {v['hi']:.2f}{']' if v['hi'] == 1.0 else ')'} | {v['rows']} |"
-                     for b, v in sorted(manifest["buckets"].items(), key=lambda kv: int(kv[0])))
+
+    def bucket_row(b: str, v: dict) -> str:
+        mine = bucket == int(b)
+        mean_k = f"{ks[mine].mean():.1f}" if mine.any() else "-"
+        return (f"| {b} | [{v['lo']:.2f}, {v['hi']:.2f}{']' if v['hi'] == 1.0 else ')'} | {v['rows']} | {mean_k} "
+                f"| {mean_percent(all_same[mine])} |")
+
+    rows = "\n".join(bucket_row(b, v) for b, v in sorted(manifest["buckets"].items(), key=lambda kv: int(kv[0])))
     rejected = manifest.get("rejected") or {}
     rej_lines = "\n".join(f"| {reason} | {n} |" for reason, n in rejected.items()) or "| (none) | 0 |"
     versions = prof.get("versions", {})
     avg_doc = avg_column_doc(manifest, profile_column(table, "k"))
+    prior = ("one per level, fitted (EM on a 41-point grid of pass rates) to the counts of this set's problems of "
+             "that level and shrunk toward the whole set's fit (a level of n problems keeps n / (n + 20) of its own)"
+             if per_level else "one for the whole set, fitted (EM on a 41-point grid of pass rates) to its counts")
+    band_note = (f"The shaded span is the band training uses, [{band[0]:g}, {band[1]:g}] (the scheduler's lo and hi)."
+                 if band is not None else "No training band was given to the card (`band=`), so none is drawn.")
     body = f"""# {pretty_name or name}
 
-Math problems bucketed by the pass rate of a profiling model, for curriculum GRPO training. Built
-with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `{manifest.get('source') or 'unknown'}`.
+Math problems bucketed by the estimated pass rate of a profiling model, for curriculum GRPO training.
+Built with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `{manifest.get('source') or 'unknown'}`.
 
 ## How pass rates were measured
 
@@ -151,8 +249,20 @@ with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `{manif
 - Verifier: math-verify {versions.get('math-verify', '?')} in killable worker processes; seed {cfg.get('seed')}
 - Profiled: {prof.get('created', 'unknown')}
 
-**Pass rate** = verified-correct samples / samples drawn (`n_correct / k`), at the sampling settings
-above. `ci_low`/`ci_high` are the 90% equal-tailed interval of the Jeffreys Beta(1/2, 1/2) posterior.
+**Estimated pass rate** (`p_est`, what the buckets, their counts and the histogram use) = the posterior
+mean of the problem's pass rate under an empirical-Bayes prior: {prior}. It is the prior the
+profiler's adaptive sampling decided with. `p_std` is the posterior standard deviation. A
+problem screened 1 correct of 2 is not put at 0.5: one success rules out a pass rate of 0, and its
+level says where in between it most likely lies: low in a level where nearly every problem went 0
+of 2, near 0.5 in a level of problems around 0.5.{screen_note(counts['n_correct'].to_numpy(), ks, p)}
+
+**Raw pass rate** (`pass_rate`) = verified-correct samples / samples drawn (`n_correct / k`), at the
+sampling settings above, kept for compatibility; `ci_low`/`ci_high` are its 90% equal-tailed
+interval under the Jeffreys Beta(1/2, 1/2) prior (no pooling).
+
+## Samples behind the estimates
+
+{samples_section(ks, rule)}
 
 ## Columns
 
@@ -160,13 +270,19 @@ above. `ci_low`/`ci_high` are the 90% equal-tailed interval of the Jeffreys Beta
 
 ## Buckets
 
-| bucket | pass rate | problems |
-| --- | --- | --- |
+| bucket | estimated pass rate | problems | mean k | all-right or all-wrong groups (G = {group_size}) |
+| --- | --- | --- | --- | --- |
 {rows}
 
 Total: {manifest['rows']} problems. Not profiled (left out): {manifest.get('unprofiled', 0)}.
 
-![pass-rate histogram]({png.name})
+![estimated pass-rate histogram]({png.name})
+
+{band_note}
+
+## Groups that teach nothing
+
+{signal_section(all_same, p, group_size, band)}
 
 {provenance_sections(manifest.get("data") or {})}
 ## Rejected rows
@@ -180,8 +296,10 @@ Total: {manifest['rows']} problems. Not profiled (left out): {manifest.get('unpr
 - Pass rates belong to the profiling model and sampling settings above; another model (or the same
   one after training) has other pass rates. Re-profile before reusing the buckets elsewhere.
 - Verifier timeouts and errors are scored as wrong; they are counted per problem in the profile.
-- With k samples, a pass rate of 0 or 1 means "no success/failure seen in k tries", not certainty;
-  use `ci_low`/`ci_high`.
+- An estimate from few samples leans on its level: a problem unlike the rest of its level is pulled
+  toward them until it has many samples (see `k`). `p_std` holds under the fitted prior, a
+  distribution on a grid of steps of 0.025.
+- A raw pass rate of 0 or 1 means "no success/failure seen in k tries", not certainty.
 - Answers are judged by math-verify's extraction (last `\\boxed{{}}`, then LaTeX, then a final
   number); answers in other forms can be scored wrong.
 """

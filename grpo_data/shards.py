@@ -1,9 +1,14 @@
-"""Curriculum shards: problems bucketed by profiled pass rate, as checksummed hive-partitioned parquet.
+"""Curriculum shards: problems bucketed by estimated pass rate, as checksummed hive-partitioned parquet.
 
     write_shards(problems, profile, "shards/arith", edges=(0, .1, .3, .7, .9, 1), fmt="verl", ...)
     table = read_shards("shards/arith", buckets=[2])     # verifies every file against the manifest
 
-Layout (`bucket=i` holds lo_i <= pass_rate < hi_i; the last bucket includes 1.0):
+Buckets are cut on `p_est`, each problem's posterior-mean pass rate under the empirical-Bayes prior
+the profiler's adaptive decisions use (`grpo_data.estimates`), not on the raw n_correct / k: a raw rate
+from a 2-sample screen is 0, 0.5 or 1, and a 1/2 screen in a level where nearly everything is 0/2
+belongs with the hard problems, not in the middle bucket.
+
+Layout (`bucket=i` holds lo_i <= p_est < hi_i; the last bucket includes 1.0):
 
     shards/NAME/bucket=0/data.parquet ... bucket=N-1/data.parquet
     shards/NAME/manifest.json   edges, counts per bucket, sha256 and size of every file, schema,
@@ -14,15 +19,17 @@ sees it without hive parsing. The set is written into a temporary folder and ren
 only when complete (manifest last): a crash never leaves a set that looks complete.
 
 Formats:
-    native  canonical columns + profile columns (k, n_correct, pass_rate, ci_low, ci_high)
+    native  canonical columns + profile columns (k, n_correct, pass_rate, ci_low, ci_high) + the
+            estimate (p_est, p_std)
     verl    data_source, prompt (messages), ability, reward_model {style: rule, ground_truth},
-            extra_info {index, split, id, level, pass_rate, k, n_correct}: what the verl sampler
-            (`grpo_data.integrations.verl`) starts its scheduler from
-    trl     prompt (messages), solution (gold answer), id, level, k, n_correct, pass_rate: ready for a
-            GRPO reward function and for `grpo_data.integrations.trl`
+            extra_info {index, split, id, level, pass_rate, k, n_correct, p_est, p_std}: what
+            the verl sampler (`grpo_data.integrations.verl`) starts its scheduler from
+    trl     prompt (messages), solution (gold answer), id, level, k, n_correct, pass_rate, p_est, p_std:
+            ready for a GRPO reward function and for `grpo_data.integrations.trl`
 
-verl and trl sets also carry the pass rate under the name public RL datasets use, `avg@K_<model>`
-(`community_column`: K the most samples any problem got, the model's folder name), besides `pass_rate`.
+`pass_rate` stays the raw n_correct / k (and `ci_low`/`ci_high` its Jeffreys interval), as the profile
+has it. verl and trl sets also carry that raw rate under the name public RL datasets use,
+`avg@K_<model>` (`community_column`: K the most samples any problem got, the model's folder name).
 """
 
 from __future__ import annotations
@@ -37,6 +44,8 @@ from pathlib import Path
 import polars as pl
 
 from grpo_data import io
+from grpo_data.estimates import by_level, with_estimates
+from grpo_data.problems import level_array
 
 FORMATS = ("native", "verl", "trl")
 DEFAULT_EDGES = (0.0, 0.1, 0.3, 0.7, 0.9, 1.0)
@@ -54,11 +63,11 @@ def check_edges(edges: Sequence[float]) -> tuple[float, ...]:
     return edges
 
 
-def bucket_of(pass_rate: pl.Expr, edges: tuple[float, ...]) -> pl.Expr:
+def bucket_of(rate: pl.Expr, edges: tuple[float, ...]) -> pl.Expr:
     """Index i with edges[i] <= p < edges[i+1]; p == 1 goes to the last bucket."""
     expr = pl.lit(len(edges) - 2, dtype=pl.Int32)
     for i in reversed(range(len(edges) - 2)):
-        expr = pl.when(pass_rate < edges[i + 1]).then(pl.lit(i, dtype=pl.Int32)).otherwise(expr)
+        expr = pl.when(rate < edges[i + 1]).then(pl.lit(i, dtype=pl.Int32)).otherwise(expr)
     return expr
 
 
@@ -71,12 +80,13 @@ def community_column(profile_meta: dict, k) -> str:
 
 
 def to_format(table: pl.DataFrame, fmt: str, split: str = "train", avg_column: str = "") -> pl.DataFrame:
-    """Joined problem+profile rows (with `bucket`) in an export format; `avg_column` names the
-    community-convention copy of `pass_rate` in verl and trl sets (see `community_column`)."""
+    """Joined problem+profile rows (with the estimate columns and `bucket`) in an export format;
+    `avg_column` names the community-convention copy of the raw `pass_rate` in verl and trl sets
+    (see `community_column`)."""
     avg = [pl.col("pass_rate").alias(avg_column)] if avg_column else []
     if fmt == "native":
         return table.select("id", "source", "prompt", "answer", "level", "meta", "k", "n_correct", "pass_rate",
-                            "ci_low", "ci_high", "bucket")
+                            "ci_low", "ci_high", "p_est", "p_std", "bucket")
     if fmt == "verl":
         return table.with_row_index("index").select(
             pl.col("source").alias("data_source"),
@@ -84,13 +94,13 @@ def to_format(table: pl.DataFrame, fmt: str, split: str = "train", avg_column: s
             pl.lit("math").alias("ability"),
             pl.struct(pl.lit("rule").alias("style"), pl.col("answer").alias("ground_truth")).alias("reward_model"),
             pl.struct(pl.col("index").cast(pl.Int64), pl.lit(split).alias("split"), "id", "level", "pass_rate", "k",
-                      "n_correct").alias("extra_info"),
+                      "n_correct", "p_est", "p_std").alias("extra_info"),
             *avg,
             "bucket",
         )
     if fmt == "trl":
         return table.select("prompt", pl.col("answer").alias("solution"), "id", "level", "k", "n_correct",
-                            "pass_rate", *avg, "bucket")
+                            "pass_rate", "p_est", "p_std", *avg, "bucket")
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
 
 
@@ -105,14 +115,18 @@ def sha256_file(path: Path) -> str:
 def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path, edges: Sequence[float] = DEFAULT_EDGES,
                  fmt: str = "native", source: str = "", profile_meta: dict | None = None,
                  rejected: dict[str, int] | None = None, extra: dict | None = None) -> dict:
-    """Write the bucketed set atomically; returns the manifest. `extra` keys are added to the
+    """Write the bucketed set atomically; returns the manifest. Problems are bucketed on `p_est`
+    (see the module docstring), its prior fitted to the counts of the problems in the set, per level
+    unless the profile ran with `prior_groups: none` (`profile_meta`). `extra` keys are added to the
     manifest (e.g. a pipeline's record of the inputs it was built from)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     edges = check_edges(edges)
     out = Path(out)
     joined = problems.join(profile.select("id", "k", "n_correct", "pass_rate", "ci_low", "ci_high"), on="id", how="inner")
-    joined = joined.with_columns(bucket_of(pl.col("pass_rate"), edges).alias("bucket")).sort("id")
+    per_level = by_level(profile_meta) and level_array(joined) is not None
+    joined = with_estimates(joined.sort("id"), per_level)
+    joined = joined.with_columns(bucket_of(pl.col("p_est"), edges).alias("bucket"))
     unprofiled = problems.height - joined.height
     avg_column = community_column(profile_meta or {}, joined["k"]) if fmt != "native" else ""
     exported = to_format(joined, fmt, avg_column=avg_column)
@@ -126,6 +140,7 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
             files[rel] = {"sha256": sha256_file(tmp / rel), "bytes": (tmp / rel).stat().st_size, "rows": part.height}
         manifest = {
             "format": fmt, "edges": list(edges),
+            "estimate": {"column": "p_est", "prior": "per level" if per_level else "pool"},
             "buckets": {str(b): {"lo": edges[b], "hi": edges[b + 1], "rows": counts[str(b)]} for b in range(len(edges) - 1)},
             "rows": exported.height, "files": files,
             "schema": {name: str(dtype) for name, dtype in exported.schema.items()},

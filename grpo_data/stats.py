@@ -12,6 +12,9 @@ Pure numpy/scipy functions, vectorized over problems. Conventions, stated once:
   rates on a grid, fitted by EM (the nonparametric MLE) to the counts of the whole pool. Real
   pools are mostly near 0 or 1; a prior that knows it decides 0/4 "out of band" at once, where the
   flat Jeffreys prior still gives it a 17% chance of lying in the band.
+- A problem's pass-rate estimate (what shards bucket on and cards draw) is its posterior mean
+  under that empirical-Bayes prior, fitted per level (`level_posteriors`): a 1/2 screen in a level
+  where nearly everything is 0/2 is estimated low, not 0.5.
 """
 
 from __future__ import annotations
@@ -79,13 +82,35 @@ def fit_grid_prior(n_correct, k, grid: np.ndarray = GRID, iters: int = 300, floo
     `floor` mixes in a little of the uniform distribution so no pass rate is ever ruled out
     entirely by a small pool. Problems with the same (n_correct, k) share one likelihood row, so
     the cost grows with the number of distinct counts, not with the pool."""
-    pairs = np.stack([np.asarray(n_correct, dtype=np.float64), np.asarray(k, dtype=np.float64)], axis=1)
-    if pairs.shape[0] == 0:
+    c, k = np.asarray(n_correct, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    if c.size == 0:
         return np.full(grid.shape, 1.0 / grid.size)
-    uniq, mult = np.unique(pairs, axis=0, return_counts=True)
-    lik = _likelihood(uniq[:, 0], uniq[:, 1], grid)  # (U, G)
+    uniq_c, uniq_k, mult = distinct_counts(c, k)
+    return fit_grid_prior_counts(uniq_c, uniq_k, mult, grid=grid, iters=iters, floor=floor)
+
+
+def distinct_counts(n_correct: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (n_correct, k) pairs sorted by n_correct then k, and how often each occurs. Whole
+    counts (a profile's) sort as one integer key, much faster on a million problems than sorting
+    rows; anything else sorts rows."""
+    whole = np.all(n_correct == np.round(n_correct)) and np.all(k == np.round(k)) and n_correct.min() >= 0
+    if whole and k.max() < 2**31:
+        key = n_correct.astype(np.int64) * (int(k.max()) + 1) + k.astype(np.int64)
+        uniq, mult = np.unique(key, return_counts=True)
+        return (uniq // (int(k.max()) + 1)).astype(np.float64), (uniq % (int(k.max()) + 1)).astype(np.float64), mult
+    uniq, mult = np.unique(np.stack([n_correct, k], axis=1), axis=0, return_counts=True)
+    return uniq[:, 0], uniq[:, 1], mult
+
+
+def fit_grid_prior_counts(n_correct, k, mult, init: np.ndarray | None = None, grid: np.ndarray = GRID,
+                          iters: int = 300, floor: float = 1e-3) -> np.ndarray:
+    """fit_grid_prior on distinct counts given with their multiplicities `mult` (U,). `init`
+    (G,) warm-starts EM from an earlier fit (default uniform): a prior refitted as counts trickle
+    in needs a few iterations from the last fit, not hundreds from scratch."""
+    lik = _likelihood(n_correct, k, grid)  # (U, G)
+    mult = np.asarray(mult, dtype=np.float64)
     share = mult / mult.sum()  # (U,)
-    w = np.full(grid.shape, 1.0 / grid.size)
+    w = np.full(grid.shape, 1.0 / grid.size) if init is None else np.asarray(init, dtype=np.float64)
     for _ in range(iters):
         post = lik * w  # (U, G)
         post /= post.sum(axis=1, keepdims=True)
@@ -110,12 +135,44 @@ def fit_group_priors(n_correct, k, groups, shrink: float = 20.0, grid: np.ndarra
     return keys, weights
 
 
-def grid_prob_in_band(n_correct, k, weights: np.ndarray, lo: float, hi: float, grid: np.ndarray = GRID) -> np.ndarray:
-    """P(lo <= p <= hi | counts) under the grid prior `weights`: one (G,) for every problem, or
-    (N, G), one row per problem."""
+def grid_likelihood(n_correct, k, grid: np.ndarray = GRID) -> np.ndarray:
+    """(N, G) binomial likelihood of each problem's counts at each grid pass rate, scaled so each
+    row's largest is 1 (constant dropped). grid_posterior is this times the prior, normalized; a
+    caller that reuses likelihood rows under changing priors normalizes the same way."""
+    return _likelihood(n_correct, k, grid)
+
+
+def grid_posterior(n_correct, k, weights: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
+    """(N, G) posterior over `grid` of each problem's pass rate, rows summing to 1, under the grid
+    prior `weights`: one (G,) for every problem, or (N, G), one row per problem."""
     post = _likelihood(n_correct, k, grid) * weights  # (N, G)
+    return post / post.sum(axis=1, keepdims=True)
+
+
+def grid_prob_in_band(n_correct, k, weights: np.ndarray, lo: float, hi: float, grid: np.ndarray = GRID) -> np.ndarray:
+    """P(lo <= p <= hi | counts) under the grid prior `weights` ((G,) or (N, G))."""
     inside = (grid >= lo) & (grid <= hi)
-    return post[:, inside].sum(axis=1) / post.sum(axis=1)
+    return grid_posterior(n_correct, k, weights, grid)[:, inside].sum(axis=1)
+
+
+def grid_posterior_mean(n_correct, k, weights: np.ndarray, grid: np.ndarray = GRID) -> np.ndarray:
+    """(N,) E[p | counts] under the grid prior `weights` ((G,) or (N, G))."""
+    return grid_posterior(n_correct, k, weights, grid) @ grid
+
+
+def grid_mean_std(post: np.ndarray, grid: np.ndarray = GRID) -> tuple[np.ndarray, np.ndarray]:
+    """(N,) mean and (N,) standard deviation of (N, G) grid posteriors. A standard deviation rather
+    than a quantile interval: the grid posterior is discrete, and an equal-tailed interval of one with
+    96% of its mass on p = 1 is [1, 1], excluding its own mean."""
+    mean = post @ grid
+    var = post @ grid**2 - mean**2
+    return mean, np.sqrt(np.maximum(var, 0.0))  # clip rounding below zero
+
+
+def grid_all_same(post: np.ndarray, group_size: int, grid: np.ndarray = GRID) -> np.ndarray:
+    """(N,) E[p^G + (1-p)^G] under (N, G) grid posteriors: the chance that a group of `group_size`
+    answers to the problem comes back all right or all wrong, the group GRPO learns nothing from."""
+    return post @ (grid ** group_size + (1.0 - grid) ** group_size)
 
 
 @dataclass(frozen=True)
@@ -175,6 +232,19 @@ def row_priors(n_correct, k, groups=None, rows=None) -> np.ndarray:
         return fit_grid_prior(n_correct, k)
     keys, weights = fit_group_priors(n_correct, k, groups)
     return weights[np.searchsorted(keys, np.asarray(groups if rows is None else rows))]
+
+
+def level_posteriors(n_correct, k, levels=None) -> np.ndarray:
+    """(N, G) grid posterior of every problem under the empirical-Bayes prior the profiler's
+    adaptive decisions use: fitted per level (a missing level, NaN, is one group of its own; each
+    group shrunk toward the pool, see fit_group_priors) when `levels` are given, else one for the pool."""
+    groups = None if levels is None else np.nan_to_num(np.asarray(levels, dtype=np.float64), nan=-1.0)
+    c, k = np.asarray(n_correct), np.asarray(k)
+    if np.any(c < 0) or np.any(c > k) or np.any(k < 1):
+        raise ValueError("every problem needs k >= 1 samples and n_correct in [0, k]")
+    if c.size == 0:
+        return np.zeros((0, GRID.size))
+    return grid_posterior(c, k, row_priors(c, k, groups))
 
 
 def simulate(rule: StoppingRule, pass_rates: np.ndarray, rng: np.random.Generator,

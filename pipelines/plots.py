@@ -1,5 +1,5 @@
-"""Demo plots (PNG): pass-rate histogram before/after training, held-out accuracy against rollouts
-generated, band occupancy over training."""
+"""Demo plots (PNG): estimated pass-rate histogram before/after training (with the training band),
+held-out accuracy against rollouts generated, band occupancy over training."""
 
 from __future__ import annotations
 
@@ -16,28 +16,21 @@ def _plt():
 
 
 def write_plots(run_dir: Path, before: Path, after: Path, out: Path) -> list[Path]:
-    from grpo_data.profiler import read_profile
+    """The three PNGs into `out`. The pass-rate histogram is the report's (`pass_rate_figure`):
+    estimated pass rates and the band of the run's resolved config."""
+    from grpo_train.trainer import read_metrics
+    from pipelines.report import pass_rate_figure, pool_levels, run_config, training_band
 
     plt = _plt()
-    from grpo_train.trainer import read_metrics
-
     records = read_metrics(run_dir)
     evals = [r for r in records if r["kind"] == "eval"]
     trains = [r for r in records if r["kind"] == "train"]
     paths = []
 
-    b, _ = read_profile(before)
-    a, _ = read_profile(after)
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
-    ax.hist([b["pass_rate"].to_numpy(), a["pass_rate"].to_numpy()], bins=10, range=(0, 1),
-            label=["before training", "after training"], color=["#8c8c8c", "#4C72B0"])
-    ax.axvspan(0.2, 0.8, color="#55A868", alpha=0.1, label="target band")
-    ax.set_xlabel("pass rate (training pool)")
-    ax.set_ylabel("problems")
-    ax.legend()
-    fig.tight_layout()
+    _, config = run_config(run_dir)
+    fig = pass_rate_figure(before, after, training_band(config), pool_levels(config))
     paths.append(out / "pass_rate_before_after.png")
-    fig.savefig(paths[-1])
+    fig.savefig(paths[-1], dpi=120)
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import polars as pl
 import yaml
 
 from grpo_data import io
@@ -94,27 +95,54 @@ def accuracy_panel(evals: list[dict]) -> str:
     return _png(fig)
 
 
-def pass_rate_panel(before: Path, after: Path, band: tuple[float, float]) -> str:
-    """Histograms of the posterior-mean pass rate (`post_mean`, Jeffreys prior; raw n_correct / k when
-    a profile has no posterior) of the training pool before and after, with the band training used."""
+def training_band(config: dict) -> tuple[float, float]:
+    """The scheduler's band in a resolved train config (the trainer's defaults where it names none)."""
+    from grpo_train.config import SchedulerSection
+
+    sched = config.get("scheduler") or {}
+    return float(sched.get("lo", SchedulerSection.lo)), float(sched.get("hi", SchedulerSection.hi))
+
+
+def pool_levels(config: dict) -> pl.DataFrame | None:
+    """(id, level) of the training pool a resolved train config names (`data.train`), or None when
+    that file is not here or has no levels: the estimates then use one pool prior."""
+    train = (config.get("data") or {}).get("train")
+    if not train or not Path(train).is_file():
+        return None
+    table = pl.read_parquet(train)
+    return table.select("id", "level") if "level" in table.columns else None
+
+
+def pass_rate_figure(before: Path, after: Path, band: tuple[float, float], levels: pl.DataFrame | None = None):
+    """Histograms of the estimated pass rate (`p_est`: posterior mean under the empirical-Bayes prior
+    fitted to each profile, per level when `levels` (id, level) are given; see grpo_data.estimates)
+    of the training pool before and after, with the band training used."""
+    from grpo_data.estimates import by_level, profile_estimates
     from grpo_data.profiler import read_profile
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
     data, labels = [], []
+    prior = "per-level prior" if levels is not None else "pool prior"
     for path, label in ((before, "before training"), (after, "after training")):
-        table, _ = read_profile(path)
-        column = "post_mean" if "post_mean" in table.columns else "pass_rate"
-        data.append(table[column].to_numpy())
-        labels.append(f"{label} ({column}, k {int(table['k'].min())}-{int(table['k'].max())})")
+        table, meta = read_profile(path)
+        data.append(profile_estimates(table, levels, by_level(meta))["p_est"].to_numpy())
+        labels.append(f"{label} ({prior}, k {int(table['k'].min())}-{int(table['k'].max())})")
     ax.hist(data, bins=20, range=(0, 1), label=labels, color=["#8c8c8c", "#4C72B0"])
-    ax.axvspan(*band, color="#55A868", alpha=0.12, label=f"training band [{band[0]}, {band[1]}]")
-    ax.set_xlabel("pass rate (training pool)")
+    ax.axvspan(*band, color="#55A868", alpha=0.12, label=f"training band [{band[0]:g}, {band[1]:g}]")
+    ax.set_xlabel("estimated pass rate (training pool)")
     ax.set_ylabel("problems")
     ax.set_title("pass rates before and after", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    return _png(fig)
+    return fig
+
+
+def run_config(run_dir: Path) -> tuple[str, dict]:
+    """The run's resolved_config.yaml: its text and the parsed tree ("" and {} when missing)."""
+    path = run_dir / "resolved_config.yaml"
+    text = path.read_text() if path.exists() else ""
+    return text, yaml.safe_load(text) or {}
 
 
 def warnings_panel(trains: list[dict]) -> str:
@@ -168,10 +196,7 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
         raise FileNotFoundError(f"{run_dir}/metrics.jsonl is missing or empty: is {run_dir} a `grpo train` run folder?")
     trains = [r for r in records if r["kind"] == "train"]
     evals = [r for r in records if r["kind"] == "eval"]
-    config_text = (run_dir / "resolved_config.yaml").read_text() if (run_dir / "resolved_config.yaml").exists() else ""
-    config = yaml.safe_load(config_text) or {}
-    sched = config.get("scheduler", {})
-    band = (sched.get("lo", 0.2), sched.get("hi", 0.95))
+    config_text, config = run_config(run_dir)
     before = Path(before) if before else run_dir.parent / "profile.parquet"
     after = Path(after) if after else run_dir.parent / "profile-after.parquet"
 
@@ -183,7 +208,8 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
         "zero_variance_fraction": "zero-variance groups"}, ylim=(-0.02, 1.02))))
     sections.append(("Held-out accuracy", accuracy_panel(evals) if evals else '<p class="note">no evaluations logged</p>'))
     if before.exists() and after.exists():
-        sections.append(("Pass rates before and after", pass_rate_panel(before, after, band)))
+        sections.append(("Pass rates before and after",
+                         _png(pass_rate_figure(before, after, training_band(config), pool_levels(config)))))
     else:
         sections.append(("Pass rates before and after", f'<p class="note">no profiles at {html.escape(str(before))} and '
                          f'{html.escape(str(after))}: pass --before/--after</p>'))

@@ -216,6 +216,10 @@ def test_grpo_mix_decontaminate_shards_and_card(tmp_path):
     card = (tmp_path / "card.md").read_text()
     assert "## Mixture" in card and "| 30 | 20 |" in card
     assert "Removed: 1 (1 by exact text)" in card and "| contaminated | 1 |" in card
+    # every problem went 2 of 4: one pool prior (no levels), one estimate, all in the middle bucket
+    assert "| 4 | 69 |" in card and "Mean samples per problem: 4.00 (276 in all)." in card
+    assert "| 2 | [0.30, 0.70) | 69 | 4.0 |" in card and "one for the whole set" in card
+    assert "No training band was given to the card" in card  # `grpo card` is not told the band
 
 
 # ---------------------------------------------------------------- format rate

@@ -115,3 +115,41 @@ def test_a_cut_off_last_metrics_line_is_dropped_and_a_damaged_file_refused(tmp_p
     (run / "metrics.jsonl").write_text('{"kind": "tr\n' + text)
     with pytest.raises(ValueError, match="line 1 is not JSON"):
         read_metrics(run)
+
+
+def test_pass_rate_plots_draw_estimates_and_the_runs_training_band(tmp_path):
+    """The demo's pass-rate PNG and the report's panel are one figure: estimated pass rates (per level
+    when the run's data.train has levels) and the band of the run's resolved config, not 0.2-0.8."""
+    import matplotlib.pyplot as plt
+
+    from grpo_data.estimates import profile_estimates
+    from grpo_data.profiler import read_profile
+    from pipelines.plots import write_plots
+    from pipelines.report import pass_rate_figure, pool_levels, run_config, training_band
+
+    run = fake_run(tmp_path / "demo" / "train")
+    before = profile(tmp_path / "demo" / "profile.parquet", np.r_[np.zeros(40), np.linspace(0, 1, 10)], k=2)
+    after = profile(tmp_path / "demo" / "profile-after.parquet", np.linspace(0.2, 1, 50))
+    pl.DataFrame({"id": [f"p{i}" for i in range(50)], "level": [1] * 40 + [2] * 10}).write_parquet(tmp_path / "train.parquet")
+    config = yaml.safe_load((run / "resolved_config.yaml").read_text())
+    config["data"] = {"train": str(tmp_path / "train.parquet")}
+    (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))
+    _, config = run_config(run)
+    assert training_band(config) == (0.25, 0.9) and training_band({}) == (0.2, 0.95)  # the trainer's defaults
+    levels = pool_levels(config)
+    assert levels is not None and pool_levels({}) is None
+    fig = pass_rate_figure(before, after, training_band(config), levels)
+    ax = fig.axes[0]
+    span = [p for p in ax.patches if p.get_label().startswith("training band")]
+    assert len(span) == 1 and (span[0].get_bbox().x0, span[0].get_bbox().x1) == pytest.approx((0.25, 0.9))
+    bars = [p for p in ax.patches if p not in span]  # 20 bins before, then 20 after
+    for i, path in enumerate((before, after)):
+        table, _ = read_profile(path)
+        want, _ = np.histogram(profile_estimates(table, levels)["p_est"].to_numpy(), bins=20, range=(0, 1))
+        assert [round(b.get_height()) for b in bars[20 * i:20 * (i + 1)]] == want.tolist()
+    # estimates, not the raw n_correct / k of 2-sample screens (which fill only the bins at 0, 0.5 and 1)
+    raw, _ = np.histogram(read_profile(before)[0]["pass_rate"].to_numpy(), bins=20, range=(0, 1))
+    assert [round(b.get_height()) for b in bars[:20]] != raw.tolist()
+    plt.close(fig)
+    paths = write_plots(run, before, after, tmp_path / "demo")
+    assert [p.name for p in paths][0] == "pass_rate_before_after.png" and paths[0].stat().st_size > 1000

@@ -159,3 +159,49 @@ def test_majority_vote_by_extracted_answer():
     assert majority_correct(["13", "12", "13", "12"], [False, True, False, True]) == 0.0  # tie: first given wins
     assert majority_correct(["", "", "12"], [False, False, True]) == 1.0  # no answer does not vote
     assert majority_correct(["", ""], [False, False]) == 0.0
+
+
+def _brute_posterior(c: int, k: int, weights, grid) -> list[float]:
+    """One problem's grid posterior, written out: prior weight times the binomial likelihood, normalized."""
+    from math import comb
+
+    joint = [w * comb(k, c) * g**c * (1 - g) ** (k - c) for w, g in zip(weights, grid, strict=True)]
+    return [j / sum(joint) for j in joint]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_grid_posterior_mean_std_and_all_same_match_a_brute_force_loop(seed):
+    from grpo_data.stats import GRID, grid_all_same, grid_mean_std, grid_posterior, grid_posterior_mean
+
+    rng = np.random.default_rng(seed)
+    weights = rng.dirichlet(np.full(GRID.size, 0.3), size=12)  # (N, G): a prior row per problem
+    k = rng.choice([2, 4, 8, 32], size=12)
+    c = rng.binomial(k, rng.uniform(0, 1, 12))
+    c[:2], k[:2] = [0, 2], [2, 2]  # the extremes: 0/2 and 2/2
+    post = grid_posterior(c, k, weights)
+    for i in range(12):
+        brute = _brute_posterior(int(c[i]), int(k[i]), weights[i], GRID.tolist())
+        np.testing.assert_allclose(post[i], brute, rtol=1e-9, atol=1e-15)
+        mean = sum(b * g for b, g in zip(brute, GRID.tolist(), strict=True))
+        assert grid_posterior_mean(c[i:i + 1], k[i:i + 1], weights[i])[0] == pytest.approx(mean, rel=1e-9)
+        same = sum(b * (g**8 + (1 - g) ** 8) for b, g in zip(brute, GRID.tolist(), strict=True))
+        assert grid_all_same(post[i:i + 1], 8)[0] == pytest.approx(same, rel=1e-9)
+        var = sum(b * (g - mean) ** 2 for b, g in zip(brute, GRID.tolist(), strict=True))
+        m, sd = grid_mean_std(post[i:i + 1])
+        assert m[0] == pytest.approx(mean, rel=1e-9) and sd[0] == pytest.approx(var**0.5, rel=1e-6, abs=1e-9)
+    # one (G,) prior for every problem is the same as that row repeated
+    np.testing.assert_allclose(grid_posterior_mean(c, k, weights[0]), grid_posterior_mean(c, k, np.tile(weights[0], (12, 1))))
+
+
+def test_level_posteriors_use_the_profilers_per_level_prior():
+    """A 1/2 screen is estimated from its level: low where the level is hard, near 0.5 where it is not."""
+    from grpo_data.stats import GRID, grid_posterior_mean, level_posteriors, row_priors
+
+    c = np.array([0] * 60 + [1] * 15 + [1] + [2] * 30 + [8] * 30 + [1] + [1])
+    k = np.array([2] * 60 + [16] * 15 + [2] + [2] * 30 + [16] * 30 + [2] + [2])
+    levels = np.array([1.0] * 76 + [2.0] * 61 + [np.nan])
+    est = level_posteriors(c, k, levels) @ GRID
+    # the profiler's grouping: a missing level is the group -1 (profiler.prior_group_keys)
+    np.testing.assert_allclose(est, grid_posterior_mean(c, k, row_priors(c, k, np.nan_to_num(levels, nan=-1.0))))
+    assert est[75] < 0.3 < 0.4 < est[136] < 0.6  # the same 1/2 screen, in a hard level and in a middling one
+    np.testing.assert_allclose(level_posteriors(c, k) @ GRID, grid_posterior_mean(c, k, row_priors(c, k)))

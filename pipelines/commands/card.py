@@ -14,14 +14,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="card path (default data_cards/NAME.md)")
     parser.add_argument("--license", default="apache-2.0")
     parser.add_argument("--pretty-name", default=None)
+    parser.add_argument("--band", default=None, metavar="LO,HI",
+                        help="the band training uses, drawn on the histogram (e.g. 0.2,0.95; default: none drawn)")
+    parser.add_argument("--group-size", type=int, default=8, help="G for the all-right/all-wrong share (default 8)")
 
 
 def run(args: argparse.Namespace) -> int:
     from grpo_data.cards import write_card
     from grpo_data.shards import ShardIntegrityError
 
+    band = None
+    if args.band:
+        try:
+            band = tuple(float(x) for x in args.band.split(","))
+        except ValueError:
+            band = ()
+        if len(band) != 2 or not 0 <= band[0] < band[1] <= 1:
+            print(f"grpo card: --band must be LO,HI with 0 <= LO < HI <= 1, got {args.band!r}", file=sys.stderr)
+            return 2
     try:
-        path = write_card(args.shards, args.name, args.out, args.license, args.pretty_name)
+        path = write_card(args.shards, args.name, args.out, args.license, args.pretty_name, band=band,
+                          group_size=args.group_size)
     except ShardIntegrityError as exc:
         print(f"grpo card: {exc}", file=sys.stderr)
         return 2
