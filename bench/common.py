@@ -69,3 +69,67 @@ def train_run(name: str, overrides: list[str], base: list[str], out: Path) -> tu
     from grpo_train.trainer import read_metrics
 
     return read_metrics(out / name), time.monotonic() - start
+
+
+def run_key(args: list[str], inputs: list[str]) -> dict:
+    """What a run depends on: its whole resolved config (but where it writes and whether it
+    evaluated its start), a hash of the library's code, and hashes of its input files (policy
+    weights, data, profile)."""
+    import hashlib
+    from pathlib import Path
+
+    import yaml
+
+    from grpo_train.config import config_from_tree, dump_config
+
+    tree = yaml.safe_load(dump_config(config_from_tree({}, args)))
+    tree["run"].pop("out"), tree["run"].pop("eval_first")
+    root = Path(__file__).resolve().parent.parent
+    code = hashlib.sha256()
+    for path in sorted([*root.glob("grpo_data/**/*.py"), *root.glob("grpo_train/**/*.py")]):
+        code.update(path.read_bytes())
+    files = {}
+    for name in inputs:
+        digest = hashlib.sha256()
+        for f in sorted(Path(name).glob("*.safetensors")) if Path(name).is_dir() else [Path(name)]:
+            digest.update(f.read_bytes())
+        files[name] = digest.hexdigest()[:16]
+    return {"config": tree, "code": code.hexdigest()[:16], "inputs": files}
+
+
+def completed(run_dir, key: dict, budget: int) -> tuple[list[dict], float] | None:
+    """(records, seconds) of a finished run in run_dir with this exact key (reused when the
+    benchmark is run again after a stop), else None: any difference in config, code or inputs, a
+    missing key, an unfinished or unreadable run all mean run it again."""
+    import json
+    from pathlib import Path
+
+    from grpo_train.trainer import read_metrics
+
+    run_dir = Path(run_dir)
+    try:
+        saved = json.loads((run_dir / "bench-key.json").read_text())
+        records = read_metrics(run_dir)
+    except (OSError, ValueError):
+        return None
+    if saved.get("key") != key:
+        return None
+    trains = [r for r in records if r["kind"] == "train"]
+    done = trains and trains[-1]["rollouts_generated"] >= budget and records[-1]["kind"] == "eval"
+    return (records, saved["seconds"]) if done else None
+
+
+def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inputs: list[str],
+                     budget: int) -> tuple[list[dict], float]:
+    """`train_run`, or the finished run already in out/NAME when it was made with the same config,
+    code and inputs (`run_key`): a stopped benchmark picks up where it stopped."""
+    from grpo_data import io
+
+    key = run_key(base + args, inputs)
+    found = completed(out / name, key, budget)
+    if found is not None:
+        print(f"{out / name}: reusing the finished run", flush=True)
+        return found
+    records, seconds = train_run(name, args, base, out)
+    io.write_json(out / name / "bench-key.json", {"key": key, "seconds": seconds})
+    return records, seconds

@@ -1,12 +1,24 @@
-"""Headline benchmark (`grpo bench e2e`): scheduled GRPO vs uniform sampling + DAPO dynamic sampling.
+"""Headline benchmark (`grpo bench e2e`): the curriculum against uniform sampling, every rollout counted.
 
-On the embedded world, from the same warm-started policy and offline profile, with the same G, batch
-size and rollout budget, real GRPO training (vLLM rollouts, DeepSpeed updates):
-- arm A: the band scheduler with dynamic resampling;
-- arm B: uniform sampling with DAPO dynamic sampling (drop zero-variance groups, resample).
-Reported: held-out accuracy against rollouts generated for both, rollouts each needed to first
-reach a target held-out accuracy (initial accuracy + `target_gain`), and each arm's
-informative-rollout ratio. Goal: arm A reaches the target with >= 2x fewer rollouts.
+On the embedded world (chains of written steps, grpo_data/world.py), from the same warm-started
+policy, with the same G, batch size, learning rate and total budget, real GRPO training (vLLM
+rollouts, DeepSpeed updates), four arms:
+- A:  offline profile + band scheduler + dynamic resampling;
+- A0: band scheduler with no offline profile (online estimates only, from per-level priors
+      learned as outcomes come in) + dynamic resampling;
+- B:  uniform sampling + DAPO dynamic sampling (drop all-equal groups, resample);
+- C:  offline filter + uniform + DAPO: problems the profile found all-right or all-wrong are dropped
+      before training, as public RL datasets are filtered.
+
+Counted in full: an arm's total rollouts are its training rollouts (kept and dropped groups), its
+refresh rollouts and, for A and C, every sample of the offline profile. Arms stop at the same
+total, so A and C train on fewer rollouts than B and A0. The profile cost amortized over N runs that
+share one profile (a sweep) is reported beside it.
+
+Reported on the test split (never used to choose anything), per seed and as mean +- SE over seeds:
+test accuracy against total rollouts; the total rollouts each arm needs to reach B's final test
+accuracy; the informative-rollout ratio; and frontier movement: the share of test problems at
+pass rate <= 0.1 at the start (0 of eval_k) that end at >= 0.5.
 """
 
 from __future__ import annotations
@@ -14,50 +26,126 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
-ARMS = {"A_band": ["scheduler.name=band"], "B_uniform_dapo": ["scheduler.name=uniform"]}
+ARMS: dict[str, dict] = {
+    "A": {"overrides": ["scheduler.name=band"], "profile": True, "filter": False},
+    "A0": {"overrides": ["scheduler.name=band"], "profile": False, "filter": False},
+    "B": {"overrides": ["scheduler.name=uniform"], "profile": False, "filter": False},
+    "C": {"overrides": ["scheduler.name=uniform"], "profile": True, "filter": True},
+}
+# the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a band decision
+PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 8, "max_tokens": 128, "chunk_size": 512}
+GOALS = {"informative_ratio_A": 0.8, "fewer_rollouts_than_B": 2.0, "fewer_rollouts_than_C": 1.5,
+         "A_minus_B_in_se": 3.0, "frontier_A": 0.3}
 
 
-def rollouts_to_reach(evals: list[dict], target: float) -> float | None:
-    """Rollouts at which held-out accuracy first reaches `target` (linear between eval points)."""
+def rollouts_to_reach(evals: list[dict], target: float, x: str = "total_rollouts") -> float | None:
+    """Rollouts (column `x`) at which test accuracy first reaches `target`, linear between evals."""
     prev = None
     for r in evals:
         if r["heldout_accuracy"] >= target:
             if prev is None:
-                return float(r["rollouts_generated"])
-            x0, y0, x1, y1 = prev["rollouts_generated"], prev["heldout_accuracy"], r["rollouts_generated"], r["heldout_accuracy"]
+                return float(r[x])
+            x0, y0, x1, y1 = prev[x], prev["heldout_accuracy"], r[x], r["heldout_accuracy"]
             return float(x0 + (target - y0) * (x1 - x0) / max(y1 - y0, 1e-9))
         prev = r
     return None
 
 
-def _level_totals(trains: list[dict]) -> dict[str, int]:
-    """Groups trained per level over the whole run."""
-    totals: dict[str, int] = {}
-    for r in trains:
-        for k, v in r.items():
-            if k.startswith("trained_groups_level_"):
-                level = k.removeprefix("trained_groups_level_")
-                totals[level] = totals.get(level, 0) + v
-    return dict(sorted(totals.items(), key=lambda kv: int(kv[0])))
+def charged(evals: list[dict], profile_samples: int) -> list[dict]:
+    """Eval records with `total_rollouts`: training + refresh rollouts plus the profile's samples."""
+    return [{**r, "total_rollouts": r["rollouts_generated"] + profile_samples} for r in evals]
 
 
-def run_arm(name: str, overrides: list[str], base: list[str], out: Path) -> dict:
-    """One arm's training run (`bench.common.train_run`) summarized."""
-    import yaml
+def offline_filter(train: pl.DataFrame, profile: pl.DataFrame) -> pl.DataFrame:
+    """The training rows whose profile is neither all-right nor all-wrong (unprofiled rows stay)."""
+    decided = profile.filter((pl.col("n_correct") == 0) | (pl.col("n_correct") == pl.col("k"))).select("id")
+    return train.join(decided, on="id", how="anti")
 
-    from bench.common import train_run
 
-    records, seconds = train_run(name, overrides, base, out)
-    resolved = yaml.safe_load((out / name / "resolved_config.yaml").read_text())
-    evals = [r for r in records if r["kind"] == "eval"]
+def frontier_share(start: pl.DataFrame, end: pl.DataFrame, low: float = 0.1, high: float = 0.5) -> dict:
+    """Of the problems at pass rate <= low in `start` (id, n_correct, k), the share at >= high in `end`."""
+    both = start.join(end, on="id", suffix="_end")
+    hard = both.filter(pl.col("n_correct") / pl.col("k") <= low)
+    moved = hard.filter(pl.col("n_correct_end") / pl.col("k_end") >= high).height
+    return {"start_hard": hard.height, "moved": moved, "share": moved / hard.height if hard.height else float("nan")}
+
+
+def run_arm(name: str, args: list[str], base: list[str], out: Path, inputs: list[str], budget: int,
+            profile_samples: int) -> dict:
+    """One arm's training run summarized, its evaluations charged with the profile it used."""
+    from bench.common import cached_train_run
+
+    records, seconds = cached_train_run(name, args, base, out, inputs, budget)
+    evals = charged([r for r in records if r["kind"] == "eval"], profile_samples)
     trains = [r for r in records if r["kind"] == "train"]
-    return {"evals": [{k: r[k] for k in ("step", "rollouts_generated", "heldout_accuracy")} for r in evals],
-            "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"], "steps": trains[-1]["step"],
-            "rollouts_generated": trains[-1]["rollouts_generated"], "seconds": seconds,
-            "scheduler": resolved["scheduler"], "distinct_problems_trained": trains[-1]["distinct_problems_trained"],
-            "final_by_level": {k: v for k, v in evals[-1].items() if k.startswith("heldout_accuracy_level_")},
-            "trained_groups_by_level": _level_totals(trains)}
+    last = trains[-1]
+    return {"evals": [{k: r[k] for k in ("step", "rollouts_generated", "total_rollouts", "heldout_accuracy",
+                                         "heldout_accuracy_se")} for r in evals],
+            "profile_samples": profile_samples, "informative_rollout_ratio": last["informative_rollout_ratio"],
+            "steps": last["step"], "rollouts_generated": last["rollouts_generated"], "seconds": seconds,
+            "distinct_problems_trained": last["distinct_problems_trained"],
+            "final_by_level": {k.removeprefix("heldout_accuracy_level_"): v for k, v in evals[-1].items()
+                               if k.startswith("heldout_accuracy_level_")}}
+
+
+def seed_summary(arms: dict[str, dict], start: pl.DataFrame, finals: dict[str, pl.DataFrame],
+                 amortize_over: tuple[int, ...] = (1, 3, 10)) -> dict:
+    """Per seed: rollouts each arm needs to reach B's final accuracy (charged, and with the
+    profile amortized over N runs), final accuracies, and frontier movement."""
+    target = arms["B"]["evals"][-1]["heldout_accuracy"]
+    reach = {}
+    for n in amortize_over:
+        per = {}
+        for arm, a in arms.items():
+            evals = [{**e, "x": e["rollouts_generated"] + a["profile_samples"] / n} for e in a["evals"]]
+            per[arm] = rollouts_to_reach(evals, target, "x")
+        reach[f"amortized_{n}"] = per
+    charged_reach = reach["amortized_1"]
+    ratio = {f"{other}_over_A": (charged_reach[other] / charged_reach["A"]) if charged_reach["A"] and charged_reach[other]
+             else None for other in ("B", "C", "A0")}
+    return {"target_B_final": target, "rollouts_to_B_final": reach, "ratios_charged": ratio,
+            "final_accuracy": {arm: a["evals"][-1]["heldout_accuracy"] for arm, a in arms.items()},
+            "final_se": {arm: a["evals"][-1]["heldout_accuracy_se"] for arm, a in arms.items()},
+            "frontier": {arm: frontier_share(start, finals[arm]) for arm in arms}}
+
+
+def aggregate(seeds: list[dict]) -> dict:
+    """Means, spreads and standard errors over seeds, and each goal as met or missed."""
+    from bench.common import mean_se
+
+    arms = list(seeds[0]["arms"])
+    out: dict = {"final_accuracy": {a: mean_se([s["summary"]["final_accuracy"][a] for s in seeds]) for a in arms},
+                 "informative_rollout_ratio": {a: mean_se([s["arms"][a]["informative_rollout_ratio"] for s in seeds])
+                                               for a in arms},
+                 "frontier": {a: mean_se([s["summary"]["frontier"][a]["share"] for s in seeds]) for a in arms}}
+    ratios = {}
+    for key in ("B_over_A", "C_over_A", "A0_over_A"):
+        vals = [s["summary"]["ratios_charged"][key] for s in seeds]
+        got = [v for v in vals if v is not None]
+        ratios[key] = {**(mean_se(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(vals)}
+    out["rollout_ratios_charged"] = ratios
+    diff = np.array([s["summary"]["final_accuracy"]["A"] - s["summary"]["final_accuracy"]["B"] for s in seeds])
+    # two standard errors of A - B: over seeds (paired), and the test set's own sampling error
+    se_seeds = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else float("nan")
+    se_eval = float(np.mean([np.hypot(s["summary"]["final_se"]["A"], s["summary"]["final_se"]["B"]) for s in seeds])
+                    / np.sqrt(len(seeds)))
+    se = max(se_seeds, se_eval)
+    out["A_minus_B"] = {"mean": float(diff.mean()), "se_over_seeds": se_seeds, "se_test_sampling": se_eval,
+                        "in_se": float(diff.mean() / se) if se > 0 else float("nan")}
+    b_ratio, c_ratio = ratios["B_over_A"].get("mean"), ratios["C_over_A"].get("mean")
+    out["goals"] = {
+        "informative_ratio_A >= 0.8": out["informative_rollout_ratio"]["A"]["mean"] >= GOALS["informative_ratio_A"],
+        "A reaches B's final with >= 2x fewer rollouts": bool(b_ratio and b_ratio >= GOALS["fewer_rollouts_than_B"]
+                                                              and ratios["B_over_A"]["reached_in_seeds"] == len(seeds)),
+        "... and >= 1.5x fewer than C": bool(c_ratio and c_ratio >= GOALS["fewer_rollouts_than_C"]
+                                              and ratios["C_over_A"]["reached_in_seeds"] == len(seeds)),
+        "A - B >= 3 SE": out["A_minus_B"]["in_se"] >= GOALS["A_minus_B_in_se"],
+        "frontier A >= 0.3 and > B": (out["frontier"]["A"]["mean"] >= GOALS["frontier_A"]
+                                      and out["frontier"]["A"]["mean"] > out["frontier"]["B"]["mean"]),
+    }
+    return out
 
 
 def plot(result: dict, path: Path) -> Path:
@@ -66,50 +154,71 @@ def plot(result: dict, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.5, 4), dpi=120)
-    for seed_res in result["seeds"]:
-        for arm, color in (("A_band", "#4C72B0"), ("B_uniform_dapo", "#DD8452")):
-            ev = seed_res["arms"][arm]["evals"]
-            ax.plot([e["rollouts_generated"] for e in ev], [e["heldout_accuracy"] for e in ev], color=color,
-                    marker="o", ms=3, alpha=0.8, label=f"{arm} (seed {seed_res['seed']})")
-    ax.axhline(result["seeds"][0]["target"], color="gray", ls="--", lw=1, label="target")
-    ax.set_xlabel("rollouts generated")
-    ax.set_ylabel("held-out accuracy")
-    ax.legend(fontsize=7)
+    colors = {"A": "#4C72B0", "A0": "#55A868", "B": "#DD8452", "C": "#8172B2"}
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    for i, seed_res in enumerate(result["seeds"]):
+        for arm, a in seed_res["arms"].items():
+            ax.plot([e["total_rollouts"] for e in a["evals"]], [e["heldout_accuracy"] for e in a["evals"]],
+                    color=colors.get(arm, "gray"), marker="o", ms=3, alpha=0.75, label=arm if i == 0 else None)
+    ax.set_xlabel("total rollouts (training + refresh + offline profile)")
+    ax.set_ylabel("test accuracy (mean@k)")
+    ax.set_title("e2e: each line one seed; profile samples charged to A and C")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return path
 
 
-def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), target_gain: float = 0.02,
-        workdir: str = "runs/bench-e2e") -> dict:
+def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-e2e",
+        budget: int | None = None) -> dict:
     from bench.common import RESULTS
+    from grpo_data.profiler import read_profile
+    from grpo_train.config import SchedulerSection
     from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
 
+    out = Path(workdir)
     policy = warm_policy()
     paths = write_world("runs/world")
-    profile = profile_stage(str(policy), paths["train"], {"adaptive": True, "max_tokens": 16}, Path("runs/world-profile.parquet"))
-    budget = 8_000 if quick else 30_000
-    base = [f"model={policy}", f"data.train={paths['train']}", f"data.heldout={paths['heldout']}",
-            f"data.profile={profile}", "rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4",
-            "rollout.dynamic_resampling=true", "optim.lr=0.0001", "optim.minibatches=1", f"run.max_rollouts={budget}",
-            "run.steps=100000", f"run.eval_every={5 if quick else 10}", f"run.eval_k={4 if quick else 8}", "run.save_every=0",
-            "run.progress=false"]
-    out = Path(workdir)
-    result = {"budget_rollouts": budget, "target_gain": target_gain, "seeds": []}
-    for seed in seeds:
-        arms = {name: run_arm(name, ov + [f"run.seed={seed}"], base, out / f"seed{seed}") for name, ov in ARMS.items()}
-        initial = arms["A_band"]["evals"][0]["heldout_accuracy"]
-        target = initial + target_gain
-        reach = {name: rollouts_to_reach(a["evals"], target) for name, a in arms.items()}
-        ratio = (reach["B_uniform_dapo"] / reach["A_band"]) if reach["A_band"] and reach["B_uniform_dapo"] else None
-        result["seeds"].append({"seed": seed, "initial_accuracy": initial, "target": target, "arms": arms,
-                                "rollouts_to_target": reach, "ratio_B_over_A": ratio})
-    ratios = [s["ratio_B_over_A"] for s in result["seeds"] if s["ratio_B_over_A"]]
-    result["ratio_B_over_A_mean"] = float(np.mean(ratios)) if ratios else None
-    result["ratio_B_over_A_spread"] = [float(min(ratios)), float(max(ratios))] if ratios else None
+    band = f"{SchedulerSection.lo},{SchedulerSection.hi}"  # the profile decides the band training uses
+    profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": band}, Path("runs/world-profile.parquet"))
+    prof, _ = read_profile(profile)
+    profile_samples = int(prof["k"].sum())
+    budget = budget or (5_000 if quick else 9_000)
+    if budget <= profile_samples:
+        raise ValueError(f"budget {budget} does not cover the offline profile's {profile_samples} samples")
+    filtered = out / "train-filtered.parquet"
+    from grpo_data import io
+
+    io.write_parquet(filtered, offline_filter(pl.read_parquet(paths["train"]), prof))
+    eval_k = 4
+    base = [f"model={policy}", f"data.heldout={paths['test']}", "rollout.group_size=8", "rollout.batch_groups=16",
+            "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "rollout.max_tokens=128", "optim.lr=0.0001",
+            "optim.minibatches=1", "run.steps=100000", f"run.eval_every={10 if quick else 20}", f"run.eval_k={eval_k}",
+            "run.save_every=0", "run.progress=false"]
+    result = {"budget_total_rollouts": budget, "profile_samples": profile_samples, "eval_k": eval_k,
+              "pool": prof.height, "pool_after_offline_filter": pl.read_parquet(filtered).height, "seeds": []}
+    for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
+        arms, finals, start = {}, {}, None
+        for name, spec in ARMS.items():
+            args = [*spec["overrides"], f"run.seed={seed}", f"run.eval_first={'true' if start is None else 'false'}",
+                    f"data.train={filtered if spec['filter'] else paths['train']}",
+                    f"data.profile={profile if spec['profile'] and not spec['filter'] else 'null'}",
+                    f"run.max_rollouts={budget - (profile_samples if spec['profile'] else 0)}"]
+            inputs = [str(policy), str(paths["train"]), str(paths["test"]), str(profile), str(filtered)]
+            charge = profile_samples if spec["profile"] else 0
+            arms[name] = run_arm(name, args, base, out / f"seed{seed}", inputs, budget - charge, charge)
+            evals_dir = out / f"seed{seed}" / name / "evals"
+            if start is None:  # every arm starts from the same policy: one start evaluation per seed
+                start = pl.read_parquet(sorted(evals_dir.glob("step-*.parquet"))[0])
+                initial = arms[name]["evals"][0]
+            elif arms[name]["evals"][0]["step"] != 0:
+                arms[name]["evals"].insert(0, {**initial, "total_rollouts": charge, "rollouts_generated": 0})
+            finals[name] = pl.read_parquet(sorted(evals_dir.glob("step-*.parquet"))[-1])
+        seed_res = {"seed": seed, "initial_accuracy": initial["heldout_accuracy"], "arms": arms}
+        seed_res["summary"] = seed_summary(arms, start, finals)
+        result["seeds"].append(seed_res)
+    result["summary"] = aggregate(result["seeds"])
     result["plot"] = str(plot(result, RESULTS / "e2e.png"))
-    result["goal"] = "arm A reaches the target with >= 2x fewer rollouts than arm B"
     return result

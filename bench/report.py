@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import RESULTS
-from bench.e2e_bench import rollouts_to_reach
 from grpo_data import io
 
 
@@ -43,8 +42,10 @@ def summary_lines(name: str, r: dict) -> list[str]:
         sim, t = r["simulation"], r["timing"]
         lines = []
         for seed in sim["seeds"]:
-            lines += [f"- seed {seed['seed']}, {arm}: rollouts to target {_fmt(a['rollouts_to_target'])}, "
-                      f"informative-rollout ratio {_fmt(a['informative_rollout_ratio'])}" for arm, a in seed["arms"].items()]
+            lines += [f"- seed {seed['seed']}, {arm}: rollouts to target {_fmt(a['rollouts_to_target'])}"
+                      + (f" (+{_fmt(a['profile_samples'])} profile samples: {_fmt(a['rollouts_charged'])} charged)"
+                         if a.get("profile_samples") else "")
+                      + f", informative-rollout ratio {_fmt(a['informative_rollout_ratio'])}" for arm, a in seed["arms"].items()]
             u = seed["arms"]["uniform"]
             lines.append(f"- seed {seed['seed']}: uniform zero-variance rate {_fmt(u['zero_variance_rate'])} vs analytic "
                          f"p^G+(1-p)^G {_fmt(u['zero_variance_analytic'])}; band vs uniform+DAPO "
@@ -53,12 +54,21 @@ def summary_lines(name: str, r: dict) -> list[str]:
         lines.append(f"- over {len(sim['seeds'])} seeds: band vs uniform+DAPO {_fmt(ratio['mean'])}x fewer rollouts "
                      f"(min {_fmt(ratio['min'])}x; goal >= 3x); band informative-rollout ratio mean {_fmt(inf['mean'])}, "
                      f"min {_fmt(inf['min'])} (goal >= 0.9)")
-        lines.append(f"- sample(512)+update on {t['pool']:,} problems: mean {_fmt(t['mean_ms'])} ms, median "
-                     f"{_fmt(t['median_ms'])} ms (goal <= 5 ms)")
-        if "timing_band_epochs" in r:
-            te = r["timing_band_epochs"]
-            lines.append(f"- the same with band epochs (the trainer's setting): mean {_fmt(te['mean_ms'])} ms, "
-                         f"median {_fmt(te['median_ms'])} ms")
+        shared = sim.get("config", {}).get("profile_shared_by")
+        for arm, v in sim.get("vs_dapo", {}).items():  # the profile charged to the arms that use one
+            if v["training"]["mean"] is None:
+                lines.append(f"- {arm}: did not reach the target within max_steps on any seed")
+                continue
+            lines.append(f"- {arm} vs uniform+DAPO, mean over seeds: {_fmt(v['training']['mean'])}x training only, "
+                         f"{_fmt(v['charged']['mean'])}x with its profile charged, {_fmt(v['amortized']['mean'])}x with "
+                         f"the profile shared by {shared} runs; informative-rollout ratio {_fmt(v['informative_ratio']['mean'])}")
+        for key, label in (("timing", "sample+update"), ("timing_band_epochs", "again, band epochs set explicitly")):
+            if key in r:
+                x = r[key]
+                lines.append(f"- {label} on {x['pool']:,} problems ({x.get('calls', x.get('reps'))} calls"
+                             f"{', the trainer settings' if 'settings' in x else ''}): mean {_fmt(x['mean_ms'])} ms, "
+                             f"median {_fmt(x['median_ms'])} ms, p90 {_fmt(x['p90_ms'])} ms, max {_fmt(x['max_ms'])} ms "
+                             "(goal: mean <= 5 ms)")
         return lines
     if name == "warmstart":
         return [f"- warm start: {_fmt(r['warm_start_seconds'])} s (goal <= 300 s)",
@@ -80,35 +90,7 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 f"reference is sure (90% interval inside or outside the band): "
                 + ", ".join(f"{k} {_fmt(v)}" for k, v in (a.get('agreement_on_sure_reference') or {}).items())]
     if name == "e2e":
-        lines = []
-        for s in r["seeds"]:
-            reach = s["rollouts_to_target"]
-            lines.append(f"- seed {s['seed']}: held-out {_fmt(s['initial_accuracy'])} -> target {_fmt(s['target'])}; "
-                         f"rollouts to target: A (band) {_fmt(reach['A_band'])}, B (uniform+DAPO) {_fmt(reach['B_uniform_dapo'])}; "
-                         f"informative ratio A {_fmt(s['arms']['A_band']['informative_rollout_ratio'])}, "
-                         f"B {_fmt(s['arms']['B_uniform_dapo']['informative_rollout_ratio'])}")
-        both = [s["seed"] for s in r["seeds"] if s["ratio_B_over_A"]]
-        missed = [f"seed {s['seed']}: " + ", ".join(a for a, v in s["rollouts_to_target"].items() if v is None)
-                  for s in r["seeds"] if not s["ratio_B_over_A"]]
-        lines.append(f"- B/A rollout ratio over seeds where both arms reached the target ({both}): mean "
-                     f"{_fmt(r['ratio_B_over_A_mean'])} (goal >= 2)"
-                     + (f"; did not reach the target within {r['budget_rollouts']} rollouts: {'; '.join(missed)}" if missed else ""))
-        for s in r["seeds"]:
-            lines.append(f"- seed {s['seed']} held-out accuracy at the budget (best along the way): " + ", ".join(
-                f"{a} {_fmt(v['evals'][-1]['heldout_accuracy'])} ({_fmt(max(e['heldout_accuracy'] for e in v['evals']))})"
-                for a, v in s["arms"].items()))
-            lines.append(f"- seed {s['seed']} held-out accuracy at 5k / 10k / 20k rollouts: " + ", ".join(
-                f"{a} " + " / ".join(_fmt(accuracy_at(v["evals"], x)) for x in (5_000, 10_000, 20_000))
-                for a, v in s["arms"].items()))
-            a_ev, b_ev = s["arms"]["A_band"]["evals"], s["arms"]["B_uniform_dapo"]["evals"]
-            b_final = b_ev[-1]["heldout_accuracy"]
-            a_reach = rollouts_to_reach(a_ev, b_final)
-            lines.append(f"- seed {s['seed']}: A reaches B's accuracy at the budget ({_fmt(b_final)}) after "
-                         f"{_fmt(a_reach)} rollouts" + (f", {_fmt(b_ev[-1]['rollouts_generated'] / a_reach)}x fewer"
-                                                         if a_reach else ""))
-            lines.append(f"- seed {s['seed']} distinct problems trained: " + ", ".join(
-                f"{a} {v.get('distinct_problems_trained', 'n/a')} in {v['steps']} steps" for a, v in s["arms"].items()))
-        return lines
+        return e2e_lines(r)
     if name == "trl":
         lines = [f"- TRL GRPOTrainer, {r['steps']} steps x {r['prompts_per_step']} prompts x G = {r['group_size']} "
                  f"({r['rollouts_per_arm']} rollouts per arm, no offline profile); held-out accuracy before "
@@ -179,6 +161,40 @@ def variants_table(r: dict) -> list[str]:
         ci = c[ref].get("ci95", [float("nan")] * 2)
         lines.append(f"- {arm} against its control ({ref.removeprefix('minus_')}): {ms(c[ref])} "
                      f"[{_fmt(ci[0])}, {_fmt(ci[1])}], {c['verdict']}")
+    return lines
+
+
+def e2e_lines(r: dict) -> list[str]:
+    """The e2e table: per arm over seeds, every rollout charged (profile, refresh, resampling)."""
+    if "summary" not in r or "final_accuracy" not in r["summary"]:
+        return ["- (a result of an older layout: rerun `grpo bench e2e`)"]
+    s = r["summary"]
+
+    def ms(x: dict) -> str:
+        return f"{_fmt(x.get('mean'))} +- {_fmt(x.get('se'))} ({_fmt(x.get('min'))}-{_fmt(x.get('max'))})" if x else "n/a"
+
+    lines = [f"- budget {r['budget_total_rollouts']} total rollouts per arm, of which the offline profile "
+             f"(charged to A and C) is {r['profile_samples']}; pool {r['pool']} problems, {r['pool_after_offline_filter']} "
+             f"after C's filter; test accuracy is mean@{r['eval_k']} on the test split; {len(r['seeds'])} seeds", "",
+             "| arm | final test accuracy | informative-rollout ratio | frontier moved (<= 0.1 -> >= 0.5) |",
+             "| --- | --- | --- | --- |"]
+    for arm in s["final_accuracy"]:
+        lines.append(f"| {arm} | {ms(s['final_accuracy'][arm])} | {ms(s['informative_rollout_ratio'][arm])} | "
+                     f"{ms(s['frontier'][arm])} |")
+    lines.append("")
+    for key, x in s["rollout_ratios_charged"].items():
+        lines.append(f"- rollouts to B's final accuracy, {key.replace('_over_', ' / ')} (profile charged): {ms(x)}; "
+                     f"reached in {x['reached_in_seeds']} of {x['seeds']} seeds")
+    d = s["A_minus_B"]
+    lines.append(f"- A - B at the budget: {_fmt(d['mean'])} (SE over seeds {_fmt(d['se_over_seeds'])}, test sampling "
+                 f"{_fmt(d['se_test_sampling'])}; {_fmt(d['in_se'])} SE)")
+    for seed in r["seeds"]:
+        reach = seed["summary"]["rollouts_to_B_final"]
+        lines.append(f"- seed {seed['seed']}: start {_fmt(seed['initial_accuracy'])}; rollouts to B's final "
+                     f"{_fmt(seed['summary']['target_B_final'])}: " + "; ".join(
+                         f"{n.replace('amortized_', 'profile / ')}: " + ", ".join(f"{a} {_fmt(v)}" for a, v in per.items())
+                         for n, per in reach.items()))
+    lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
     return lines
 
 

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.common import mean_se, train_run
-from grpo_data import io
+from bench.common import cached_train_run, mean_se
 
 # one change each against the default; values from the write-ups and the trainers that offer them.
 # With one optimizer step per batch (optim.minibatches 1) every ratio is exactly 1 and no clip
@@ -101,54 +100,6 @@ def compare(runs: dict[str, dict[int, dict]], metric: str = "heldout_accuracy", 
     return out
 
 
-def run_key(args: list[str], inputs: list[str]) -> dict:
-    """What a run depends on: its whole resolved config (but where it writes and whether it
-    evaluated its start), a hash of the library's code, and hashes of its input files (policy
-    weights, data, profile)."""
-    import hashlib
-    from pathlib import Path
-
-    import yaml
-
-    from grpo_train.config import config_from_tree, dump_config
-
-    tree = yaml.safe_load(dump_config(config_from_tree({}, args)))
-    tree["run"].pop("out"), tree["run"].pop("eval_first")
-    root = Path(__file__).resolve().parent.parent
-    code = hashlib.sha256()
-    for path in sorted([*root.glob("grpo_data/**/*.py"), *root.glob("grpo_train/**/*.py")]):
-        code.update(path.read_bytes())
-    files = {}
-    for name in inputs:
-        digest = hashlib.sha256()
-        for f in sorted(Path(name).glob("*.safetensors")) if Path(name).is_dir() else [Path(name)]:
-            digest.update(f.read_bytes())
-        files[name] = digest.hexdigest()[:16]
-    return {"config": tree, "code": code.hexdigest()[:16], "inputs": files}
-
-
-def completed(run_dir, key: dict, budget: int) -> tuple[list[dict], float] | None:
-    """(records, seconds) of a finished run in run_dir with this exact key (reused when the
-    benchmark is run again after a stop), else None: any difference in config, code or inputs, a
-    missing key, an unfinished or unreadable run all mean run it again."""
-    import json
-    from pathlib import Path
-
-    from grpo_train.trainer import read_metrics
-
-    run_dir = Path(run_dir)
-    try:
-        saved = json.loads((run_dir / "bench-key.json").read_text())
-        records = read_metrics(run_dir)
-    except (OSError, ValueError):
-        return None
-    if saved.get("key") != key:
-        return None
-    trains = [r for r in records if r["kind"] == "train"]
-    done = trains and trains[-1]["rollouts_generated"] >= budget and records[-1]["kind"] == "eval"
-    return (records, saved["seconds"]) if done else None
-
-
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-variants",
         arms: dict[str, list[str]] | None = None) -> dict:
     from pathlib import Path
@@ -176,14 +127,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             # one initial evaluation per seed: every arm starts from the same policy with the same seed
             first = ["run.eval_first=true"] if initial is None else ["run.eval_first=false"]
             args = overrides + [f"run.seed={seed}"] + first
-            key = run_key(base + args, [str(policy), str(paths["train"]), str(paths["heldout"]), str(profile)])
-            found = completed(out / f"seed{seed}" / arm, key, budget)
-            if found is None:
-                records, seconds = train_run(arm, args, base, out / f"seed{seed}")
-                io.write_json(out / f"seed{seed}" / arm / "bench-key.json", {"key": key, "seconds": seconds})
-            else:
-                records, seconds = found
-                print(f"variants: seed {seed} {arm}: reusing the finished run", flush=True)
+            records, seconds = cached_train_run(arm, args, base, out / f"seed{seed}",
+                                                [str(policy), str(paths["train"]), str(paths["heldout"]), str(profile)], budget)
             evals = [r for r in records if r["kind"] == "eval"]
             initial = evals[0] if initial is None else initial
             if len(evals) == 1 or evals[0]["step"] != 0:

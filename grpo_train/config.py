@@ -28,7 +28,7 @@ class DataConfig:
     profile: offline profile of `train` (optional; the band scheduler's prior)."""
 
     train: str = "runs/world/train.parquet"
-    heldout: str | None = "runs/world/heldout.parquet"
+    heldout: str | None = "runs/world/test.parquet"
     profile: str | None = None
 
 
@@ -37,21 +37,23 @@ class SchedulerSection:
     """name: band | uniform | offline_band; lo/hi: target band (0.2-0.95: GRPO's std-normalized
     advantage makes a 7-of-8 group teach as hard as a 4-of-8 one, and with hi 0.8 the scheduler
     dropped problems before the policy had consolidated them: the e2e ablations in bench/README.md);
-    decay: forgetting per step;
-    max_prior_k: cap on the offline prior; refresh_every: steps between re-estimates of a subset
-    (0 = never); refresh_drift: also refresh when a batch's pass rate is further than this from the
-    band centre; refresh_size / refresh_k: how many problems, samples each; groups: `level` shares
-    strength within difficulty groups (the data's level crossed with the offline pass-rate bucket;
-    needs a `level` column), `none` keeps every problem's estimate to itself; explore: share of
-    each batch drawn uniformly from the pool (band only); without_replacement: offer each problem
-    at most once per epoch (band only); epoch: `pool` ends an epoch when every problem was offered,
-    `band` when the problems not yet offered hold fewer than a batch likely in band."""
+    decay: forgetting per step; max_prior_k: cap on the offline profile's weight in samples (null:
+    full weight, so the scheduler's first band decisions are the profiler's own); refresh_every:
+    steps between re-estimates of a subset (0 = never); refresh_drift: also refresh when a batch's
+    pass rate is further than this from the band centre; refresh_size / refresh_k: how many
+    problems, samples each; groups: `level` fits one empirical-Bayes prior per level (as the
+    adaptive profiler does; per offline-estimate bucket when the data has no `level` column) and
+    refits it online, so what the policy learns on some problems of a level moves the estimates of
+    the others; `none` fits one prior for the whole pool; explore: share of each batch drawn
+    uniformly from the pool (band only); without_replacement: offer each problem at most once per
+    epoch (band only); epoch: `pool` ends an epoch when every problem was offered, `band` when the
+    problems not yet offered hold fewer than a batch likely in band."""
 
     name: str = "band"
     lo: float = 0.2
     hi: float = 0.95  # see the docstring: a problem stays in training until it is nearly solved
     decay: float = 0.99
-    max_prior_k: float = 8.0
+    max_prior_k: float | None = None
     refresh_every: int = 0
     refresh_drift: float = 0.25
     refresh_size: int = 64
@@ -341,7 +343,8 @@ def pipeline_train_paths(spec: dict) -> dict:
     out = Path(spec.get("out", "runs/pipeline"))
     data = out / ("world" if "world" in spec else "data")
     return {"model": spec.get("model") or str(out / "policy-warm"),
-            "data": {"train": str(data / "train.parquet"), "heldout": str(data / "heldout.parquet"),
+            "data": {"train": str(data / "train.parquet"),
+                     "heldout": str(data / ("test.parquet" if "world" in spec else "heldout.parquet")),
                      "profile": str(out / "profile.parquet")},
             "run": {"out": str(out / "train")}}
 

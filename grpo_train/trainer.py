@@ -51,20 +51,34 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None) -> tuple[np
     joined = problems.select("id").join(prof.select("id", "n_correct", "k"), on="id", how="left")
     missing = joined["k"].null_count()
     if missing:
-        logger.info("scheduler prior: %d of %d problems have no offline profile (weak prior)", missing, problems.height)
+        logger.info("scheduler prior: %d of %d problems have no offline profile (their group's prior)", missing,
+                    problems.height)
     return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
             joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy())
 
 
 def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
-    """Difficulty groups for the band scheduler to share strength within (None: no sharing)."""
+    """Difficulty groups of the band scheduler, one fitted prior each (refitted online): the data's
+    level, as the profiler fits its priors; without a level column, the offline-estimate bucket;
+    without either (or with `groups: none`), None: one prior for the whole pool."""
     if sc.name != "band" or sc.groups == "none":
         return None
     level = level_array(problems)
-    if level is None:
-        logger.info("scheduler: the data has no level column; estimates are not shared between problems")
+    if level is not None:
+        return difficulty_groups(problems.height, offline, level)
+    if offline is None:
+        logger.info("scheduler: no level column and no offline profile; one prior for the whole pool")
         return None
-    return difficulty_groups(problems.height, offline, level)
+    logger.info("scheduler: the data has no level column; problems are grouped by their offline estimate")
+    return difficulty_groups(problems.height, offline)
+
+
+def scheduler_kwargs(sc) -> dict:
+    """The settings a SchedulerSection hands `make_scheduler` beside name, pool, seed and profile."""
+    if sc.name == "band":
+        return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
+                "without_replacement": sc.without_replacement, "epoch": sc.epoch}
+    return {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {}
 
 
 class MetricsLog:
@@ -98,6 +112,16 @@ class MetricsLog:
         io.write_text(self.path, "".join(json.dumps(r) + "\n" for r in keep))
 
 
+def run_complete(ckpt: Path | None, run) -> bool:
+    """Whether the checkpoint `ckpt` ends a run with these `run` settings: all its steps done, or
+    its rollout budget (`max_rollouts`) spent."""
+    if ckpt is None:
+        return False
+    state = json.loads((ckpt / "state.json").read_text())
+    spent = run.max_rollouts and state.get("totals", {}).get("rollouts_generated", 0) >= run.max_rollouts
+    return state["step"] >= run.steps or bool(spent)
+
+
 def read_metrics(run_dir: str | Path) -> list[dict]:
     """The records of a run's metrics.jsonl (none when it does not exist yet). A last line cut off
     by a crash mid-write is dropped with a warning; a bad line anywhere else is an error."""
@@ -122,6 +146,13 @@ def evaluate(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: int =
     pass@j for j = 1, 2, 4, ... up to k (unbiased estimator); maj@k (majority vote over the answers
     the verifier extracted). With several ranks each evaluates every world-th problem and the
     results are gathered."""
+    return eval_summary(heldout, *eval_counts(sampler, heldout, k, rank, world, all_gather), k)
+
+
+def eval_counts(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: int = 0, world: int = 1,
+                all_gather=None) -> tuple[np.ndarray, np.ndarray]:
+    """Per problem of `heldout`: correct answers of k, and whether the majority answer is right
+    (every rank gets all of them)."""
     mine = np.arange(heldout.height)[rank::world]
     messages, answers = heldout["prompt"].to_list(), heldout["answer"].to_list()
     groups = sampler.sample([sampler.encode(messages[i]) for i in mine], [answers[i] for i in mine], k)
@@ -132,6 +163,11 @@ def evaluate(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: int =
     for idx, vals in parts:
         for i, (c, m) in zip(idx, vals, strict=True):
             n_correct[i], majority[i] = c, m
+    return n_correct, majority
+
+
+def eval_summary(heldout: pl.DataFrame, n_correct: np.ndarray, majority: np.ndarray, k: int) -> dict:
+    """The evaluation metrics (see `evaluate`) from per-problem counts."""
     correct = n_correct / k
     out = {"heldout_accuracy": float(correct.mean()),
            "heldout_accuracy_se": float(correct.std(ddof=1) / np.sqrt(correct.size)) if correct.size > 1 else 0.0,
@@ -225,12 +261,9 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
         sc = cfg.scheduler
-        kwargs = ({"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
-                   "without_replacement": sc.without_replacement, "epoch": sc.epoch}
-                  if sc.name == "band" else {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {})
         offline = offline_counts(self.problems, cfg.data.profile)
         self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
-                                        groups=scheduler_groups(self.problems, offline, sc), **kwargs)
+                                        groups=scheduler_groups(self.problems, offline, sc), **scheduler_kwargs(sc))
         self.levels = level_array(self.problems)
         self.times_trained = np.zeros(self.problems.height, dtype=np.int64)  # groups trained per problem
         self.step = 0
@@ -401,7 +434,13 @@ class Trainer:
     def _evaluate(self) -> dict:
         agree = self._check_ranks_agree()
         t0 = time.monotonic()
-        out = evaluate(self.eval_sampler, self.heldout, self.cfg.run.eval_k, self.rank, self.world, self._all_gather)
+        k = self.cfg.run.eval_k
+        n_correct, majority = eval_counts(self.eval_sampler, self.heldout, k, self.rank, self.world, self._all_gather)
+        out = eval_summary(self.heldout, n_correct, majority, k)
+        if self.is_main:  # per problem, for frontier and per-problem analyses (bench/e2e_bench.py)
+            table = self.heldout.select("id", *(["level"] if "level" in self.heldout.columns else []))
+            io.write_parquet(self.run_dir / "evals" / f"step-{self.step:06d}.parquet",
+                             table.with_columns(pl.Series("n_correct", n_correct), pl.lit(k).alias("k")))
         out.update({"kind": "eval", "step": self.step, "rollouts_generated": self.totals["rollouts_generated"],
                     "eval_seconds": time.monotonic() - t0, "ranks": self.world, "ranks_agree": agree})
         self.metrics.write(out)

@@ -90,7 +90,7 @@ def data_stage(spec: dict, out: Path) -> dict[str, Path]:
 
 def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
     """With a `decontaminate:` section, the training split without rows that overlap the named
-    evaluation sets (`heldout` names the pipeline's own held-out split); reused when unchanged."""
+    evaluation sets (`heldout`, `val`, `test` name the pipeline's own splits); reused when unchanged."""
     from grpo_data.decontam import DecontamConfig
     from pipelines.stages import decontaminate_file
 
@@ -99,7 +99,7 @@ def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
     unknown = sorted(set(d) - accepted)
     if unknown:
         raise ValueError(f"decontaminate: unknown key(s) {unknown}; accepted: {', '.join(sorted(accepted))}")
-    against = [str(paths["heldout"]) if a == "heldout" else str(a) for a in d.pop("against", ["heldout"])]
+    against = [str(paths[a]) if a in paths else str(a) for a in d.pop("against", ["heldout"])]
     options = {k: d.pop(k) for k in ("preset", "question_field", "split", "config") if k in d}
     cfg = DecontamConfig(**d)
     train = paths["train"]
@@ -160,7 +160,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     from grpo_data.loaders import read_provenance
     from grpo_data.profiler import read_profile
     from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
-    from grpo_train.config import config_from_tree, dump_config, train_tree
+    from grpo_train.config import RolloutConfig, SchedulerSection, config_from_tree, dump_config, train_tree
     from pipelines.plots import write_plots
     from pipelines.report import write_report
 
@@ -185,7 +185,9 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
 
         b = spec.get("bootstrap", {}) or {}
         bcfg = dataclasses.replace(BootstrapConfig(), **{k: v for k, v in b.items() if k in ("seed", "steps", "batch_size", "lr")})
-        model = str(bootstrap(pl.read_parquet(paths["train"]), out / "policy-warm", bcfg))
+        if "sft" not in paths:
+            raise ValueError(f"{path}: the warm start needs the world's SFT split; give `model:` for a dataset")
+        model = str(bootstrap(pl.read_parquet(paths["sft"]), out / "policy-warm", bcfg))
     timings["model"] = time.monotonic() - t
 
     t = _stage("profile")
@@ -196,7 +198,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     shards_dir = out / "shards"
     prof_table, prof_meta = read_profile(profile)
     s = spec.get("shards", {})
-    shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"), **s}
+    shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"), "layout": 2, **s}
     try:
         current = read_manifest(shards_dir).get("pipeline_key")
     except ShardIntegrityError:  # no complete set yet
@@ -206,7 +208,12 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
                      s.get("format", "native"), source=str(paths["train"]), profile_meta=prof_meta,
                      extra={"pipeline_key": shard_key, "data": read_provenance(paths["train"])})
     card_name = spec.get("card", {}).get("name", spec.get("name", "dataset"))
-    card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md")
+    # the card draws the band training will use and counts all-same groups at its group size
+    train_spec = spec.get("train") or {}
+    sched, rollout = train_spec.get("scheduler") or {}, train_spec.get("rollout") or {}
+    card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md",
+                      band=(float(sched.get("lo", SchedulerSection.lo)), float(sched.get("hi", SchedulerSection.hi))),
+                      group_size=int(rollout.get("group_size", RolloutConfig.group_size)))
     timings["shards"] = time.monotonic() - t
 
     t = _stage("train (scheduled GRPO)")
@@ -216,7 +223,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     cfg = config_from_tree(tree)
     run_dir = Path(cfg.run.out)
     from grpo_data.profiler import weights_hash
-    from grpo_train.trainer import latest_checkpoint
+    from grpo_train.trainer import latest_checkpoint, run_complete
 
     # resume only a run of the same inputs: a new warm start or profile under the same paths starts over
     key = {"config": dump_config(cfg), "weights": weights_hash(str(model)),
@@ -227,9 +234,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
         shutil.rmtree(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     io.write_json(stamp, key)
-    ckpt = latest_checkpoint(run_dir)
-    done = ckpt is not None and json.loads((ckpt / "state.json").read_text())["step"] >= cfg.run.steps
-    if done:
+    if run_complete(latest_checkpoint(run_dir), cfg.run):
         print(f"training in {run_dir} is complete")
     elif cfg.run.ranks > 1:
         launch_training(cfg, out / "train-config.yaml")
@@ -242,7 +247,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     t = _stage("evaluate")
     final = latest_checkpoint(run_dir) / "hf"
     after = profile_stage(str(final), paths["train"], spec.get("profile", {}), out / "profile-after.parquet")
-    summary = summarize(run_dir, profile, after)
+    summary = summarize(run_dir, profile, after, paths["train"], (cfg.scheduler.lo, cfg.scheduler.hi))
     summary["timings_s"] = timings
     summary["card"] = str(card)
     summary["plots"] = [str(p) for p in write_plots(run_dir, profile, after, out)]
@@ -275,7 +280,10 @@ def launch_training(cfg, config_path: Path) -> None:
     subprocess.run(cmd, check=True)
 
 
-def summarize(run_dir: Path, before: Path, after: Path) -> dict:
+def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple[float, float]) -> dict:
+    """Test accuracy before/after (overall, by level) and the training pool's pass rates before and
+    after: mean posterior estimate and the share estimated inside the band training used."""
+    from grpo_data.estimates import profile_estimates
     from grpo_data.profiler import read_profile
     from grpo_train.trainer import read_metrics
 
@@ -284,29 +292,34 @@ def summarize(run_dir: Path, before: Path, after: Path) -> dict:
     trains = [r for r in records if r["kind"] == "train"]
     first, last = evals[0], evals[-1]
     levels = sorted(int(k.rsplit("_", 1)[1]) for k in first if k.startswith("heldout_accuracy_level_"))
-    b, _ = read_profile(before)
-    a, _ = read_profile(after)
+    problems = pl.read_parquet(train)
+    with_levels = problems if "level" in problems.columns else None
+    b = profile_estimates(read_profile(before)[0], with_levels)
+    a = profile_estimates(read_profile(after)[0], with_levels)
 
-    def band(t):
-        return float(((t["pass_rate"] >= 0.2) & (t["pass_rate"] <= 0.8)).mean())
+    def in_band(t):
+        return float(((t["p_est"] >= band[0]) & (t["p_est"] <= band[1])).mean())
 
     return {
         "heldout_before": first["heldout_accuracy"], "heldout_after": last["heldout_accuracy"],
+        "heldout_se_after": last.get("heldout_accuracy_se"),
         "heldout_by_level": {lv: (first[f"heldout_accuracy_level_{lv}"], last[f"heldout_accuracy_level_{lv}"])
                              for lv in levels},
         "steps": trains[-1]["step"] if trains else 0,
         "rollouts_generated": trains[-1]["rollouts_generated"] if trains else 0,
         "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"] if trains else 0.0,
-        "train_pass_rate_before": float(b["pass_rate"].mean()), "train_pass_rate_after": float(a["pass_rate"].mean()),
-        "in_band_share_before": band(b), "in_band_share_after": band(a),
+        "train_pass_rate_before": float(b["p_est"].mean()), "train_pass_rate_after": float(a["p_est"].mean()),
+        "band": list(band), "in_band_share_before": in_band(b), "in_band_share_after": in_band(a),
     }
 
 
 def summary_table(s: dict) -> str:
-    lines = ["| held-out accuracy | before | after |", "| --- | --- | --- |",
-             f"| all | {s['heldout_before']:.3f} | {s['heldout_after']:.3f} |"]
+    lines = ["| test accuracy | before | after |", "| --- | --- | --- |",
+             f"| all | {s['heldout_before']:.3f} | {s['heldout_after']:.3f} (+- {s.get('heldout_se_after') or 0:.3f} SE) |"]
     lines += [f"| level {lv} | {b:.3f} | {a:.3f} |" for lv, (b, a) in s["heldout_by_level"].items()]
     lines += ["", f"steps: {s['steps']}, rollouts generated: {s['rollouts_generated']}, "
               f"informative-rollout ratio: {s['informative_rollout_ratio']:.3f}",
-              f"training-pool mean pass rate: {s['train_pass_rate_before']:.3f} -> {s['train_pass_rate_after']:.3f}"]
+              f"training pool, mean estimated pass rate: {s['train_pass_rate_before']:.3f} -> "
+              f"{s['train_pass_rate_after']:.3f}; share in the band {s['band']}: {s['in_band_share_before']:.3f} -> "
+              f"{s['in_band_share_after']:.3f}"]
     return "\n".join(lines) + "\n"

@@ -1,8 +1,17 @@
-"""Benchmark arithmetic: where a learning curve crosses a target, and its value at a budget."""
+"""Benchmark arithmetic: where a learning curve crosses a target, its value at a budget, and the
+e2e benchmark's full accounting (profile charged, offline filter, frontier movement)."""
 
+import polars as pl
 import pytest
 
-from bench.e2e_bench import _level_totals, rollouts_to_reach
+from bench.e2e_bench import (
+    aggregate,
+    charged,
+    frontier_share,
+    offline_filter,
+    rollouts_to_reach,
+    seed_summary,
+)
 from bench.report import accuracy_at
 
 CURVE = [{"rollouts_generated": 0, "heldout_accuracy": 0.40}, {"rollouts_generated": 1000, "heldout_accuracy": 0.50},
@@ -10,21 +19,64 @@ CURVE = [{"rollouts_generated": 0, "heldout_accuracy": 0.40}, {"rollouts_generat
 
 
 def test_rollouts_to_reach_interpolates_the_first_crossing():
-    assert rollouts_to_reach(CURVE, 0.45) == pytest.approx(500)
-    assert rollouts_to_reach(CURVE, 0.55) == pytest.approx(3000 + 1000 * (0.09 / 0.14))
-    assert rollouts_to_reach(CURVE, 0.40) == 0
-    assert rollouts_to_reach(CURVE, 0.61) is None
+    assert rollouts_to_reach(CURVE, 0.45, "rollouts_generated") == pytest.approx(500)
+    assert rollouts_to_reach(CURVE, 0.55, "rollouts_generated") == pytest.approx(3000 + 1000 * (0.09 / 0.14))
+    assert rollouts_to_reach(CURVE, 0.40, "rollouts_generated") == 0
+    assert rollouts_to_reach(CURVE, 0.61, "rollouts_generated") is None
+
+
+def test_the_profile_is_charged_to_every_point_of_the_curve():
+    curve = charged(CURVE, 2500)
+    assert [r["total_rollouts"] for r in curve] == [2500, 3500, 5500, 6500]
+    assert rollouts_to_reach(curve, 0.45) == pytest.approx(3000)  # 500 training + 2500 profile
+
+
+def test_offline_filter_drops_problems_profiled_all_right_or_all_wrong():
+    train = pl.DataFrame({"id": ["a", "b", "c", "d", "e"]})
+    profile = pl.DataFrame({"id": ["a", "b", "c", "d"], "n_correct": [0, 2, 1, 5], "k": [2, 2, 4, 8]})
+    assert offline_filter(train, profile)["id"].to_list() == ["c", "d", "e"]  # e: unprofiled stays
+
+
+def test_frontier_share_counts_hard_problems_that_reached_one_half():
+    start = pl.DataFrame({"id": ["a", "b", "c", "d", "e"], "n_correct": [0, 0, 0, 1, 4], "k": [4] * 5})
+    end = pl.DataFrame({"id": ["a", "b", "c", "d", "e"], "n_correct": [2, 1, 4, 4, 4], "k": [4] * 5})
+    got = frontier_share(start, end)
+    assert got == {"start_hard": 3, "moved": 2, "share": pytest.approx(2 / 3)}  # d started at 0.25: not hard
+
+
+def _arm(points, profile_samples, ratio=0.5):
+    evals = [{"step": i, "rollouts_generated": x, "total_rollouts": x + profile_samples, "heldout_accuracy": y,
+              "heldout_accuracy_se": 0.01} for i, (x, y) in enumerate(points)]
+    return {"evals": evals, "profile_samples": profile_samples, "informative_rollout_ratio": ratio}
+
+
+def test_seed_summary_charges_the_profile_and_amortizes_it():
+    arms = {"A": _arm([(0, 0.40), (1000, 0.60)], 1000, 0.9), "A0": _arm([(0, 0.40), (4000, 0.60)], 0),
+            "B": _arm([(0, 0.40), (6000, 0.50)], 0), "C": _arm([(0, 0.40), (5000, 0.50)], 1000)}
+    ids = pl.DataFrame({"id": ["p", "q"], "n_correct": [0, 0], "k": [4, 4]})
+    finals = {a: ids.with_columns(pl.Series("n_correct", [2, 0] if a == "A" else [0, 0])) for a in arms}
+    s = seed_summary(arms, ids, finals, amortize_over=(1, 10))
+    assert s["target_B_final"] == 0.50
+    # A reaches 0.50 after 500 training rollouts; charged its 1000-sample profile: 1500
+    assert s["rollouts_to_B_final"]["amortized_1"]["A"] == pytest.approx(1500)
+    assert s["rollouts_to_B_final"]["amortized_10"]["A"] == pytest.approx(600)
+    assert s["rollouts_to_B_final"]["amortized_1"]["C"] == pytest.approx(6000)
+    assert s["ratios_charged"]["B_over_A"] == pytest.approx(6000 / 1500)
+    assert s["ratios_charged"]["C_over_A"] == pytest.approx(6000 / 1500)
+    assert s["frontier"]["A"]["share"] == 0.5 and s["frontier"]["B"]["share"] == 0.0
+
+    seeds = [{"arms": arms, "summary": s}, {"arms": arms, "summary": {**s, "final_accuracy": {
+        **s["final_accuracy"], "A": 0.58}}}]
+    agg = aggregate(seeds)
+    assert agg["A_minus_B"]["mean"] == pytest.approx(0.09)
+    assert agg["goals"]["A reaches B's final with >= 2x fewer rollouts"]
+    assert agg["goals"]["informative_ratio_A >= 0.8"] and agg["goals"]["frontier A >= 0.3 and > B"]
 
 
 def test_accuracy_at_a_budget():
     assert accuracy_at(CURVE, 2000) == pytest.approx(0.48)
     assert accuracy_at(CURVE, 4000) == pytest.approx(0.60)
     assert accuracy_at(CURVE, 5000) is None
-
-
-def test_level_totals_sum_over_steps_in_level_order():
-    steps = [{"trained_groups_level_10": 1, "trained_groups_level_2": 3}, {"trained_groups_level_2": 1, "step": 2}]
-    assert _level_totals(steps) == {"2": 4, "10": 1}
 
 
 def test_data_bench_finds_every_planted_and_broken_row():
@@ -78,7 +130,7 @@ def test_variants_compare_pairs_seeds_and_calls_only_beyond_two_standard_errors(
 def test_variants_reuse_a_finished_run_only_under_the_same_key(tmp_path):
     import json
 
-    from bench.variants_bench import completed, run_key
+    from bench.common import completed, run_key
 
     (tmp_path / "w.parquet").write_bytes(b"data")
     key = run_key(["algo.tau=0.5", "run.eval_first=false"], [str(tmp_path / "w.parquet")])

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_spec_loading_and_quick_merge(tmp_path):
     spec = load_spec(ROOT / "pipelines" / "arith_demo.yaml", quick=True)
-    assert spec["world"]["per_level_train"] == 150 and spec["out"].endswith("-quick")
-    assert spec["train"]["run"]["steps"] == 20 and spec["train"]["rollout"]["group_size"] == 8
+    assert spec["world"]["scale"] == 0.25 and spec["out"].endswith("-quick")
+    assert spec["train"]["run"]["max_rollouts"] == 1200 and spec["train"]["rollout"]["group_size"] == 8
     assert deep_merge({"a": {"b": 1, "c": 2}}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}}
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"name": "x", "out": "o", "world": {}, "trian": {}}))
@@ -43,18 +43,17 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())
     spec["out"] = str(tmp_path / "demo")
     # smaller than --quick itself: this checks stages, files and reruns, not what the policy learns
-    spec["quick"]["world"] = {"per_level_train": 60, "per_level_heldout": 10}
-    spec["quick"]["bootstrap"] = {"steps": 100}
-    spec["quick"]["train"]["run"]["steps"] = 6
-    spec["quick"]["train"]["run"]["eval_every"] = 3
-    spec["quick"]["train"]["run"]["save_every"] = 3
+    spec["quick"]["world"] = {"scale": 0.1}
+    spec["quick"]["bootstrap"] = {"steps": 60}
+    spec["quick"]["train"]["run"] = {"max_rollouts": 100000, "steps": 6, "eval_every": 3, "save_every": 3}
     cfg = tmp_path / "demo.yaml"
     cfg.write_text(yaml.safe_dump(spec))
     cmd = [sys.executable, "-m", "pipelines.cli", "demo", "--quick", "--config", str(cfg)]
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
     assert first.returncode == 0, first.stderr[-4000:]
     out = tmp_path / "demo-quick"
-    for rel in ("world/train.parquet", "world/heldout.parquet", "policy-warm/model.safetensors", "profile.parquet",
+    for rel in ("world/train.parquet", "world/test.parquet", "world/val.parquet", "world/sft.parquet",
+                "policy-warm/model.safetensors", "profile.parquet",
                 "profile.json", "shards/manifest.json", "card/arith-world-profiled.md", "card/arith-world-profiled.png",
                 "train/metrics.jsonl", "train/resolved_config.yaml", "train/checkpoints/step-000006/hf/model.safetensors",
                 "profile-after.parquet", "summary.json", "summary.md", "pass_rate_before_after.png",
@@ -64,8 +63,9 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     assert (out / "train" / "report.html").read_text().count("data:image/png;base64,") >= 8
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 6 and summary["rollouts_generated"] > 0
-    assert set(summary["heldout_by_level"]) == {str(i) for i in range(1, 9)}
-    assert "| held-out accuracy | before | after |" in first.stdout
+    assert set(summary["heldout_by_level"]) == {str(i) for i in range(1, 11)}
+    assert summary["band"] == [0.2, 0.95] and 0 <= summary["in_band_share_before"] <= 1
+    assert "| test accuracy | before | after |" in first.stdout
 
     stamps = {rel: (out / rel).stat().st_mtime_ns for rel in
               ("world/train.parquet", "policy-warm/model.safetensors", "profile.parquet", "train/metrics.jsonl")}

@@ -292,14 +292,17 @@ def test_refresh_calls_the_engine_only_for_the_chosen_subset():
         return real_generate(prompts, n, sampling)
 
     batcher.sampler.engine.generate = recording
-    chosen = sched.refresh_candidates(6)
+    picked = []  # what refresh_estimates was given (ties between equally stale problems are broken at random)
+    real_candidates = sched.refresh_candidates
+    sched.refresh_candidates = lambda m: picked.append(real_candidates(m)) or picked[-1]
     spent = refresh_estimates(batcher, size=6, k=4)
+    chosen = picked[0]
     assert spent == 24 and len(seen) == 1 and seen[0][1] == 4
     assert seen[0][0] == [tuple(batcher.prompt_ids(int(i))) for i in chosen]
-    a, b = sched.posterior(chosen)  # prior 1+1, offline 8 of 16 capped to 4+4, refresh 4 more samples
-    np.testing.assert_allclose(a + b, 2 + 8 + 4)
-    others = sched.posterior(np.setdiff1d(np.arange(50), chosen))
-    np.testing.assert_allclose(others[0] + others[1], 2 + 8)
+    s, f = sched.evidence(chosen)  # offline 8 of 16 at full weight, refresh 4 more samples
+    np.testing.assert_allclose(s + f, 16 + 4)
+    others = sched.evidence(np.setdiff1d(np.arange(50), chosen))
+    np.testing.assert_allclose(others[0] + others[1], 16)
 
 
 @pytest.mark.slow
