@@ -34,6 +34,7 @@ ARMS: dict[str, dict] = {
     "B": {"overrides": ["scheduler.name=uniform"], "profile": False, "filter": False},
     "C": {"overrides": ["scheduler.name=uniform"], "profile": True, "filter": True},
 }
+EVAL_EVERY = 3_000  # test evaluations every this many training rollouts (and at the start and the end)
 # the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a band decision
 PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 8, "max_tokens": 128, "chunk_size": 512}
 GOALS = {"informative_ratio_A": 0.8, "fewer_rollouts_than_B": 2.0, "fewer_rollouts_than_C": 1.5,
@@ -70,6 +71,29 @@ def frontier_share(start: pl.DataFrame, end: pl.DataFrame, low: float = 0.1, hig
     hard = both.filter(pl.col("n_correct") / pl.col("k") <= low)
     moved = hard.filter(pl.col("n_correct_end") / pl.col("k_end") >= high).height
     return {"start_hard": hard.height, "moved": moved, "share": moved / hard.height if hard.height else float("nan")}
+
+
+def per_problem(evals: pl.DataFrame) -> dict[str, float]:
+    """id -> that evaluation's pass rate on the problem."""
+    return dict(zip(evals["id"].to_list(), (evals["n_correct"] / evals["k"]).to_list(), strict=True))
+
+
+def paired_se(seeds: list[dict], a: str, b: str) -> float:
+    """Standard error of mean(A) - mean(B) from the test problems' sampling: per problem, the
+    difference averaged over seeds; both arms are scored on the same problems, so pairing them
+    removes the problems' own difficulty from the error."""
+    ids = sorted(seeds[0]["per_problem_final"][a])
+    d = np.array([np.mean([s["per_problem_final"][a][i] - s["per_problem_final"][b][i] for s in seeds]) for i in ids])
+    return float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+
+
+def frontier_noise_floor(seeds: list[dict]) -> float:
+    """The frontier share between two start evaluations of the same, untrained policy (different
+    seeds): how much 'movement' re-measuring alone shows (hard-at-start is selected on noise)."""
+    starts = [pl.DataFrame({"id": list(s["per_problem_start"]), "n_correct": list(s["per_problem_start"].values()),
+                            "k": [1.0] * len(s["per_problem_start"])}) for s in seeds]
+    shares = [frontier_share(x, y)["share"] for i, x in enumerate(starts) for y in starts[i + 1:]]
+    return float(np.nanmean(shares)) if shares else float("nan")
 
 
 def run_arm(name: str, args: list[str], base: list[str], out: Path, inputs: list[str], budget: int,
@@ -119,7 +143,8 @@ def aggregate(seeds: list[dict]) -> dict:
     out: dict = {"final_accuracy": {a: mean_se([s["summary"]["final_accuracy"][a] for s in seeds]) for a in arms},
                  "informative_rollout_ratio": {a: mean_se([s["arms"][a]["informative_rollout_ratio"] for s in seeds])
                                                for a in arms},
-                 "frontier": {a: mean_se([s["summary"]["frontier"][a]["share"] for s in seeds]) for a in arms}}
+                 "frontier": {a: mean_se([s["summary"]["frontier"][a]["share"] for s in seeds]) for a in arms},
+                 "frontier_noise_floor": frontier_noise_floor(seeds) if "per_problem_start" in seeds[0] else None}
     ratios = {}
     for key in ("B_over_A", "C_over_A", "A0_over_A"):
         vals = [s["summary"]["ratios_charged"][key] for s in seeds]
@@ -127,11 +152,11 @@ def aggregate(seeds: list[dict]) -> dict:
         ratios[key] = {**(mean_se(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(vals)}
     out["rollout_ratios_charged"] = ratios
     diff = np.array([s["summary"]["final_accuracy"]["A"] - s["summary"]["final_accuracy"]["B"] for s in seeds])
-    # two standard errors of A - B: over seeds (paired), and the test set's own sampling error
+    # two standard errors of A - B, the larger one counts: over seeds (paired by seed; the seeds share
+    # one profile, so its own variance is not in it), and the test problems' sampling (paired by problem)
     se_seeds = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else float("nan")
-    se_eval = float(np.mean([np.hypot(s["summary"]["final_se"]["A"], s["summary"]["final_se"]["B"]) for s in seeds])
-                    / np.sqrt(len(seeds)))
-    se = max(se_seeds, se_eval)
+    se_eval = paired_se(seeds, "A", "B") if "per_problem_final" in seeds[0] else float("nan")
+    se = float(np.nanmax([se_seeds, se_eval]))
     out["A_minus_B"] = {"mean": float(diff.mean()), "se_over_seeds": se_seeds, "se_test_sampling": se_eval,
                         "in_se": float(diff.mean() / se) if se > 0 else float("nan")}
     b_ratio, c_ratio = ratios["B_over_A"].get("mean"), ratios["C_over_A"].get("mean")
@@ -195,7 +220,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     eval_k = 4
     base = [f"model={policy}", f"data.heldout={paths['test']}", "rollout.group_size=8", "rollout.batch_groups=16",
             "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "rollout.max_tokens=128", "optim.lr=0.0001",
-            "optim.minibatches=1", "run.steps=100000", f"run.eval_every={10 if quick else 20}", f"run.eval_k={eval_k}",
+            "optim.minibatches=1", "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}",
+            f"run.eval_k={eval_k}",
             "run.save_every=0", "run.progress=false"]
     result = {"budget_total_rollouts": budget, "profile_samples": profile_samples, "eval_k": eval_k,
               "pool": prof.height, "pool_after_offline_filter": pl.read_parquet(filtered).height, "seeds": []}
@@ -211,14 +237,47 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             arms[name] = run_arm(name, args, base, out / f"seed{seed}", inputs, budget - charge, charge)
             evals_dir = out / f"seed{seed}" / name / "evals"
             if start is None:  # every arm starts from the same policy: one start evaluation per seed
-                start = pl.read_parquet(sorted(evals_dir.glob("step-*.parquet"))[0])
+                start = pl.read_parquet(evals_dir / "step-000000.parquet")
                 initial = arms[name]["evals"][0]
             elif arms[name]["evals"][0]["step"] != 0:
                 arms[name]["evals"].insert(0, {**initial, "total_rollouts": charge, "rollouts_generated": 0})
-            finals[name] = pl.read_parquet(sorted(evals_dir.glob("step-*.parquet"))[-1])
+            finals[name] = pl.read_parquet(evals_dir / f"step-{arms[name]['evals'][-1]['step']:06d}.parquet")
         seed_res = {"seed": seed, "initial_accuracy": initial["heldout_accuracy"], "arms": arms}
         seed_res["summary"] = seed_summary(arms, start, finals)
+        seed_res["per_problem_final"] = {a: per_problem(f) for a, f in finals.items()}
+        seed_res["per_problem_start"] = per_problem(start)
         result["seeds"].append(seed_res)
     result["summary"] = aggregate(result["seeds"])
     result["plot"] = str(plot(result, RESULTS / "e2e.png"))
     return result
+
+
+def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: int = 0, budget: int = 9_000,
+                         workdir: str = "runs/bench-e2e-select") -> dict:
+    """Arm A under each candidate setting, scored on the validation split (never the test split):
+    the setting with the best final validation accuracy is the one the headline should use."""
+    from grpo_data.profiler import read_profile
+    from pipelines.pipeline import profile_stage
+    from pipelines.stages import warm_policy, write_world
+
+    candidates = candidates or {"band_0.2_0.95": ["scheduler.lo=0.2", "scheduler.hi=0.95"],
+                                "band_0.2_0.8": ["scheduler.lo=0.2", "scheduler.hi=0.8"]}
+    policy = warm_policy()
+    paths = write_world("runs/world")
+    profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": "0.2,0.95"}, Path("runs/world-profile.parquet"))
+    profile_samples = int(read_profile(profile)[0]["k"].sum())
+    base = [f"model={policy}", f"data.heldout={paths['val']}", f"data.train={paths['train']}", f"data.profile={profile}",
+            "scheduler.name=band", "rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4",
+            "rollout.dynamic_resampling=true", "rollout.max_tokens=128", "optim.lr=0.0001", "run.steps=100000",
+            "run.eval_every=100000", "run.eval_k=4", "run.save_every=0", "run.progress=false", f"run.seed={seed}",
+            f"run.max_rollouts={budget - profile_samples}"]
+    runs = {}
+    for name, overrides in candidates.items():
+        arm = run_arm(name, overrides, base, Path(workdir), [str(policy), str(paths["train"]), str(paths["val"]),
+                                                             str(profile)], budget - profile_samples, profile_samples)
+        runs[name] = {"final_val_accuracy": arm["evals"][-1]["heldout_accuracy"],
+                      "final_val_se": arm["evals"][-1]["heldout_accuracy_se"],
+                      "informative_rollout_ratio": arm["informative_rollout_ratio"]}
+    best = max(runs, key=lambda n: runs[n]["final_val_accuracy"])
+    return {"split": "val", "seed": seed, "budget_total_rollouts": budget, "candidates": candidates, "runs": runs,
+            "chosen": best}

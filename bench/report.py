@@ -91,6 +91,10 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 + ", ".join(f"{k} {_fmt(v)}" for k, v in (a.get('agreement_on_sure_reference') or {}).items())]
     if name == "e2e":
         return e2e_lines(r)
+    if name == "e2e_select":
+        return [f"- arm A (seed {r['seed']}, {r['budget_total_rollouts']} total rollouts) on the validation split: "
+                + ", ".join(f"{n} {_fmt(x['final_val_accuracy'])} +- {_fmt(x['final_val_se'])}" for n, x in r["runs"].items())
+                + f"; chosen: {r['chosen']}"]
     if name == "trl":
         lines = [f"- TRL GRPOTrainer, {r['steps']} steps x {r['prompts_per_step']} prompts x G = {r['group_size']} "
                  f"({r['rollouts_per_arm']} rollouts per arm, no offline profile); held-out accuracy before "

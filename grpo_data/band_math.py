@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from grpo_data.stats import GRID, fit_grid_prior, fit_grid_prior_counts, fit_group_priors, grid_posterior_mean
+from grpo_data.stats import (
+    GRID,
+    fit_grid_prior,
+    fit_grid_prior_counts,
+    fit_group_priors,
+    grid_in_band,
+    grid_posterior_mean,
+)
 
 CELL_QUANTUM = 0.5  # whole-pool scores and prior refits round effective counts to half samples ...
 CELL_CAP = 64.0  # ... and scale a total above 64 samples down to 64 (the likelihood is sharp by then)
@@ -61,19 +68,23 @@ def difficulty_groups(n: int, offline: tuple[np.ndarray, np.ndarray] | None = No
     return bucket
 
 
-def starting_priors(offline, group: np.ndarray, n_groups: int, shrink: float) -> tuple[np.ndarray, np.ndarray]:
+def starting_priors(offline, group: np.ndarray, n_groups: int, shrink: float,
+                    per_group: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """((n_groups, G) per-group grid priors, (G,) pool prior): the profiler's fit of the profiled
     problems' counts (stats.fit_group_priors, or fit_grid_prior for one group: the same functions
     as stats.row_priors, so the same decisions); a group without a profiled problem takes the
-    pool's. Without a profile: flat."""
+    pool's. Without a profile: flat. With `per_group` False (groups that are buckets of these same
+    counts, not an outside label such as a level) every group starts from the pool's prior, as the
+    profiler decides without levels: a prior fitted inside a bucket cut from the counts it is fitted
+    to collapses onto the bucket and would hold its problems there against online evidence."""
     seen = profiled(offline)
     if seen is None or not seen.any():
         flat = np.full(GRID.size, 1.0 / GRID.size)
         return np.tile(flat, (n_groups, 1)), flat
     c, k = (np.asarray(x, dtype=np.float64)[seen] for x in offline)
     pool = fit_grid_prior(c, k)
-    if n_groups == 1:  # one prior for the pool, as the profiler fits it without groups (stats.row_priors)
-        return pool[None, :].copy(), pool
+    if n_groups == 1 or not per_group:  # one prior for the pool, as the profiler fits it without groups
+        return np.tile(pool, (n_groups, 1)), pool
     keys, fitted = fit_group_priors(c, k, group[seen], shrink=shrink)
     weights = np.tile(pool, (n_groups, 1))
     weights[keys] = fitted
@@ -112,7 +123,7 @@ def band_columns(shift, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
     """(first, last) grid columns (...) whose shifted pass rates lie in [lo, hi]: a contiguous range,
     since the shift keeps the grid's order; first > last when none does."""
     values = shifted_grid(shift)
-    inside = (values >= lo) & (values <= hi)  # (..., G)
+    inside = grid_in_band(values, lo, hi)  # (..., G)
     first = np.where(inside.any(axis=-1), np.argmax(inside, axis=-1), GRID.size)
     last = GRID.size - 1 - np.argmax(inside[..., ::-1], axis=-1)
     return first, last
@@ -181,14 +192,17 @@ def count_cells(successes: np.ndarray, failures: np.ndarray) -> tuple[np.ndarray
 
 
 def refit_group_priors(successes, failures, group, mult, weights: np.ndarray, pool: np.ndarray,
-                       shrink: float, iters: int) -> tuple[np.ndarray, np.ndarray]:
+                       shrink: float, iters: int, per_group: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Per-group grid priors refitted to current evidence, given as distinct (successes, failures,
     group) cells with `mult` problems each: EM warm-started from `weights` / `pool`, each group
-    shrunk toward the pool by shrink / (problems + shrink), as `stats.fit_group_priors` does.
+    shrunk toward the pool by shrink / (problems + shrink), as `stats.fit_group_priors` does
+    (`per_group` False: the pool's refit for every group, see `starting_priors`).
     Cells without evidence are left out: a flat likelihood row only slows EM down."""
     k = successes + failures
     pool = fit_grid_prior_counts(successes, k, mult, init=pool, iters=iters)
     out = np.tile(pool, (weights.shape[0], 1))
+    if not per_group:
+        return out, pool
     for g in np.unique(group):
         mine = group == g
         lam = shrink / (mult[mine].sum() + shrink)

@@ -91,6 +91,9 @@ class BandConfig:
     rescore_every:       steps between re-filings of the whole pool by its evidence (forgetting since
                          the last folded in; with `share`, drifts folded into the groups' frames).
     refit_every:         steps between refits of the group priors (with `share`, when outcomes came in).
+    group_priors:        one prior per group (groups from an outside label, e.g. the level); False
+                         when the groups are buckets of the offline counts themselves: every group
+                         then keeps the pool's prior (refitted online) and the groups only share drift.
     without_replacement: offer each problem at most once per epoch.
     epoch:               with without_replacement, when an epoch ends: "pool" once every problem
                          was offered (a dataloader's epoch, band-first order); "band" once fewer
@@ -123,6 +126,7 @@ class BandConfig:
     oversample: int = 8
     rescore_every: int = 100
     refit_every: int = 10
+    group_priors: bool = True
     without_replacement: bool = False
     min_in_band_frac: float = 1.0
     widen_step: float = 0.05
@@ -183,7 +187,8 @@ class BandScheduler:
             raise ValueError(f"groups must be {n} non-negative integers, one per problem")
         self.group = np.unique(groups, return_inverse=True)[1].reshape(-1).astype(np.int64)
         n_groups = int(self.group.max()) + 1
-        self.weights, self.pool_weights = starting_priors(offline, self.group, n_groups, cfg.shrink)  # (n_groups, G), (G,)
+        self.weights, self.pool_weights = starting_priors(offline, self.group, n_groups, cfg.shrink,
+                                                          cfg.group_priors)  # (n_groups, G), (G,)
         self.drift = np.zeros(n_groups)  # each group's logit shift since its frame was last rebased
         if offline is None:
             self.successes, self.failures = np.zeros(n), np.zeros(n)
@@ -292,7 +297,7 @@ class BandScheduler:
         seen = (t.successes + t.failures) > 0
         self.weights, self.pool_weights = refit_group_priors(
             t.successes[seen], t.failures[seen], t.group[seen], t.sizes[seen], self.weights, self.pool_weights,
-            self.cfg.shrink, self.cfg.refit_iters)
+            self.cfg.shrink, self.cfg.refit_iters, self.cfg.group_priors)
         self.fresh, self.refit_at = 0, self.step
 
     # ------------------------------------------------------------ selection

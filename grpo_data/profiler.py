@@ -102,7 +102,7 @@ class ProfileConfig:
 PROFILE_OPTIONS: dict[str, object] = {
     "engine": None, "vllm": {}, "k": 16, "adaptive": False, "band": (0.2, 0.8), "confidence": 0.8,
     "screen_k": 2, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
-    "max_tokens": 32, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
+    "max_tokens": 256, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
     "chunk_size": 64, "seed": 0, "answer_format": "auto",
 }
 

@@ -29,7 +29,7 @@ class SamplingConfig:
 
     temperature: float = 1.0
     top_p: float = 1.0
-    max_tokens: int = 32
+    max_tokens: int = 256
     stop: tuple[str, ...] = ()
     stop_token_ids: tuple[int, ...] | None = None
     logprobs: bool = False

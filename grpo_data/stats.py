@@ -62,7 +62,13 @@ def expected_signal(a, b) -> np.ndarray:
     return a * b / ((a + b) * (a + b + 1))
 
 
-GRID = np.linspace(0.0, 1.0, 41)
+GRID = np.arange(41) / 40  # exact as decimals (38 / 40 == 0.95; linspace gives 0.9500000000000001)
+EDGE_TOL = 1e-9  # band edges are compared with this slack: a band widened to 0.15000000000000002 keeps 0.15
+
+
+def grid_in_band(grid: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Which grid pass rates lie in [lo, hi], edges included (up to float noise in lo, hi)."""
+    return (grid >= lo - EDGE_TOL) & (grid <= hi + EDGE_TOL)
 
 
 def _likelihood(n_correct, k, grid: np.ndarray) -> np.ndarray:
@@ -151,7 +157,7 @@ def grid_posterior(n_correct, k, weights: np.ndarray, grid: np.ndarray = GRID) -
 
 def grid_prob_in_band(n_correct, k, weights: np.ndarray, lo: float, hi: float, grid: np.ndarray = GRID) -> np.ndarray:
     """P(lo <= p <= hi | counts) under the grid prior `weights` ((G,) or (N, G))."""
-    inside = (grid >= lo) & (grid <= hi)
+    inside = grid_in_band(grid, lo, hi)
     return grid_posterior(n_correct, k, weights, grid)[:, inside].sum(axis=1)
 
 

@@ -91,7 +91,7 @@ class RolloutConfig:
     oversample: float = 1.25
     temperature: float = 1.0
     top_p: float = 1.0
-    max_tokens: int = 16
+    max_tokens: int = 256
     stop: tuple[str, ...] = ()
     stop_token_ids: tuple[int, ...] | None = None
     overlong: str = "keep"
@@ -198,6 +198,8 @@ class DeepSpeedSection:
 class RunConfig:
     """steps: optimizer steps; max_rollouts: stop early once this many rollouts were generated
     (0 = no budget; for equal-budget comparisons); eval_every/save_every: in steps (0 = never);
+    eval_every_rollouts: also evaluate after the step whose rollouts cross a multiple of this (0 =
+    off): spacing in rollouts is the same for runs whose steps cost different numbers of rollouts;
     keep_last: newest checkpoints kept (0 = keep every one); eval_k: samples per held-out problem;
     eval_limit: held-out problems used (0 = all); eval_first: evaluate before the first step (runs
     that share a starting policy and seed can skip it); ranks: processes `grpo pipeline` launches
@@ -209,6 +211,7 @@ class RunConfig:
     max_rollouts: int = 0
     seed: int = 0
     eval_every: int = 10
+    eval_every_rollouts: int = 0
     eval_k: int = 4
     eval_limit: int = 0
     eval_first: bool = True

@@ -73,11 +73,13 @@ def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
     return difficulty_groups(problems.height, offline)
 
 
-def scheduler_kwargs(sc) -> dict:
-    """The settings a SchedulerSection hands `make_scheduler` beside name, pool, seed and profile."""
+def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
+    """The settings a SchedulerSection hands `make_scheduler` beside name, pool, seed and profile.
+    Groups that are offline-estimate buckets (no level column) share the pool's prior."""
     if sc.name == "band":
         return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
-                "without_replacement": sc.without_replacement, "epoch": sc.epoch}
+                "without_replacement": sc.without_replacement, "epoch": sc.epoch,
+                "group_priors": problems is None or level_array(problems) is not None}
     return {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {}
 
 
@@ -109,7 +111,19 @@ class MetricsLog:
         if not self.enabled or not self.path.exists():
             return
         keep = [r for r in read_metrics(self.path.parent) if r["step"] <= step]
+        for stale in (self.path.parent / "evals").glob("step-*.parquet"):  # evaluations after the resume point
+            if int(stale.stem.removeprefix("step-")) > step:
+                stale.unlink()
         io.write_text(self.path, "".join(json.dumps(r) + "\n" for r in keep))
+
+
+def eval_due(step: int, rollouts_before: int, rollouts_after: int, every_steps: int, every_rollouts: int) -> bool:
+    """Whether the step just done (`step`, which took the rollouts count from before to after)
+    ends with an evaluation: every `every_steps` steps, or when a multiple of `every_rollouts` was
+    crossed (0 turns either off)."""
+    by_steps = bool(every_steps) and step % every_steps == 0
+    by_rollouts = bool(every_rollouts) and rollouts_after // every_rollouts > rollouts_before // every_rollouts
+    return by_steps or by_rollouts
 
 
 def run_complete(ckpt: Path | None, run) -> bool:
@@ -263,7 +277,7 @@ class Trainer:
         sc = cfg.scheduler
         offline = offline_counts(self.problems, cfg.data.profile)
         self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
-                                        groups=scheduler_groups(self.problems, offline, sc), **scheduler_kwargs(sc))
+                                        groups=scheduler_groups(self.problems, offline, sc), **scheduler_kwargs(sc, self.problems))
         self.levels = level_array(self.problems)
         self.times_trained = np.zeros(self.problems.height, dtype=np.int64)  # groups trained per problem
         self.step = 0
@@ -276,8 +290,9 @@ class Trainer:
         self.metrics = MetricsLog(self.run_dir, self.is_main)
         if ckpt is not None:
             self.metrics.truncate_after(self.step)
-        elif self.is_main and self.metrics.path.exists():
-            self.metrics.path.unlink()
+        elif self.is_main:  # a fresh run: nothing of an earlier run in this folder may pass for this one's
+            self.metrics.path.unlink(missing_ok=True)
+            shutil.rmtree(self.run_dir / "evals", ignore_errors=True)
         self.health = Health(cfg.diagnostics, history=[r for r in read_metrics(self.run_dir) if r["kind"] == "train"]
                              if ckpt is not None else None)
 
@@ -384,17 +399,20 @@ class Trainer:
         from tqdm import tqdm
 
         cfg = self.cfg.run
-        if self.step == 0 and self.heldout is not None and cfg.eval_every and cfg.eval_first:
+        evaluating = self.heldout is not None and bool(cfg.eval_every or cfg.eval_every_rollouts)
+        if self.step == 0 and evaluating and cfg.eval_first:
             self._evaluate()
+        evaluated_at = self.step
         bar = tqdm(total=cfg.steps, initial=self.step, desc="grpo train", disable=not (cfg.progress and self.is_main))
         while self.step < cfg.steps:
             if cfg.max_rollouts and self.totals["rollouts_generated"] >= cfg.max_rollouts:
                 logger.info("rollout budget %d reached at step %d", cfg.max_rollouts, self.step)
-                if self.heldout is not None and cfg.eval_every and self.step % cfg.eval_every:
+                if evaluating and evaluated_at != self.step:
                     self._evaluate()
                 if cfg.save_every:
                     self.save_checkpoint()
                 break
+            before = self.totals["rollouts_generated"]
             record = self.train_step()
             for w in self.health.observe(record):
                 record.setdefault("warnings", []).append({"name": w.name, "message": w.message})
@@ -404,8 +422,10 @@ class Trainer:
             bar.update(1)
             bar.set_postfix(reward=f"{record['reward_mean']:.2f}", pass_rate=f"{record['batch_pass_rate']:.2f}",
                             inf=f"{record['informative_rollout_ratio']:.2f}")
-            if self.heldout is not None and cfg.eval_every and self.step % cfg.eval_every == 0:
+            if evaluating and eval_due(self.step, before, self.totals["rollouts_generated"], cfg.eval_every,
+                                       cfg.eval_every_rollouts):
                 self._evaluate()
+                evaluated_at = self.step
             if cfg.save_every and (self.step % cfg.save_every == 0 or self.step == cfg.steps):
                 self.save_checkpoint()
         bar.close()

@@ -109,9 +109,10 @@ def test_deterministic_and_cached(tmp_path, world_tables):
 
 
 @pytest.mark.slow
-def test_warm_policy_loads_everywhere_and_has_a_realistic_spread(warm_policy, pool):
-    """Sampled at the profiling temperature: >= 25% of problems at pass rate <= 0.1, >= 25% at
-    >= 0.9, >= 20% in 0.2..0.8 (measured by bucket on 800 training problems, k = 16)."""
+def test_warm_policy_loads_everywhere_and_has_a_moving_frontier_shape(warm_policy, pool):
+    """Sampled at the profiling temperature (400 pool problems, k = 4): short chains nearly always
+    solved, the longest rarely but really, pass rate falling with length, and most groups all-same
+    (the pool's shape, `grpo_data.world.default_pool`)."""
     from transformers import AutoModelForCausalLM
 
     from grpo_data.engines import make_engine
@@ -120,19 +121,20 @@ def test_warm_policy_loads_everywhere_and_has_a_realistic_spread(warm_policy, po
 
     policy, world = warm_policy
     AutoModelForCausalLM.from_pretrained(policy)
-    problems = world["train"].sample(n=800, seed=7)
+    problems = world["train"].sample(n=400, seed=7)
     engine = make_engine("vllm", str(policy), seed=0)
     out = policy.parent / "spread-profile.parquet"
     import shutil
 
     shutil.rmtree(str(out) + ".parts", ignore_errors=True)
-    profile_problems(problems, engine, pool, ProfileConfig(k=16, sampling=SamplingConfig(temperature=1.0, max_tokens=16)),
+    profile_problems(problems, engine, pool, ProfileConfig(k=4, sampling=SamplingConfig(temperature=1.0, max_tokens=128)),
                      out, progress=False)
     engine.close()
-    rates = merge_parts(out)["pass_rate"].to_numpy()
-    low, high, mid = np.mean(rates <= 0.1), np.mean(rates >= 0.9), np.mean((rates >= 0.2) & (rates <= 0.8))
-    print(f"spread: <=0.1 {low:.3f}, >=0.9 {high:.3f}, 0.2-0.8 {mid:.3f}")
-    assert low >= 0.25 and high >= 0.25 and mid >= 0.20
-    by_level = pl.DataFrame({"level": problems.sort("id")["level"], "p": merge_parts(out).sort("id")["pass_rate"]})
-    means = dict(by_level.group_by("level").agg(pl.col("p").mean()).iter_rows())
-    assert means[1] > means[5] > means[8], "difficulty grows with level"
+    prof = merge_parts(out).join(problems.select("id", "level"), on="id")
+    means = dict(prof.group_by("level").agg(pl.col("pass_rate").mean()).iter_rows())
+    all_same = float(((prof["n_correct"] == 0) | (prof["n_correct"] == prof["k"])).mean())
+    print(f"by level {dict(sorted(means.items()))}, all-same at k=4 {all_same:.3f}")
+    assert means[1] >= 0.85 and means[2] >= 0.8, "short chains are solved"
+    assert 0 < means[10] <= 0.2, "the longest chains are rarely, but really, solved"
+    assert means[1] > means[5] > means[8] > means[10], "difficulty grows with length"
+    assert 0.5 <= all_same <= 0.9

@@ -193,16 +193,35 @@ def test_trainer_groups_fall_back_to_offline_buckets_without_a_level():
     assert scheduler_groups(with_level, offline, SimpleNamespace(name="band", groups="none")) is None
 
 
-def test_buckets_give_data_without_levels_a_prior_per_bucket():
+def test_buckets_of_data_without_levels_start_from_the_pool_prior():
+    """Buckets are cut from the same counts a prior would be fitted to: a prior per bucket collapses
+    onto the bucket (a 3/6 problem then stays "in band" after failing 16 times online). Buckets
+    start from the pool's prior instead, so step-0 decisions are the profiler's without levels."""
     rng = np.random.default_rng(3)
     n = 2000
     p = np.where(rng.random(n) < 0.5, rng.uniform(0, 0.05, n), rng.uniform(0.3, 1.0, n))
     k = np.full(n, 8.0)
     c = rng.binomial(8, p).astype(float)
     groups = difficulty_groups(n, (c, k))
-    sched = BandScheduler(n, BandConfig(), offline=(c, k), groups=groups)
-    assert sched.weights.shape[0] == np.unique(groups).size > 1  # one fitted prior per bucket
-    np.testing.assert_array_equal(sched.prob_in_band(), grid_prob_in_band(c, k, row_priors(c, k, groups), 0.2, 0.8))
+    assert np.unique(groups).size > 1
+    sched = BandScheduler(n, BandConfig(group_priors=False), offline=(c, k), groups=groups)
+    np.testing.assert_allclose(sched.prob_in_band(), grid_prob_in_band(c, k, row_priors(c, k), 0.2, 0.8),
+                               rtol=0, atol=1e-12)
+    rule = StoppingRule(lo=0.2, hi=0.8)
+    np.testing.assert_array_equal(sched.prob_in_band() >= 0.5, rule.in_band(c, k, row_priors(c, k)))
+    mid = int(np.flatnonzero(c == 4)[0])
+    for _ in range(2):
+        sched.update(np.array([mid]), np.array([0]), 8)  # 0 of 16 online
+    assert sched.prob_in_band(np.array([mid]))[0] < 0.5
+
+
+def test_the_trainer_shares_the_pool_prior_between_buckets_and_fits_levels():
+    from grpo_train.config import SchedulerSection
+    from grpo_train.trainer import scheduler_kwargs
+
+    sc = SchedulerSection()
+    assert scheduler_kwargs(sc, pl.DataFrame({"id": ["a"], "level": [None]}))["group_priors"] is False
+    assert scheduler_kwargs(sc, pl.DataFrame({"id": ["a"], "level": [3]}))["group_priors"] is True
 
 
 # ---------------------------------------------------------------------------- sharing strength

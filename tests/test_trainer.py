@@ -331,3 +331,15 @@ def test_keep_last_prunes_the_oldest_and_zero_keeps_every_checkpoint(tmp_path):
     assert checkpoints_to_prune(ckpts, 2) == [tmp_path / "step-000010"]
     assert checkpoints_to_prune(ckpts, 0) == []
     assert checkpoints_to_prune(ckpts, 5) == []
+
+
+def test_evaluations_are_due_by_steps_or_by_rollouts_crossed():
+    from grpo_train.trainer import eval_due
+
+    assert eval_due(10, 900, 1000, every_steps=10, every_rollouts=0)
+    assert not eval_due(9, 900, 1000, every_steps=10, every_rollouts=0)
+    # every 3000 rollouts: the step that crosses 3000 evaluates, whatever the step count
+    assert eval_due(7, 2900, 3100, every_steps=0, every_rollouts=3000)
+    assert not eval_due(8, 3100, 3400, every_steps=0, every_rollouts=3000)
+    assert eval_due(3, 2000, 6500, every_steps=0, every_rollouts=3000)  # two multiples crossed: one evaluation
+    assert not eval_due(5, 0, 100, every_steps=0, every_rollouts=0)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = "run benchmarks (verify, data, scheduler, warmstart, profile, e2e, memory, trl, variants, all); results to bench/results/"
+HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, all); "
+        "results to bench/results/")
 
-BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e", "memory", "trl", "variants")
+BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", "e2e", "memory", "trl", "variants")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +59,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         from bench import variants_bench
 
         result = variants_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2))
+    elif name == "e2e_select":  # settings chosen on the validation split, before the headline
+        from bench import e2e_bench
+
+        result = e2e_bench.select_on_validation(budget=5_000 if quick else 9_000)
     else:
         from bench import e2e_bench
 

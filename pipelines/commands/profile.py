@@ -44,7 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "problems' own prompts ask for)")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--max-tokens", type=int, default=32)
+    parser.add_argument("--max-tokens", type=int, default=None, help="completion budget (default 256)")
     parser.add_argument("--stop", action="append", default=[], metavar="TEXT",
                         help="stop string (repeatable); generation ends after the token that completes it")
     parser.add_argument("--stop-token-ids", default=None, metavar="ID,ID",
