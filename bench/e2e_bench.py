@@ -36,7 +36,7 @@ ARMS: dict[str, dict] = {
 }
 EVAL_EVERY = 3_000  # test evaluations every this many training rollouts (and at the start and the end)
 # the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a band decision
-PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 8, "max_tokens": 128, "chunk_size": 512}
+PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 4, "max_tokens": 128, "chunk_size": 512}
 GOALS = {"informative_ratio_A": 0.8, "fewer_rollouts_than_B": 2.0, "fewer_rollouts_than_C": 1.5,
          "A_minus_B_in_se": 3.0, "frontier_A": 0.3}
 
@@ -94,6 +94,18 @@ def frontier_noise_floor(seeds: list[dict]) -> float:
                             "k": [1.0] * len(s["per_problem_start"])}) for s in seeds]
     shares = [frontier_share(x, y)["share"] for i, x in enumerate(starts) for y in starts[i + 1:]]
     return float(np.nanmean(shares)) if shares else float("nan")
+
+
+def arm_args(spec: dict, seed: int, first: bool, train, filtered, profile, budget: int,
+             profile_samples: int) -> tuple[list[str], int]:
+    """One arm's config overrides and the profile samples charged to it: an arm that uses the
+    profile (its prior, or its filter) pays for all of it out of the same total budget."""
+    charge = profile_samples if spec["profile"] else 0
+    args = [*spec["overrides"], f"run.seed={seed}", f"run.eval_first={'true' if first else 'false'}",
+            f"data.train={filtered if spec['filter'] else train}",
+            f"data.profile={profile if spec['profile'] and not spec['filter'] else 'null'}",
+            f"run.max_rollouts={budget - charge}"]
+    return args, charge
 
 
 def run_arm(name: str, args: list[str], base: list[str], out: Path, inputs: list[str], budget: int,
@@ -228,12 +240,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         arms, finals, start = {}, {}, None
         for name, spec in ARMS.items():
-            args = [*spec["overrides"], f"run.seed={seed}", f"run.eval_first={'true' if start is None else 'false'}",
-                    f"data.train={filtered if spec['filter'] else paths['train']}",
-                    f"data.profile={profile if spec['profile'] and not spec['filter'] else 'null'}",
-                    f"run.max_rollouts={budget - (profile_samples if spec['profile'] else 0)}"]
+            args, charge = arm_args(spec, seed, start is None, paths["train"], filtered, profile, budget, profile_samples)
             inputs = [str(policy), str(paths["train"]), str(paths["test"]), str(profile), str(filtered)]
-            charge = profile_samples if spec["profile"] else 0
             arms[name] = run_arm(name, args, base, out / f"seed{seed}", inputs, budget - charge, charge)
             evals_dir = out / f"seed{seed}" / name / "evals"
             if start is None:  # every arm starts from the same policy: one start evaluation per seed

@@ -39,13 +39,15 @@ from grpo_data.problems import problem_id, to_table, user_prompt
 SOURCE = "grpo-arith-chains"
 ANSWER_FORMAT = "\\boxed{N}"
 LEVELS = tuple(range(1, 11))  # chain length
-SPLITS = ("test", "val", "train", "sft")  # drawn in this order, so the evaluation splits never run short
+# drawn in this order from one list per level: the evaluation splits never run short, and resizing the
+# RL pool (drawn last) changes neither them nor the warm start's data
+SPLITS = ("test", "val", "sft", "train")
 
 
 def default_pool() -> dict[int, int]:
     """RL pool problems per level: many short chains (solved) and long ones (mostly failed), a
     thinner middle: the shape public math sets have for a model that is neither weak nor strong."""
-    return {1: 360, 2: 300, 3: 180, 4: 90, 5: 90, 6: 90, 7: 120, 8: 150, 9: 240, 10: 360}
+    return {1: 150, 2: 120, 3: 70, 4: 35, 5: 35, 6: 35, 7: 50, 8: 60, 9: 95, 10: 150}
 
 
 def default_sft() -> dict[int, int]:

@@ -41,13 +41,35 @@ from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
 logger = logging.getLogger(__name__)
 
 
-def offline_counts(problems: pl.DataFrame, profile_path: str | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled."""
+def profile_mismatches(meta: dict, cfg) -> list[str]:
+    """How the offline profile was measured differently from how training samples: each one makes
+    the profile's counts describe another distribution than the policy's rollouts (a stale prior)."""
+    out = []
+    sampling = (meta.get("config") or {}).get("sampling") or {}
+    for name, ours in (("temperature", cfg.rollout.temperature), ("top_p", cfg.rollout.top_p),
+                       ("max_tokens", cfg.rollout.max_tokens)):
+        theirs = sampling.get(name)
+        if theirs is not None and float(theirs) != float(ours):
+            out.append(f"{name} {theirs} in the profile, {ours} in training")
+    model = meta.get("model")
+    if model and str(model).rstrip("/") != str(cfg.model).rstrip("/"):
+        out.append(f"model {model} in the profile, {cfg.model} in training")
+    return out
+
+
+def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled.
+    With the train config `cfg`, warns when the profile was sampled differently from training."""
     if not profile_path:
         return None
     from grpo_data.profiler import read_profile
 
-    prof, _ = read_profile(profile_path)
+    prof, meta = read_profile(profile_path)
+    differences = profile_mismatches(meta, cfg) if cfg is not None else []
+    if differences:
+        logger.warning("the offline profile %s was measured unlike training (%s): the scheduler starts from "
+                       "counts of another sampling distribution; re-profile, or lower its weight with "
+                       "scheduler.max_prior_k", profile_path, "; ".join(differences))
     joined = problems.select("id").join(prof.select("id", "n_correct", "k"), on="id", how="left")
     missing = joined["k"].null_count()
     if missing:
@@ -275,7 +297,7 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
         sc = cfg.scheduler
-        offline = offline_counts(self.problems, cfg.data.profile)
+        offline = offline_counts(self.problems, cfg.data.profile, cfg)
         self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
                                         groups=scheduler_groups(self.problems, offline, sc), **scheduler_kwargs(sc, self.problems))
         self.levels = level_array(self.problems)

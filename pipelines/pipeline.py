@@ -294,7 +294,8 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
     levels = sorted(int(k.rsplit("_", 1)[1]) for k in first if k.startswith("heldout_accuracy_level_"))
     problems = pl.read_parquet(train)
     with_levels = problems if "level" in problems.columns else None
-    b = profile_estimates(read_profile(before)[0], with_levels)
+    before_table = read_profile(before)[0]
+    b = profile_estimates(before_table, with_levels)
     a = profile_estimates(read_profile(after)[0], with_levels)
 
     def in_band(t):
@@ -307,6 +308,7 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
                              for lv in levels},
         "steps": trains[-1]["step"] if trains else 0,
         "rollouts_generated": trains[-1]["rollouts_generated"] if trains else 0,
+        "profile_samples": int(before_table["k"].sum()),
         "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"] if trains else 0.0,
         "train_pass_rate_before": float(b["p_est"].mean()), "train_pass_rate_after": float(a["p_est"].mean()),
         "band": list(band), "in_band_share_before": in_band(b), "in_band_share_after": in_band(a),
@@ -317,7 +319,8 @@ def summary_table(s: dict) -> str:
     lines = ["| test accuracy | before | after |", "| --- | --- | --- |",
              f"| all | {s['heldout_before']:.3f} | {s['heldout_after']:.3f} (+- {s.get('heldout_se_after') or 0:.3f} SE) |"]
     lines += [f"| level {lv} | {b:.3f} | {a:.3f} |" for lv, (b, a) in s["heldout_by_level"].items()]
-    lines += ["", f"steps: {s['steps']}, rollouts generated: {s['rollouts_generated']}, "
+    lines += ["", f"steps: {s['steps']}, rollouts generated: {s['rollouts_generated']} in training + "
+              f"{s['profile_samples']} in the offline profile = {s['rollouts_generated'] + s['profile_samples']}, "
               f"informative-rollout ratio: {s['informative_rollout_ratio']:.3f}",
               f"training pool, mean estimated pass rate: {s['train_pass_rate_before']:.3f} -> "
               f"{s['train_pass_rate_after']:.3f}; share in the band {s['band']}: {s['in_band_share_before']:.3f} -> "

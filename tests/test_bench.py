@@ -5,10 +5,14 @@ import polars as pl
 import pytest
 
 from bench.e2e_bench import (
+    ARMS,
     aggregate,
+    arm_args,
     charged,
+    frontier_noise_floor,
     frontier_share,
     offline_filter,
+    paired_se,
     rollouts_to_reach,
     seed_summary,
 )
@@ -29,6 +33,24 @@ def test_the_profile_is_charged_to_every_point_of_the_curve():
     curve = charged(CURVE, 2500)
     assert [r["total_rollouts"] for r in curve] == [2500, 3500, 5500, 6500]
     assert rollouts_to_reach(curve, 0.45) == pytest.approx(3000)  # 500 training + 2500 profile
+
+
+def test_each_arm_pays_for_the_profile_it_uses_out_of_the_same_budget():
+    def args_of(arm, first=False):
+        args, charge = arm_args(ARMS[arm], 1, first, "train.parquet", "filtered.parquet", "profile.parquet", 9000, 4000)
+        return dict(a.split("=", 1) for a in args), charge
+
+    a, charge = args_of("A", first=True)
+    assert charge == 4000 and a["run.max_rollouts"] == "5000" and a["data.profile"] == "profile.parquet"
+    assert a["data.train"] == "train.parquet" and a["scheduler.name"] == "band" and a["run.eval_first"] == "true"
+    a0, charge = args_of("A0")
+    assert charge == 0 and a0["run.max_rollouts"] == "9000" and a0["data.profile"] == "null"
+    assert a0["scheduler.name"] == "band" and a0["run.eval_first"] == "false"
+    b, charge = args_of("B")
+    assert charge == 0 and b["run.max_rollouts"] == "9000" and b["scheduler.name"] == "uniform"
+    c, charge = args_of("C")
+    assert charge == 4000 and c["run.max_rollouts"] == "5000" and c["data.train"] == "filtered.parquet"
+    assert c["data.profile"] == "null" and c["scheduler.name"] == "uniform"
 
 
 def test_offline_filter_drops_problems_profiled_all_right_or_all_wrong():
@@ -147,3 +169,31 @@ def test_variants_reuse_a_finished_run_only_under_the_same_key(tmp_path):
     assert completed(run, run_key(["algo.tau=0.3"], [str(tmp_path / "w.parquet")]), 100) is None
     (tmp_path / "w.parquet").write_bytes(b"other data")  # same path, new content
     assert completed(run, run_key(["algo.tau=0.5"], [str(tmp_path / "w.parquet")]), 100) is None
+
+
+def test_a_minus_b_error_pairs_problems_and_the_larger_error_decides():
+    import numpy as np
+
+    a1, b1 = {"p": 1.0, "q": 0.5, "r": 0.0}, {"p": 0.5, "q": 0.5, "r": 0.0}
+    a2, b2 = {"p": 1.0, "q": 1.0, "r": 0.5}, {"p": 1.0, "q": 0.5, "r": 0.0}
+    seeds = [{"per_problem_final": {"A": a1, "B": b1}}, {"per_problem_final": {"A": a2, "B": b2}}]
+    d = np.array([0.25, 0.25, 0.25])  # per problem, A - B averaged over the two seeds
+    assert paired_se(seeds, "A", "B") == pytest.approx(d.std(ddof=1) / np.sqrt(3))  # 0: every problem moved alike
+    arms = {a: _arm([(0, 0.4), (1000, 0.5)], 0) for a in ("A", "A0", "B", "C")}
+    summaries = [{"final_accuracy": {"A": 0.60, "A0": 0.5, "B": 0.50, "C": 0.5}, "final_se": {},
+                  "ratios_charged": {"B_over_A": 2.0, "C_over_A": 1.0, "A0_over_A": 1.0},
+                  "frontier": {a: {"share": 0.0} for a in arms}},
+                 {"final_accuracy": {"A": 0.64, "A0": 0.5, "B": 0.50, "C": 0.5}, "final_se": {},
+                  "ratios_charged": {"B_over_A": 2.0, "C_over_A": 1.0, "A0_over_A": 1.0},
+                  "frontier": {a: {"share": 0.0} for a in arms}}]
+    agg = aggregate([{"arms": arms, "summary": summ, **extra} for summ, extra in zip(summaries, seeds, strict=True)])
+    diff = agg["A_minus_B"]
+    assert diff["mean"] == pytest.approx(0.12) and diff["se_over_seeds"] == pytest.approx(0.02)
+    assert diff["in_se"] == pytest.approx(0.12 / 0.02)  # the seeds' error is the larger one here
+    assert agg["goals"]["A - B >= 3 SE"] and not agg["goals"]["... and >= 1.5x fewer than C"]
+
+
+def test_the_frontier_noise_floor_re_measures_the_untrained_policy():
+    seeds = [{"per_problem_start": {"p": 0.0, "q": 0.0, "r": 1.0}},
+             {"per_problem_start": {"p": 0.5, "q": 0.0, "r": 1.0}}]
+    assert frontier_noise_floor(seeds) == pytest.approx(0.5)  # of p, q (hard in the first), p read >= 0.5 again

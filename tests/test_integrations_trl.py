@@ -36,6 +36,19 @@ def test_offline_counts_become_the_prior_and_missing_ids_are_errors():
         Curriculum.from_columns(["a", "a", "b"])
 
 
+def test_levels_group_as_the_trainer_groups_them():
+    from grpo_data.integrations.feedback import level_column
+
+    assert level_column([None, None], 2) is None  # an all-null level column: no levels, as in the trainer
+    np.testing.assert_array_equal(level_column(["Level 3", "Level 1", None], 3), [3.0, 1.0, np.nan])
+    np.testing.assert_array_equal(level_column(["easy", "hard", "easy"], 3), [0.0, 1.0, 0.0])
+    counts = dict(n_correct=[0, 2, 1, 0], k=[2, 2, 2, 2])
+    no_level = Curriculum.from_columns(["a", "b", "c", "d"], level=[None] * 4, **counts)
+    assert no_level.scheduler.cfg.group_priors is False  # offline-estimate buckets share the pool prior
+    assert Curriculum.from_columns(["a", "b", "c", "d"], level=["Level 1", "Level 2"] * 2,
+                                   **counts).scheduler.cfg.group_priors is True
+
+
 def test_verdicts_threshold_and_unscored():
     assert verdicts([1.0, 0.0, -1.0, None, float("nan"), 0.5], 0.5) == [True, False, False, None, None, True]
     assert verdicts([np.float32("nan"), np.float32(1.0)], 0.5) == [None, True]

@@ -343,3 +343,15 @@ def test_evaluations_are_due_by_steps_or_by_rollouts_crossed():
     assert not eval_due(8, 3100, 3400, every_steps=0, every_rollouts=3000)
     assert eval_due(3, 2000, 6500, every_steps=0, every_rollouts=3000)  # two multiples crossed: one evaluation
     assert not eval_due(5, 0, 100, every_steps=0, every_rollouts=0)
+
+
+def test_a_profile_sampled_unlike_training_is_named():
+    from grpo_train.config import config_from_tree
+    from grpo_train.trainer import profile_mismatches
+
+    cfg = config_from_tree({}, ["model=runs/policy", "rollout.temperature=0.7", "rollout.max_tokens=1024"])
+    meta = {"model": "runs/policy/", "config": {"sampling": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 1024}}}
+    assert profile_mismatches(meta, cfg) == ["temperature 1.0 in the profile, 0.7 in training"]
+    meta["model"] = "runs/other"
+    assert profile_mismatches(meta, cfg)[-1] == "model runs/other in the profile, runs/policy in training"
+    assert profile_mismatches({}, cfg) == []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -48,6 +49,23 @@ def float_column(values, n: int) -> np.ndarray:
     if values is None:
         return np.full(n, np.nan)
     return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+
+
+def level_column(values, n: int) -> np.ndarray | None:
+    """Levels as float64 (NaN where missing), or None when no row has one (the trainer's rule,
+    `grpo_data.problems.level_array`). Text levels such as MATH's "Level 3" take their number, or
+    else their rank among the distinct texts."""
+    if values is None or all(v is None for v in values):
+        return None
+    try:
+        return float_column(values, n)
+    except (TypeError, ValueError):
+        text = ["" if v is None else str(v) for v in values]
+        numbers = [re.findall(r"\d+", t) for t in text]
+        if all(num or not t for num, t in zip(numbers, text, strict=True)):
+            return np.array([float(num[-1]) if num else np.nan for num in numbers])
+        codes = {t: float(i) for i, t in enumerate(sorted(set(text) - {""}))}
+        return np.array([codes.get(t, np.nan) for t in text])
 
 
 class Curriculum:
@@ -96,9 +114,10 @@ class Curriculum:
             if np.isnan(offline[1]).all():
                 offline = None
         groups = None
-        if scheduler == "band":
-            groups = difficulty_groups(n, offline, None if level is None else float_column(level, n))
-            settings = {**DEFAULT_BAND, "share": share, **settings}
+        if scheduler == "band":  # as the trainer groups (grpo_train.trainer.scheduler_groups / scheduler_kwargs)
+            levels = level_column(level, n)
+            groups = difficulty_groups(n, offline, levels)
+            settings = {**DEFAULT_BAND, "share": share, "group_priors": levels is not None, **settings}
         sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
         logger.info("curriculum: %s scheduler over %d problems (%s offline profile)", scheduler, n,
                     "with" if offline is not None else "no")
