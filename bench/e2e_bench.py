@@ -34,7 +34,7 @@ ARMS: dict[str, dict] = {
     "B": {"overrides": ["scheduler.name=uniform"], "profile": False, "filter": False},
     "C": {"overrides": ["scheduler.name=uniform"], "profile": True, "filter": True},
 }
-EVAL_EVERY = 3_000  # test evaluations every this many training rollouts (and at the start and the end)
+EVAL_EVERY = 3_500  # test evaluations every this many training rollouts (and at the start and the end)
 # the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a band decision
 PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 4, "max_tokens": 128, "chunk_size": 512}
 GOALS = {"informative_ratio_A": 0.8, "fewer_rollouts_than_B": 2.0, "fewer_rollouts_than_C": 1.5,
@@ -222,7 +222,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": band}, Path("runs/world-profile.parquet"))
     prof, _ = read_profile(profile)
     profile_samples = int(prof["k"].sum())
-    budget = budget or (5_000 if quick else 9_000)
+    budget = budget or (5_000 if quick else 7_000)
     if budget <= profile_samples:
         raise ValueError(f"budget {budget} does not cover the offline profile's {profile_samples} samples")
     filtered = out / "train-filtered.parquet"
