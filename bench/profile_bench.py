@@ -42,7 +42,7 @@ def run(quick: bool = False, workdir: str = "runs/bench-profile") -> dict:
     train = pl.read_parquet(write_world("runs/world")["train"])
     work = Path(workdir)
     shutil.rmtree(work, ignore_errors=True)
-    sampling = SamplingConfig(temperature=1.0, max_tokens=16)
+    sampling = SamplingConfig(temperature=1.0, max_tokens=128)
     n_tp = 64 if quick else 256
     tp_problems = train.sample(n=n_tp, seed=1)
     out = {"policy": str(policy)}

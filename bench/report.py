@@ -189,6 +189,10 @@ def e2e_lines(r: dict) -> list[str]:
     for key, x in s["rollout_ratios_charged"].items():
         lines.append(f"- rollouts to B's final accuracy, {key.replace('_over_', ' / ')} (profile charged): {ms(x)}; "
                      f"reached in {x['reached_in_seeds']} of {x['seeds']} seeds")
+    floor = s.get("frontier_noise_floor")
+    if floor is not None:
+        lines.append(f"- frontier noise floor: {_fmt(floor)} of the problems at 0/{r['eval_k']} in one start evaluation "
+                     f"read >= 0.5 in another start evaluation of the same, untrained policy (re-measuring alone)")
     d = s["A_minus_B"]
     lines.append(f"- A - B at the budget: {_fmt(d['mean'])} (SE over seeds {_fmt(d['se_over_seeds'])}, test sampling "
                  f"{_fmt(d['se_test_sampling'])}; {_fmt(d['in_se'])} SE)")

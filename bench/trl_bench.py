@@ -43,7 +43,7 @@ def train_arm(arm: str, seed: int, out: Path, policy: str, train_path: str, step
     ds = world_dataset(Path(train_path))
     args = GRPOConfig(output_dir=str(out), use_cpu=True, num_generations=GROUP,
                       per_device_train_batch_size=prompts * GROUP, gradient_accumulation_steps=1,
-                      max_completion_length=16, temperature=1.0, learning_rate=1e-4, max_steps=steps,
+                      max_completion_length=128, temperature=1.0, learning_rate=1e-4, max_steps=steps,
                       logging_steps=1, save_strategy="no", report_to=[], seed=seed, dataloader_num_workers=0)
     start = time.monotonic()
     with MathReward(workers=1) as reward:
@@ -75,7 +75,7 @@ def heldout_accuracy(model: str, heldout_path: Path, k: int, seed: int) -> dict:
     try:
         with VerifierPool(workers=2) as pool:
             sampler = RolloutSampler(engine, pool, engine.tokenizer, PromptConfig(),
-                                     SamplingConfig(temperature=1.0, max_tokens=16))
+                                     SamplingConfig(temperature=1.0, max_tokens=128))
             return evaluate(sampler, heldout, k)
     finally:
         engine.close()

@@ -110,13 +110,14 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     arms = arms or ARMS
     policy = warm_policy()
     paths = write_world("runs/world")
-    profile = profile_stage(str(policy), paths["train"], {"adaptive": True, "max_tokens": 16},
-                            Path("runs/world-profile.parquet"))
+    profile = profile_stage(str(policy), paths["train"], {"adaptive": True, "max_tokens": 128},
+                            Path("runs/world-profile-variants.parquet"))  # its own: e2e's profile has other settings
     budget = 2_000 if quick else 6_000  # 30 runs of about 2.5 minutes on 2 cores
     eval_k = 4
     base = [f"model={policy}", f"data.train={paths['train']}", f"data.heldout={paths['heldout']}",
             f"data.profile={profile}", "scheduler.name=band", "rollout.group_size=8", "rollout.batch_groups=16",
-            "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "optim.lr=0.0001", "algo.track_kl=true",
+            "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "rollout.max_tokens=128", "optim.lr=0.0001",
+            "algo.track_kl=true",
             f"run.max_rollouts={budget}", "run.steps=100000", "run.eval_every=100000", f"run.eval_k={eval_k}",
             "run.save_every=0", "run.progress=false"] + (["run.eval_limit=200"] if quick else [])
     out = Path(workdir)

@@ -24,12 +24,12 @@ def run(quick: bool = False, n_problems: int = 1000) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix="warmstart-"))
     try:
         cfg = BootstrapConfig(steps=200) if quick else BootstrapConfig()
-        policy = bootstrap(world["train"], tmp / "policy", cfg, progress=False)
+        policy = bootstrap(world["sft"], tmp / "policy", cfg, progress=False)
         seconds = json.loads((policy / "bootstrap.json").read_text())["seconds"]
         problems = world["train"].sample(n=min(n_problems, world["train"].height), seed=11)
         engine = make_engine("vllm", str(policy), seed=0)
         with VerifierPool() as pool:
-            profile_problems(problems, engine, pool, ProfileConfig(k=16, sampling=SamplingConfig(max_tokens=16),
+            profile_problems(problems, engine, pool, ProfileConfig(k=16, sampling=SamplingConfig(max_tokens=128),
                                                                     chunk_size=500), tmp / "p.parquet", progress=False)
         engine.close()
         rates = merge_parts(tmp / "p.parquet")["pass_rate"].to_numpy()

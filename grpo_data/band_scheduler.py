@@ -3,9 +3,11 @@ every outcome since (see `grpo_data.scheduler` for the interface all schedulers 
 
 Step by step (the math is in `grpo_data.band_math`):
 - Prior: the empirical-Bayes grid prior the adaptive profiler decides with (`grpo_data.stats`: a
-  distribution of pass rates on the 41-point GRID, fitted by EM), one per difficulty group (the
-  data's level, or the offline-estimate bucket when there is no level: `difficulty_groups`),
-  shrunk toward the pool's. A problem's posterior is its group's prior times p^s (1 - p)^f, where
+  distribution of pass rates on the 41-point GRID, fitted by EM), one per difficulty group when the
+  groups are an outside label such as the level (shrunk toward the pool's); when they are
+  offline-estimate buckets (`difficulty_groups` without a level) pass `group_priors=False`: every
+  group then keeps the pool's prior, as the profiler decides without levels, and the buckets only
+  share drift. A problem's posterior is its group's prior times p^s (1 - p)^f, where
   s, f are its effective successes and failures: the offline counts plus every online outcome.
   At step 0 the scheduler's P(lo <= p <= hi) of every problem is therefore the profiler's, and
   P >= 0.5 is the profiler's band decision: a 0/2 screen in a level that is mostly hopeless is out

@@ -42,8 +42,8 @@ class SchedulerSection:
     steps between re-estimates of a subset (0 = never); refresh_drift: also refresh when a batch's
     pass rate is further than this from the band centre; refresh_size / refresh_k: how many
     problems, samples each; groups: `level` fits one empirical-Bayes prior per level (as the
-    adaptive profiler does; per offline-estimate bucket when the data has no `level` column) and
-    refits it online, so what the policy learns on some problems of a level moves the estimates of
+    adaptive profiler does; without a `level` column the pool's prior, with problems grouped by
+    offline-estimate bucket for sharing drift) and refits it online, so what the policy learns on some problems of a level moves the estimates of
     the others; `none` fits one prior for the whole pool; explore: share of each batch drawn
     uniformly from the pool (band only); without_replacement: offer each problem at most once per
     epoch (band only); epoch: `pool` ends an epoch when every problem was offered, `band` when the

@@ -52,7 +52,7 @@ def profile_mismatches(meta: dict, cfg) -> list[str]:
         if theirs is not None and float(theirs) != float(ours):
             out.append(f"{name} {theirs} in the profile, {ours} in training")
     model = meta.get("model")
-    if model and str(model).rstrip("/") != str(cfg.model).rstrip("/"):
+    if model and Path(str(model)).expanduser().resolve() != Path(str(cfg.model)).expanduser().resolve():
         out.append(f"model {model} in the profile, {cfg.model} in training")
     return out
 
@@ -129,13 +129,16 @@ class MetricsLog:
         self.tb.flush()
 
     def truncate_after(self, step: int) -> None:
-        """On resume: drop records of steps after the checkpoint, so the log has no duplicates."""
-        if not self.enabled or not self.path.exists():
+        """On resume: drop records (and per-problem evaluations) of steps after the checkpoint, so
+        the log has no duplicates."""
+        if not self.enabled:
             return
-        keep = [r for r in read_metrics(self.path.parent) if r["step"] <= step]
         for stale in (self.path.parent / "evals").glob("step-*.parquet"):  # evaluations after the resume point
             if int(stale.stem.removeprefix("step-")) > step:
                 stale.unlink()
+        if not self.path.exists():
+            return
+        keep = [r for r in read_metrics(self.path.parent) if r["step"] <= step]
         io.write_text(self.path, "".join(json.dumps(r) + "\n" for r in keep))
 
 
@@ -424,7 +427,10 @@ class Trainer:
         evaluating = self.heldout is not None and bool(cfg.eval_every or cfg.eval_every_rollouts)
         if self.step == 0 and evaluating and cfg.eval_first:
             self._evaluate()
-        evaluated_at = self.step
+        # on resume, whether the checkpoint's step was evaluated is in the (truncated) log; every rank
+        # reads it (the run folder is shared, as for checkpoints), so all of them agree to evaluate
+        evals_done = {r["step"] for r in read_metrics(self.run_dir) if r["kind"] == "eval"}
+        evaluated_at = self.step if (self.step == 0 or self.step in evals_done) else -1
         bar = tqdm(total=cfg.steps, initial=self.step, desc="grpo train", disable=not (cfg.progress and self.is_main))
         while self.step < cfg.steps:
             if cfg.max_rollouts and self.totals["rollouts_generated"] >= cfg.max_rollouts:
@@ -450,6 +456,9 @@ class Trainer:
                 evaluated_at = self.step
             if cfg.save_every and (self.step % cfg.save_every == 0 or self.step == cfg.steps):
                 self.save_checkpoint()
+        else:  # all steps done: the run's last evaluation is at its end
+            if evaluating and evaluated_at != self.step:
+                self._evaluate()
         bar.close()
         return self.run_dir
 

@@ -101,7 +101,8 @@ class Curriculum:
     def from_columns(cls, ids: Sequence[str], n_correct=None, k=None, level=None, scheduler: str = "band",
                      seed: int = 0, share: bool = True, **settings) -> Curriculum:
         """A scheduler over `ids`, starting from offline counts (None or NaN: unprofiled) and one fitted
-        prior per level (per offline-estimate bucket without `level`); `share` False keeps each
+        prior per level (without `level`: the pool's prior, offline-estimate buckets sharing drift, as
+        the trainer does); `share` False keeps each
         problem's estimate to its own outcomes (no drift, no refits)."""
         if ids is None:
             raise MissingColumnError("the dataset has no `id` column: the scheduler needs one id per problem to map "

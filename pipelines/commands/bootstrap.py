@@ -1,4 +1,4 @@
-"""`grpo bootstrap`: build the tiny Qwen2 policy and warm-start it on part of the world (cached)."""
+"""`grpo bootstrap`: build the tiny Qwen2 policy and warm-start it on the world's SFT split (cached)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ HELP = "build and warm-start the tiny policy on the world (cached; reruns reuse 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--world", default="runs/world/train.parquet", help="world training table")
+    parser.add_argument("--world", default="runs/world/sft.parquet",
+                        help="the world's SFT table (never the RL pool: `grpo world` writes both)")
     parser.add_argument("--out", default="runs/policy-warm", help="output model folder")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--steps", type=int, help="SFT steps (default: the recipe's)")
