@@ -139,8 +139,11 @@ def _safetensors(path):
 
 
 @pytest.mark.slow
-def test_vllm_weight_sync_generates_with_new_weights(tmp_path, quick_policy):
-    """vLLM started on A, given B's weights, must generate what B generates."""
+def test_vllm_weight_sync_generates_with_new_weights(tmp_path, warm_policy):
+    """vLLM started on A, given B's weights, must generate what B generates (greedy, on the warm
+    policy's own kind of problem: a barely trained model has near-tied logits, where fp32 kernels
+    of two engines may pick different tokens)."""
+    quick_policy, _ = warm_policy
     from transformers import AutoModelForCausalLM
 
     from grpo_data.engines import HFEngine, make_engine
@@ -155,8 +158,9 @@ def test_vllm_weight_sync_generates_with_new_weights(tmp_path, quick_policy):
     from transformers import AutoTokenizer
 
     AutoTokenizer.from_pretrained(quick_policy).save_pretrained(b_dir)
-    prompts = [f"<|im_start|>user\nWhat is {i}+{i + 3}?<|im_end|>\n<|im_start|>assistant\n" for i in range(24)]
-    greedy = SamplingConfig(temperature=0.0, max_tokens=10)
+    prompts = [f"<|im_start|>user\nWhat is {20 + 3 * i}+{1 + i % 9}-{1 + (i * 5) % 9}?<|im_end|>\n<|im_start|>assistant\n"
+               for i in range(24)]
+    greedy = SamplingConfig(temperature=0.0, max_tokens=24)
     texts_a = [g[0].text for g in HFEngine(str(quick_policy)).generate(prompts, 1, greedy)]
     texts_b = [g[0].text for g in HFEngine(str(b_dir)).generate(prompts, 1, greedy)]
     assert texts_a != texts_b
