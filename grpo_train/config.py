@@ -36,7 +36,8 @@ class DataConfig:
 class SchedulerSection:
     """name: band | uniform | offline_band; lo/hi: target band (0.2-0.95: GRPO's std-normalized
     advantage makes a 7-of-8 group teach as hard as a 4-of-8 one, and with hi 0.8 the scheduler
-    dropped problems before the policy had consolidated them: the e2e ablations in bench/README.md);
+    dropped problems before the policy had consolidated them, in ablations on the previous world's
+    held-out set; not yet re-chosen on the chain world's validation split: `grpo bench e2e_select`);
     decay: forgetting per step; max_prior_k: cap on the offline profile's weight in samples (null:
     full weight, so the scheduler's first band decisions are the profiler's own); refresh_every:
     steps between re-estimates of a subset (0 = never); refresh_drift: also refresh when a batch's
