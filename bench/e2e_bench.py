@@ -34,6 +34,9 @@ ARMS: dict[str, dict] = {
     "B": {"overrides": ["scheduler.name=uniform"], "profile": False, "filter": False},
     "C": {"overrides": ["scheduler.name=uniform"], "profile": True, "filter": True},
 }
+# how every arm (and the validation selection) samples and steps: only the scheduler and data differ
+TRAINING = ("rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4", "rollout.dynamic_resampling=true",
+            "rollout.max_tokens=128", "optim.lr=0.0001")
 EVAL_EVERY = 3_500  # test evaluations every this many training rollouts (and at the start and the end)
 # the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a band decision
 PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 4, "max_tokens": 128, "chunk_size": 512}
@@ -230,9 +233,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
 
     io.write_parquet(filtered, offline_filter(pl.read_parquet(paths["train"]), prof))
     eval_k = 4
-    base = [f"model={policy}", f"data.heldout={paths['test']}", "rollout.group_size=8", "rollout.batch_groups=16",
-            "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "rollout.max_tokens=128", "optim.lr=0.0001",
-            "optim.minibatches=1", "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}",
+    base = [f"model={policy}", f"data.heldout={paths['test']}", *TRAINING, "optim.minibatches=1", "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}",
             f"run.eval_k={eval_k}",
             "run.save_every=0", "run.progress=false"]
     result = {"budget_total_rollouts": budget, "profile_samples": profile_samples, "eval_k": eval_k,
@@ -275,8 +276,7 @@ def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: i
     profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": "0.2,0.95"}, Path("runs/world-profile.parquet"))
     profile_samples = int(read_profile(profile)[0]["k"].sum())
     base = [f"model={policy}", f"data.heldout={paths['val']}", f"data.train={paths['train']}", f"data.profile={profile}",
-            "scheduler.name=band", "rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4",
-            "rollout.dynamic_resampling=true", "rollout.max_tokens=128", "optim.lr=0.0001", "run.steps=100000",
+            "scheduler.name=band", *TRAINING, "run.steps=100000",
             "run.eval_every=100000", "run.eval_k=4", "run.save_every=0", "run.progress=false", f"run.seed={seed}",
             f"run.max_rollouts={budget - profile_samples}"]
     runs = {}
