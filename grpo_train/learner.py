@@ -54,6 +54,29 @@ def ensure_distributed_env() -> None:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
+def clear_stale_build_locks(max_age_s: float = 600.0) -> list[Path]:
+    """Remove torch-extension build locks older than `max_age_s`; returns what it removed.
+
+    DeepSpeed JIT-compiles its shared-memory collectives op (`deepspeed_shm_comm`) on CPU at
+    `init_distributed`. torch guards the build with a bare lock file that holds no pid: a process
+    killed while building leaves it behind, and every later start then waits on it forever, idle.
+    The op compiles in about a minute, so a lock this old belongs to nobody."""
+    from torch.utils.cpp_extension import get_default_build_root
+
+    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+    removed = []
+    for lock in [*root.glob("*/lock"), *root.glob("*/*/lock")]:
+        try:
+            if time.time() - lock.stat().st_mtime > max_age_s:
+                lock.unlink()
+                removed.append(lock)
+                logger.warning("removed a stale torch-extension build lock %s (a build killed midway "
+                               "left it; every start would wait on it forever)", lock)
+        except FileNotFoundError:  # its builder finished meanwhile
+            continue
+    return removed
+
+
 def deepspeed_config(optim: OptimConfig, ds: DeepSpeedSection, world_size: int) -> dict:
     extra = {}
     if ds.bf16 and ds.zero_stage >= 1:  # sum micro-batch gradients in fp32, not bf16's 8-bit mantissa
@@ -231,6 +254,7 @@ class DeepSpeedLearner:
                                        {"params": other, "weight_decay": 0.0}], lr=optim.lr, betas=optim.betas,
                                       eps=optim.eps)
         if not torch.distributed.is_initialized():
+            clear_stale_build_locks()
             deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
         self.world_size = torch.distributed.get_world_size()
         self.rank = torch.distributed.get_rank()

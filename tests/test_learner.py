@@ -430,3 +430,24 @@ def test_evaluate_reports_mean_pass_and_majority_at_k(pool, standin):
     assert out["heldout_pass_at_4"] == pytest.approx(2 / 3)
     assert out["heldout_maj_at_4"] == pytest.approx(1 / 3)
     assert out["heldout_accuracy_level_1"] == 0.5 and out["heldout_accuracy_level_3"] == 0.0
+
+
+def test_a_build_lock_left_by_a_killed_build_is_cleared_and_a_live_one_kept(tmp_path, monkeypatch):
+    """A process killed while DeepSpeed JIT-builds its CPU collectives op leaves torch's lock file;
+    every later start would wait on it forever (seen as idle ranks until a 900 s timeout)."""
+    import time
+
+    from grpo_train.learner import clear_stale_build_locks
+
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+    stale = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock"
+    live = tmp_path / "py311_cpu" / "other_op" / "lock"
+    for lock in (stale, live):
+        lock.parent.mkdir(parents=True)
+        lock.touch()
+    hour_ago = time.time() - 3600
+    os.utime(stale, (hour_ago, hour_ago))
+    assert clear_stale_build_locks(max_age_s=600) == [stale]
+    assert not stale.exists() and live.exists()
+    (stale.parent / "deepspeed_shm_comm.so").touch()
+    assert clear_stale_build_locks(max_age_s=600) == []  # the built op itself is left alone
