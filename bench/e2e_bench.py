@@ -37,7 +37,11 @@ ARMS: dict[str, dict] = {
 # how every arm (and the validation selection) samples and steps: only the scheduler and data differ
 TRAINING = ("rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4", "rollout.dynamic_resampling=true",
             "rollout.max_tokens=128", "optim.lr=0.0001")
-EVAL_EVERY = 3_500  # test evaluations every this many training rollouts (and at the start and the end)
+EVAL_EVERY = 2_000  # test evaluations every this many training rollouts (and at the start and the end)
+BUDGET = 7_000  # total rollouts per arm, profile included (the validation selection spends the same)
+# the band arms' candidate settings, scored on the validation split by `grpo bench e2e_select`
+CANDIDATES = {"band_0.2_0.95": ["scheduler.lo=0.2", "scheduler.hi=0.95"],
+              "band_0.2_0.8": ["scheduler.lo=0.2", "scheduler.hi=0.8"]}
 # the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a band decision
 PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 4, "max_tokens": 128, "chunk_size": 512}
 GOALS = {"informative_ratio_A": 0.8, "fewer_rollouts_than_B": 2.0, "fewer_rollouts_than_C": 1.5,
@@ -210,6 +214,17 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
+def chosen_on_validation(path: Path) -> tuple[str | None, list[str]]:
+    """The band arms' setting chosen by `grpo bench e2e_select` (its result file), else the
+    library defaults; the headline never picks a setting on its own test split."""
+    import json
+
+    if not path.exists():
+        return None, []
+    chosen = json.loads(path.read_text())["chosen"]
+    return chosen, CANDIDATES[chosen]
+
+
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-e2e",
         budget: int | None = None) -> dict:
     from bench.common import RESULTS
@@ -225,7 +240,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": band}, Path("runs/world-profile.parquet"))
     prof, _ = read_profile(profile)
     profile_samples = int(prof["k"].sum())
-    budget = budget or (5_000 if quick else 7_000)
+    budget = budget or (5_000 if quick else BUDGET)
+    chosen, setting = chosen_on_validation(RESULTS / "e2e_select.json")
     if budget <= profile_samples:
         raise ValueError(f"budget {budget} does not cover the offline profile's {profile_samples} samples")
     filtered = out / "train-filtered.parquet"
@@ -237,11 +253,14 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             f"run.eval_k={eval_k}",
             "run.save_every=0", "run.progress=false"]
     result = {"budget_total_rollouts": budget, "profile_samples": profile_samples, "eval_k": eval_k,
+              "band_setting": {"chosen_on_validation": chosen, "overrides": setting},
               "pool": prof.height, "pool_after_offline_filter": pl.read_parquet(filtered).height, "seeds": []}
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         arms, finals, start = {}, {}, None
         for name, spec in ARMS.items():
             args, charge = arm_args(spec, seed, start is None, paths["train"], filtered, profile, budget, profile_samples)
+            if spec["overrides"] == ["scheduler.name=band"]:
+                args = [*setting, *args]
             inputs = [str(policy), str(paths["train"]), str(paths["test"]), str(profile), str(filtered)]
             arms[name] = run_arm(name, args, base, out / f"seed{seed}", inputs, budget - charge, charge)
             evals_dir = out / f"seed{seed}" / name / "evals"
@@ -261,7 +280,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     return result
 
 
-def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: int = 0, budget: int = 9_000,
+def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: int = 0, budget: int = BUDGET,
                          workdir: str = "runs/bench-e2e-select") -> dict:
     """Arm A under each candidate setting, scored on the validation split (never the test split):
     the setting with the best final validation accuracy is the one the headline should use."""
@@ -269,8 +288,7 @@ def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: i
     from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
 
-    candidates = candidates or {"band_0.2_0.95": ["scheduler.lo=0.2", "scheduler.hi=0.95"],
-                                "band_0.2_0.8": ["scheduler.lo=0.2", "scheduler.hi=0.8"]}
+    candidates = candidates or CANDIDATES
     policy = warm_policy()
     paths = write_world("runs/world")
     profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": "0.2,0.95"}, Path("runs/world-profile.parquet"))

@@ -62,7 +62,7 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
     elif name == "e2e_select":  # settings chosen on the validation split, before the headline
         from bench import e2e_bench
 
-        result = e2e_bench.select_on_validation(budget=5_000 if quick else 9_000)
+        result = e2e_bench.select_on_validation(budget=5_000 if quick else e2e_bench.BUDGET)
     else:
         from bench import e2e_bench
 
