@@ -36,7 +36,7 @@ demo: setup
 	$(VENV)/bin/grpo demo
 
 test: setup verl-env
-	$(PY) -m pytest -m "not gpu" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not gpu" --durations=25 $(PYTEST_ARGS)
 
 test-fast: setup
 	$(PY) -m pytest -m "not gpu and not slow" $(PYTEST_ARGS)
