@@ -27,12 +27,19 @@ from grpo_train.config import deep_merge
 logger = logging.getLogger(__name__)
 
 
-def load_spec(path: str | Path, quick: bool = False) -> dict:
+def load_spec(path: str | Path, quick: bool = False, seed: int | None = None) -> dict:
+    """The pipeline YAML, with its `quick:` block merged when quick. A seed replaces every seed the
+    pipeline has (world, warm start, training) and writes under OUT-seedN: the demo's figures are a
+    range over whole pipelines, not over one stage."""
     spec = yaml.safe_load(Path(path).read_text())
     quick_block = spec.pop("quick", {}) or {}
     if quick:
         spec = deep_merge(spec, quick_block)
         spec["out"] = spec["out"].rstrip("/") + "-quick"
+    if seed is not None:
+        spec = deep_merge(spec, {"bootstrap": {"seed": seed}, "train": {"run": {"seed": seed}},
+                                 **({"world": {"seed": seed}} if "world" in spec else {})})
+        spec["out"] = spec["out"].rstrip("/") + f"-seed{seed}"
     known = {"name", "out", "world", "data", "decontaminate", "model", "bootstrap", "profile", "shards", "card", "train"}
     unknown = sorted(set(spec) - known)
     if unknown:
@@ -154,7 +161,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     return out
 
 
-def run_pipeline(path: str | Path, quick: bool = False) -> dict:
+def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None) -> dict:
     """Run every stage; returns the summary dict (also written to OUT/summary.json)."""
     from grpo_data.cards import write_card
     from grpo_data.loaders import read_provenance
@@ -164,7 +171,7 @@ def run_pipeline(path: str | Path, quick: bool = False) -> dict:
     from pipelines.plots import write_plots
     from pipelines.report import write_report
 
-    spec = load_spec(path, quick)
+    spec = load_spec(path, quick, seed)
     out = Path(spec["out"])
     out.mkdir(parents=True, exist_ok=True)
     timings = {}

@@ -11,6 +11,8 @@ HELP = "run the embedded default end to end (arith world + tiny policy); --quick
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller world and shorter training")
     parser.add_argument("--config", default=None, help="pipeline YAML (default pipelines/arith_demo.yaml)")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="replace the world, warm-start and training seeds (output under runs/demo-seedN)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,7 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.pipeline import run_pipeline
 
     config = args.config or str(Path(__file__).resolve().parent.parent / "arith_demo.yaml")
-    summary = run_pipeline(config, quick=args.quick)
+    summary = run_pipeline(config, quick=args.quick, seed=args.seed)
     print(f"\nsummary, plots and card under {Path(summary['plots'][0]).parent}")
     print(f"run report (open in a browser): {summary['report']}")
     return 0
