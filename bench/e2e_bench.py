@@ -28,11 +28,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-ARMS: dict[str, dict] = {
-    "A": {"overrides": ["scheduler.name=band"], "profile": True, "filter": False},
-    "A0": {"overrides": ["scheduler.name=band"], "profile": False, "filter": False},
-    "B": {"overrides": ["scheduler.name=uniform"], "profile": False, "filter": False},
-    "C": {"overrides": ["scheduler.name=uniform"], "profile": True, "filter": True},
+ARMS: dict[str, dict] = {  # band: the arm takes the band setting chosen on validation
+    "A": {"overrides": ["scheduler.name=band"], "profile": True, "filter": False, "band": True},
+    "A0": {"overrides": ["scheduler.name=band"], "profile": False, "filter": False, "band": True},
+    "B": {"overrides": ["scheduler.name=uniform"], "profile": False, "filter": False, "band": False},
+    "C": {"overrides": ["scheduler.name=uniform"], "profile": True, "filter": True, "band": False},
 }
 # how every arm (and the validation selection) samples and steps: only the scheduler and data differ
 TRAINING = ("rollout.group_size=8", "rollout.batch_groups=16", "rollout.max_rounds=4", "rollout.dynamic_resampling=true",
@@ -104,11 +104,12 @@ def frontier_noise_floor(seeds: list[dict]) -> float:
 
 
 def arm_args(spec: dict, seed: int, first: bool, train, filtered, profile, budget: int,
-             profile_samples: int) -> tuple[list[str], int]:
+             profile_samples: int, setting: list[str] | tuple = ()) -> tuple[list[str], int]:
     """One arm's config overrides and the profile samples charged to it: an arm that uses the
-    profile (its prior, or its filter) pays for all of it out of the same total budget."""
+    profile (its prior, or its filter) pays for all of it out of the same total budget. The band
+    arms also take the band `setting` chosen on validation."""
     charge = profile_samples if spec["profile"] else 0
-    args = [*spec["overrides"], f"run.seed={seed}", f"run.eval_first={'true' if first else 'false'}",
+    args = [*(setting if spec["band"] else ()), *spec["overrides"], f"run.seed={seed}", f"run.eval_first={'true' if first else 'false'}",
             f"data.train={filtered if spec['filter'] else train}",
             f"data.profile={profile if spec['profile'] and not spec['filter'] else 'null'}",
             f"run.max_rollouts={budget - charge}"]
@@ -214,15 +215,20 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
-def chosen_on_validation(path: Path) -> tuple[str | None, list[str]]:
-    """The band arms' setting chosen by `grpo bench e2e_select` (its result file), else the
-    library defaults; the headline never picks a setting on its own test split."""
+def chosen_on_validation(path: Path, budget: int) -> tuple[str, list[str]]:
+    """The band arms' setting chosen by `grpo bench e2e_select` (its result file); the headline never
+    picks a setting on its own test split, nor runs without the selection."""
     import json
 
     if not path.exists():
-        return None, []
-    chosen = json.loads(path.read_text())["chosen"]
-    return chosen, CANDIDATES[chosen]
+        raise FileNotFoundError(f"{path} is missing: run `grpo bench e2e_select` first (the headline's band "
+                                "setting is chosen on the validation split)")
+    sel = json.loads(path.read_text())
+    if sel["budget_total_rollouts"] != budget or sel["candidates"] != CANDIDATES or sel["split"] != "val":
+        raise ValueError(f"{path} was selected with another budget, candidate list or split "
+                         f"({sel['budget_total_rollouts']}, {sorted(sel['candidates'])}, {sel['split']}); "
+                         f"rerun `grpo bench e2e_select`{' --quick' if budget != BUDGET else ''}")
+    return sel["chosen"], CANDIDATES[sel["chosen"]]
 
 
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-e2e",
@@ -241,7 +247,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     prof, _ = read_profile(profile)
     profile_samples = int(prof["k"].sum())
     budget = budget or (5_000 if quick else BUDGET)
-    chosen, setting = chosen_on_validation(RESULTS / "e2e_select.json")
+    chosen, setting = chosen_on_validation(RESULTS / "e2e_select.json", budget)
     if budget <= profile_samples:
         raise ValueError(f"budget {budget} does not cover the offline profile's {profile_samples} samples")
     filtered = out / "train-filtered.parquet"
@@ -258,9 +264,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         arms, finals, start = {}, {}, None
         for name, spec in ARMS.items():
-            args, charge = arm_args(spec, seed, start is None, paths["train"], filtered, profile, budget, profile_samples)
-            if spec["overrides"] == ["scheduler.name=band"]:
-                args = [*setting, *args]
+            args, charge = arm_args(spec, seed, start is None, paths["train"], filtered, profile, budget, profile_samples,
+                                    setting)
             inputs = [str(policy), str(paths["train"]), str(paths["test"]), str(profile), str(filtered)]
             arms[name] = run_arm(name, args, base, out / f"seed{seed}", inputs, budget - charge, charge)
             evals_dir = out / f"seed{seed}" / name / "evals"

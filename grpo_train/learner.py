@@ -54,26 +54,62 @@ def ensure_distributed_env() -> None:
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
-def clear_stale_build_locks(max_age_s: float = 600.0) -> list[Path]:
-    """Remove torch-extension build locks older than `max_age_s`; returns what it removed.
+SHM_OP = "deepspeed_shm_comm"  # the op DeepSpeed's CPU accelerator JIT-builds at init_distributed
 
-    DeepSpeed JIT-compiles its shared-memory collectives op (`deepspeed_shm_comm`) on CPU at
-    `init_distributed`. torch guards the build with a bare lock file that holds no pid: a process
-    killed while building leaves it behind, and every later start then waits on it forever, idle.
-    The op compiles in about a minute, so a lock this old belongs to nobody."""
+
+def lock_holder_state(lock: Path) -> bool | None:
+    """True when some process on this machine holds `lock` open, False when none does, None when
+    no holder was found but some processes could not be inspected (another user's)."""
+    st = lock.stat()
+    key, unknown = (st.st_dev, st.st_ino), False
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            fds = list(fd_dir.iterdir())
+        except PermissionError:
+            unknown = True
+            continue
+        except OSError:  # the process ended meanwhile
+            continue
+        for fd in fds:
+            try:
+                target = fd.stat()
+            except OSError:
+                continue
+            if (target.st_dev, target.st_ino) == key:
+                return True
+    return None if unknown else False
+
+
+def clear_stale_build_locks(max_age_s: float = 3600.0, name: str = SHM_OP) -> list[Path]:
+    """Remove the build lock of DeepSpeed's CPU collectives op when no process holds it; returns
+    what it removed.
+
+    torch guards a JIT build with a bare lock file, open for the whole build, and never checks
+    whether its builder is alive: a process killed while building leaves the file behind, and every
+    later start then waits on it forever, idle (the CI's launcher tests hung to their timeouts). A
+    lock no process on this machine holds open is such a leftover. When some processes cannot be
+    inspected (another user's), only a lock older than `max_age_s` counts as left over. Builds on
+    other nodes are invisible here: with a shared home, point TORCH_EXTENSIONS_DIR at a node-local
+    path (as DeepSpeed advises). Only `name`'s lock is touched, never another extension's."""
     from torch.utils.cpp_extension import get_default_build_root
 
-    root = Path(os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root())
+    custom = os.environ.get("TORCH_EXTENSIONS_DIR")
+    root = Path(custom or get_default_build_root())
     removed = []
-    for lock in [*root.glob("*/lock"), *root.glob("*/*/lock")]:
+    for lock in root.glob(f"{name}/lock" if custom else f"*/{name}/lock"):
         try:
-            if time.time() - lock.stat().st_mtime > max_age_s:
-                lock.unlink()
-                removed.append(lock)
-                logger.warning("removed a stale torch-extension build lock %s (a build killed midway "
-                               "left it; every start would wait on it forever)", lock)
+            held = lock_holder_state(lock)
+            if held or (held is None and time.time() - lock.stat().st_mtime < max_age_s):
+                continue
+            lock.unlink()
         except FileNotFoundError:  # its builder finished meanwhile
             continue
+        except OSError as e:  # a read-only or another user's cache: leave it, say why a start may wait
+            logger.warning("could not clear the build lock %s (%s); if ranks wait idle at start, remove it", lock, e)
+            continue
+        removed.append(lock)
+        logger.warning("removed %s: no process holds it, so a killed build left it (every start would wait on "
+                       "it forever)", lock)
     return removed
 
 
@@ -254,7 +290,8 @@ class DeepSpeedLearner:
                                        {"params": other, "weight_decay": 0.0}], lr=optim.lr, betas=optim.betas,
                                       eps=optim.eps)
         if not torch.distributed.is_initialized():
-            clear_stale_build_locks()
+            if not torch.cuda.is_available() and os.environ.get("LOCAL_RANK", "0") == "0":
+                clear_stale_build_locks()  # one clearer per node; the CPU accelerator builds the op
             deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
         self.world_size = torch.distributed.get_world_size()
         self.rank = torch.distributed.get_rank()

@@ -29,15 +29,15 @@ logger = logging.getLogger(__name__)
 
 def load_spec(path: str | Path, quick: bool = False, seed: int | None = None) -> dict:
     """The pipeline YAML, with its `quick:` block merged when quick. A seed replaces every seed the
-    pipeline has (world, warm start, training) and writes under OUT-seedN: the demo's figures are a
-    range over whole pipelines, not over one stage."""
+    pipeline has (world, warm start, profile, training) and writes under OUT-seedN: the demo's figures
+    are a range over whole pipelines (a new world draws new test problems too), not over one stage."""
     spec = yaml.safe_load(Path(path).read_text())
     quick_block = spec.pop("quick", {}) or {}
     if quick:
         spec = deep_merge(spec, quick_block)
         spec["out"] = spec["out"].rstrip("/") + "-quick"
     if seed is not None:
-        spec = deep_merge(spec, {"bootstrap": {"seed": seed}, "train": {"run": {"seed": seed}},
+        spec = deep_merge(spec, {"bootstrap": {"seed": seed}, "profile": {"seed": seed}, "train": {"run": {"seed": seed}},
                                  **({"world": {"seed": seed}} if "world" in spec else {})})
         spec["out"] = spec["out"].rstrip("/") + f"-seed{seed}"
     known = {"name", "out", "world", "data", "decontaminate", "model", "bootstrap", "profile", "shards", "card", "train"}

@@ -36,8 +36,11 @@ def test_the_profile_is_charged_to_every_point_of_the_curve():
 
 
 def test_each_arm_pays_for_the_profile_it_uses_out_of_the_same_budget():
+    setting = ["scheduler.lo=0.2", "scheduler.hi=0.8"]
+
     def args_of(arm, first=False):
-        args, charge = arm_args(ARMS[arm], 1, first, "train.parquet", "filtered.parquet", "profile.parquet", 9000, 4000)
+        args, charge = arm_args(ARMS[arm], 1, first, "train.parquet", "filtered.parquet", "profile.parquet", 9000, 4000,
+                                setting)
         return dict(a.split("=", 1) for a in args), charge
 
     a, charge = args_of("A", first=True)
@@ -51,6 +54,26 @@ def test_each_arm_pays_for_the_profile_it_uses_out_of_the_same_budget():
     c, charge = args_of("C")
     assert charge == 4000 and c["run.max_rollouts"] == "5000" and c["data.train"] == "filtered.parquet"
     assert c["data.profile"] == "null" and c["scheduler.name"] == "uniform"
+    # only the band arms take the band chosen on validation
+    assert [x.get("scheduler.hi") for x in (a, a0, b, c)] == ["0.8", "0.8", None, None]
+
+
+def test_the_headline_runs_only_with_a_matching_validation_selection(tmp_path):
+    import json
+
+    from bench.e2e_bench import BUDGET, CANDIDATES, chosen_on_validation
+
+    path = tmp_path / "e2e_select.json"
+    with pytest.raises(FileNotFoundError, match="run `grpo bench e2e_select` first"):
+        chosen_on_validation(path, BUDGET)
+    sel = {"split": "val", "budget_total_rollouts": BUDGET, "candidates": CANDIDATES, "chosen": "band_0.2_0.8"}
+    path.write_text(json.dumps(sel))
+    assert chosen_on_validation(path, BUDGET) == ("band_0.2_0.8", ["scheduler.lo=0.2", "scheduler.hi=0.8"])
+    with pytest.raises(ValueError, match="another budget"):
+        chosen_on_validation(path, 5_000)
+    path.write_text(json.dumps({**sel, "split": "test"}))
+    with pytest.raises(ValueError, match="split"):
+        chosen_on_validation(path, BUDGET)
 
 
 def test_offline_filter_drops_problems_profiled_all_right_or_all_wrong():

@@ -432,22 +432,34 @@ def test_evaluate_reports_mean_pass_and_majority_at_k(pool, standin):
     assert out["heldout_accuracy_level_1"] == 0.5 and out["heldout_accuracy_level_3"] == 0.0
 
 
-def test_a_build_lock_left_by_a_killed_build_is_cleared_and_a_live_one_kept(tmp_path, monkeypatch):
+@pytest.mark.parametrize("custom_root", [True, False])
+def test_a_build_lock_left_by_a_killed_build_is_cleared_and_a_held_one_kept(tmp_path, monkeypatch, custom_root):
     """A process killed while DeepSpeed JIT-builds its CPU collectives op leaves torch's lock file;
-    every later start would wait on it forever (seen as idle ranks until a 900 s timeout)."""
-    import time
+    every later start would wait on it forever (seen as idle ranks until a 900 s timeout). A lock a
+    live process holds open (a build in progress), and other extensions' locks, are kept."""
+    import torch.utils.cpp_extension
 
-    from grpo_train.learner import clear_stale_build_locks
+    from grpo_train.learner import SHM_OP, clear_stale_build_locks
 
-    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
-    stale = tmp_path / "py311_cpu" / "deepspeed_shm_comm" / "lock"
-    live = tmp_path / "py311_cpu" / "other_op" / "lock"
-    for lock in (stale, live):
+    if custom_root:  # torch's layouts: TORCH_EXTENSIONS_DIR/name, or DEFAULT_ROOT/py311_cpu/name
+        monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path))
+        op_dir = tmp_path / SHM_OP
+    else:
+        monkeypatch.delenv("TORCH_EXTENSIONS_DIR", raising=False)
+        monkeypatch.setattr(torch.utils.cpp_extension, "get_default_build_root", lambda: str(tmp_path))
+        op_dir = tmp_path / "py311_cpu" / SHM_OP
+    other = op_dir.parent / "fused_adam" / "lock"
+    for lock in (op_dir / "lock", other):
         lock.parent.mkdir(parents=True)
         lock.touch()
-    hour_ago = time.time() - 3600
-    os.utime(stale, (hour_ago, hour_ago))
-    assert clear_stale_build_locks(max_age_s=600) == [stale]
-    assert not stale.exists() and live.exists()
-    (stale.parent / "deepspeed_shm_comm.so").touch()
-    assert clear_stale_build_locks(max_age_s=600) == []  # the built op itself is left alone
+    holder = subprocess.Popen([sys.executable, "-c", f"import time; f = open({str(op_dir / 'lock')!r}); "
+                               "print('open', flush=True); time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        assert clear_stale_build_locks() == [] and (op_dir / "lock").exists(), "a build in progress keeps its lock"
+    finally:
+        holder.kill()
+        holder.wait()
+    assert clear_stale_build_locks() == [op_dir / "lock"]  # its holder is gone: left over
+    assert not (op_dir / "lock").exists() and other.exists()  # another extension's lock is not ours
+    assert clear_stale_build_locks() == []

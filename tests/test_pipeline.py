@@ -30,7 +30,7 @@ def test_spec_loading_and_quick_merge(tmp_path):
 
 def test_a_demo_seed_replaces_every_seed_and_writes_apart():
     spec = load_spec(ROOT / "pipelines" / "arith_demo.yaml", seed=2)
-    assert (spec["world"]["seed"], spec["bootstrap"]["seed"], spec["train"]["run"]["seed"]) == (2, 2, 2)
+    assert [spec[s]["seed"] for s in ("world", "bootstrap", "profile")] + [spec["train"]["run"]["seed"]] == [2] * 4
     assert spec["out"] == "runs/demo-seed2" and spec["train"]["run"]["max_rollouts"] == 4140  # the rest unchanged
     assert load_spec(ROOT / "pipelines" / "arith_demo.yaml", quick=True, seed=1)["out"] == "runs/demo-quick-seed1"
     assert load_spec(ROOT / "pipelines" / "gpu_example.yaml", seed=1).get("world") is None  # data pipelines have none
