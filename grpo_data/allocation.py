@@ -1,0 +1,150 @@
+"""How many answers each problem gets: rollout allocation from the scheduler's posterior.
+
+A group teaches only if it holds a right and a wrong answer. With pass rate p and n answers that
+happens with probability 1 - p^n - (1-p)^n: at p = 0.5 two answers give 0.5, at p = 0.9 they give
+0.18, and the p = 0.9 problem needs 15 answers to reach 0.8. A fixed G spends the same on both.
+
+Here every problem is given the fewest answers whose expected chance of an informative group
+(averaged over its posterior) reaches `target`, between `n_min` and `n_max`; problems are then
+taken in order of expected informative groups per answer until the step's rollout budget is spent.
+The budget is never exceeded: a problem that does not fit is skipped for smaller ones after it.
+
+Also here, for the sequential mode and the variance-driven G schedule:
+- `needs_more`: after a round of answers, whether a problem still lacks a right or a wrong one;
+- `VarianceSchedule`: G doubled when the reward variance of the last steps is high, halved when low.
+
+Pure numpy: shapes are in the docstrings, the scheduler's posterior (`BandScheduler.posterior`)
+is the input, and nothing here samples.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def p_informative(p: np.ndarray, n: np.ndarray | int) -> np.ndarray:
+    """P(a group of n answers holds both a right and a wrong one) at pass rate p; broadcasts."""
+    p = np.asarray(p, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    return np.where(n >= 2, 1.0 - p**n - (1.0 - p) ** n, 0.0)
+
+
+def expected_informative(weights: np.ndarray, values: np.ndarray, n: np.ndarray | int) -> np.ndarray:
+    """E[p_informative(p, n)] under each problem's posterior.
+
+    weights: (M, K) posterior weights over K grid points (rows sum to 1); values: (M, K) or (K,)
+    the pass rate each grid point stands for; n: (M,) or scalar group sizes. Returns (M,)."""
+    n = np.asarray(n, dtype=np.float64)
+    n = n[:, None] if n.ndim == 1 else n
+    return (weights * p_informative(values, n)).sum(axis=1)
+
+
+def sizes_for_target(weights: np.ndarray, values: np.ndarray, target: float, n_min: int = 2,
+                     n_max: int = 32) -> np.ndarray:
+    """(M,) the fewest answers in [n_min, n_max] whose expected P(informative) reaches `target`;
+    n_max where none does. Non-decreasing in n: p^n + (1-p)^n falls as n grows, for every p."""
+    if not 2 <= n_min <= n_max:
+        raise ValueError(f"need 2 <= n_min <= n_max, got n_min={n_min}, n_max={n_max}")
+    sizes = np.full(weights.shape[0], n_max, dtype=np.int64)
+    todo = np.ones(weights.shape[0], dtype=bool)
+    for n in range(n_min, n_max + 1):  # at most n_max - n_min + 1 vectorized passes
+        hit = todo & (expected_informative(weights, values, n) >= target)
+        sizes[hit] = n
+        todo &= ~hit
+        if not todo.any():
+            break
+    return sizes
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One step's plan. chosen: (C,) indices into the candidates, in the order taken; sizes: (C,)
+    answers each gets; expected: (C,) each one's expected P(informative) at its size."""
+
+    chosen: np.ndarray
+    sizes: np.ndarray
+    expected: np.ndarray
+
+    @property
+    def rollouts(self) -> int:
+        return int(self.sizes.sum())
+
+
+def allocate(weights: np.ndarray, values: np.ndarray, budget: int, target: float = 0.8, n_min: int = 2,
+             n_max: int = 32, order: np.ndarray | None = None) -> Allocation:
+    """Spend at most `budget` answers on the candidates (rows of `weights`, see
+    `expected_informative`): each sized by `sizes_for_target`, taken by expected informative groups
+    per answer (highest first; ties keep `order`, the scheduler's preference, else row order)
+    while they fit. A candidate too big for what is left is skipped, not cut down: cutting it would
+    drop it below its target."""
+    if budget < n_min:
+        raise ValueError(f"a step budget of {budget} answers cannot hold one group of n_min={n_min}")
+    m = weights.shape[0]
+    order = np.arange(m) if order is None else np.asarray(order)
+    sizes = sizes_for_target(weights, values, target, n_min, n_max)
+    expected = expected_informative(weights, values, sizes)
+    rank = np.empty(m, dtype=np.int64)
+    rank[order] = np.arange(m)
+    by_value = np.lexsort((rank, -(expected / sizes)))  # value per answer, then the scheduler's order
+    chosen, left = [], int(budget)
+    for i in by_value:
+        if sizes[i] <= left:
+            chosen.append(i)
+            left -= int(sizes[i])
+        if left < n_min:
+            break
+    chosen = np.array(chosen, dtype=np.int64)
+    return Allocation(chosen, sizes[chosen], expected[chosen])
+
+
+def needs_more(n_correct: np.ndarray, n: np.ndarray, cap: int) -> np.ndarray:
+    """Sequential sampling's stopping rule, (M,) bool: True while a problem has only right or only
+    wrong answers so far and fewer than `cap`; it stops at its first mix (Reinforce-Ada, AR3PO)."""
+    n_correct, n = np.asarray(n_correct), np.asarray(n)
+    return ((n_correct == 0) | (n_correct == n)) & (n < cap)
+
+
+@dataclass
+class VarianceSchedule:
+    """The folklore G schedule, as an option: double G when the mean within-group reward variance of
+    the last `window` steps exceeds `high`, halve it below `low`, within [g_min, g_max]; after a
+    change the window starts over (the next decision sees only steps at the new G)."""
+
+    g: int = 8
+    g_min: int = 2
+    g_max: int = 64
+    window: int = 10
+    low: float = 0.05
+    high: float = 0.20
+    history: deque = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        if not (2 <= self.g_min <= self.g <= self.g_max and 0 <= self.low < self.high and self.window >= 1):
+            raise ValueError(f"VarianceSchedule needs 2 <= g_min <= g <= g_max, 0 <= low < high, window >= 1; got {self}")
+
+    def observe(self, group_variance: float) -> int:
+        """Record one step's mean within-group reward variance; returns G for the next step."""
+        self.history.append(float(group_variance))
+        if len(self.history) < self.window:
+            return self.g
+        while len(self.history) > self.window:
+            self.history.popleft()
+        mean = float(np.mean(self.history))
+        new = self.g
+        if mean > self.high:
+            new = min(self.g * 2, self.g_max)
+        elif mean < self.low:
+            new = max(self.g // 2, self.g_min)
+        if new != self.g:
+            self.g = new
+            self.history.clear()
+        return self.g
+
+    def state_dict(self) -> dict:
+        return {"g": self.g, "history": list(self.history)}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.g, self.history = int(state["g"]), deque(state["history"])

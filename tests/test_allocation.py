@@ -1,0 +1,91 @@
+"""Per-problem rollout allocation, sequential stopping and the variance-driven G schedule
+(grpo_data/allocation.py) on hand-computed posteriors."""
+
+import numpy as np
+import pytest
+
+from grpo_data.allocation import (
+    VarianceSchedule,
+    allocate,
+    expected_informative,
+    needs_more,
+    p_informative,
+    sizes_for_target,
+)
+
+
+def point(ps):
+    """Posteriors sure of each pass rate: one grid point per problem, weight 1."""
+    return np.ones((len(ps), 1)), np.array(ps, dtype=float)[:, None]
+
+
+def test_p_informative_by_hand():
+    assert p_informative(0.5, 2) == pytest.approx(0.5)
+    assert p_informative(0.9, 2) == pytest.approx(1 - 0.81 - 0.01)
+    assert p_informative(0.9, 15) == pytest.approx(1 - 0.9**15 - 0.1**15)
+    assert p_informative(0.0, 8) == 0.0 and p_informative(1.0, 8) == 0.0 and p_informative(0.5, 1) == 0.0
+
+
+def test_expected_informative_averages_over_the_posterior():
+    # half sure p = 0.5, half sure p = 1.0 -> 0.5 * 0.5 + 0.5 * 0 at n = 2
+    w, v = np.array([[0.5, 0.5]]), np.array([0.5, 1.0])
+    assert expected_informative(w, v, 2) == pytest.approx([0.25])
+    assert expected_informative(w, v, np.array([3])) == pytest.approx([0.5 * 0.75])
+
+
+def test_sizes_grow_as_p_moves_toward_0_or_1():
+    w, v = point([0.5, 0.7, 0.9, 0.97, 0.3, 0.1, 0.03])
+    sizes = sizes_for_target(w, v, target=0.8, n_min=2, n_max=64)
+    # 0.5: 1 - 2 * 0.5^n >= 0.8 -> n = 4 (0.875); 0.9: 1 - 0.9^n - 0.1^n >= 0.8 -> n = 16 (0.9^15 = 0.206)
+    assert sizes[0] == 4 and sizes[2] == 16
+    assert sizes[0] < sizes[1] < sizes[2] < sizes[3]
+    assert sizes[0] < sizes[4] < sizes[5] < sizes[6]
+    assert (sizes[1], sizes[2]) == (sizes[4], sizes[5])  # symmetric in p <-> 1 - p
+    assert sizes_for_target(*point([0.999]), target=0.8, n_max=32)[0] == 32  # out of reach: capped
+    with pytest.raises(ValueError, match="n_min"):
+        sizes_for_target(w, v, 0.8, n_min=1)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_budget_is_never_exceeded_and_the_best_value_per_answer_goes_first(seed):
+    rng = np.random.default_rng(seed)
+    m, k = 50, 41
+    w = rng.dirichlet(np.full(k, 0.3), size=m)
+    v = np.linspace(0, 1, k)
+    budget = int(rng.integers(2, 200))
+    a = allocate(w, v, budget, target=0.8, n_min=2, n_max=16)
+    assert a.rollouts <= budget and len(set(a.chosen.tolist())) == a.chosen.size
+    per_answer = a.expected / a.sizes
+    assert np.all(np.diff(per_answer) <= 1e-12)  # taken best first
+    assert np.all(a.sizes == sizes_for_target(w[a.chosen], v, 0.8, 2, 16))
+
+
+def test_allocation_skips_what_does_not_fit_and_fills_with_smaller_groups():
+    w, v = point([0.5, 0.9, 0.5])
+    a = allocate(w, v, budget=10, target=0.8, n_min=2, n_max=32)
+    # sizes 4, 16, 4: both p = 0.5 problems (8 answers); the p = 0.9 one (16) does not fit
+    assert a.chosen.tolist() == [0, 2] and a.sizes.tolist() == [4, 4] and a.rollouts == 8
+    # ties keep the scheduler's order
+    assert allocate(w, v, 10, order=np.array([2, 1, 0])).chosen.tolist() == [2, 0]
+    with pytest.raises(ValueError, match="cannot hold one group"):
+        allocate(w, v, budget=1)
+
+
+def test_sequential_sampling_stops_at_the_first_mix_or_the_cap():
+    n_correct = np.array([0, 4, 2, 0, 8])
+    n = np.array([4, 4, 4, 8, 8])
+    assert needs_more(n_correct, n, cap=8).tolist() == [True, True, False, False, False]
+
+
+def test_variance_schedule_on_a_synthetic_reward_stream():
+    s = VarianceSchedule(g=8, g_min=4, g_max=16, window=3, low=0.05, high=0.2)
+    assert [s.observe(0.25) for _ in range(3)] == [8, 8, 16]  # high for a whole window: doubled
+    assert [s.observe(0.25) for _ in range(3)] == [16, 16, 16]  # at g_max
+    assert [s.observe(0.01) for _ in range(3)] == [16, 16, 8]  # low: halved, the window starts over
+    assert [s.observe(0.01) for _ in range(6)] == [8, 8, 4, 4, 4, 4]  # down to g_min, not below
+    assert [s.observe(0.1) for _ in range(4)] == [4, 4, 4, 4]  # in between: unchanged
+    restored = VarianceSchedule(g=8, g_min=4, g_max=16, window=3, low=0.05, high=0.2)
+    restored.load_state_dict(s.state_dict())
+    assert restored.observe(0.3) == s.observe(0.3)
+    with pytest.raises(ValueError, match="g_min"):
+        VarianceSchedule(g=1)
