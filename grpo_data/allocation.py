@@ -24,6 +24,36 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+SIZING_MODES = ("fixed", "allocate", "sequential")
+
+
+@dataclass(frozen=True)
+class Sizing:
+    """How many answers each problem gets (`grpo_train.config.RolloutConfig` sizing, size_*).
+
+    mode: `fixed` (G each), `allocate` (per problem from the scheduler's posterior: the fewest
+    answers whose expected chance of an informative group reaches `target`, within [n_min, n_max],
+    problems taken by expected informative groups per answer until the step's budget is spent;
+    below) or `sequential` (answers in rounds of `round_size`; a problem stops at
+    its first right-and-wrong mix or at n_max, the rest of the budget goes to other problems).
+    candidates: problems the scheduler offers per G answers of budget (allocate chooses among them).
+    The step's budget is batch_groups x G answers per rank, as with a fixed G."""
+
+    mode: str = "fixed"
+    target: float = 0.8
+    n_min: int = 2
+    n_max: int = 32
+    round_size: int = 4
+    candidates: float = 2.0
+
+    def __post_init__(self) -> None:
+        if self.mode not in SIZING_MODES:
+            raise ValueError(f"rollout.sizing={self.mode!r}: choose one of {SIZING_MODES}")
+        if not (2 <= self.n_min <= self.n_max and 0 < self.target < 1 and 1 <= self.round_size <= self.n_max
+                and self.candidates >= 1):
+            raise ValueError(f"group sizing needs 2 <= n_min <= n_max, 0 < target < 1, 1 <= round_size <= n_max, "
+                             f"candidates >= 1; got {self}")
+
 
 def p_informative(p: np.ndarray, n: np.ndarray | int) -> np.ndarray:
     """P(a group of n answers holds both a right and a wrong one) at pass rate p; broadcasts."""

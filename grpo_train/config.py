@@ -16,6 +16,7 @@ from pathlib import Path
 
 import yaml
 
+from grpo_data.allocation import Sizing, VarianceSchedule
 from grpo_data.engines import EngineSettings
 from grpo_train.diagnostics import DiagnosticsConfig
 
@@ -82,7 +83,16 @@ class RolloutConfig:
     ramping linearly over the last overlong_buffer tokens of the budget);
     instruction_suffix/system_prompt: prompt construction; vllm: engine settings
     (grpo_data.engines.EngineSettings: gpu_memory_utilization, max_model_len, enforce_eager, dtype,
-    max_num_seqs, enable_sleep_mode; null means the device kind's default)."""
+    max_num_seqs, enable_sleep_mode; null means the device kind's default).
+
+    Group sizes (`grpo_train.rollout.Sizing`, `grpo_data.allocation`): sizing `fixed` gives every
+    problem G answers; `allocate` sizes each problem from the scheduler's posterior (the fewest
+    answers, within [size_min, size_max], whose expected chance of holding a right and a wrong
+    answer reaches size_target), choosing among size_candidates x batch_groups offered problems;
+    `sequential` samples rounds of size_round answers and stops a problem at its first mix or at
+    size_max. Both spend batch_groups x G answers per step, as a fixed G does. g_schedule `variance`
+    doubles G when the mean within-group reward variance of the last g_window steps exceeds g_high
+    and halves it below g_low, within [g_min, g_max], keeping batch_groups x G answers per step."""
 
     engine: str = "vllm"
     group_size: int = 8
@@ -101,6 +111,34 @@ class RolloutConfig:
     instruction_suffix: str = ""
     system_prompt: str | None = None
     vllm: EngineSettings = field(default_factory=EngineSettings)
+    sizing: str = "fixed"
+    size_target: float = 0.8
+    size_min: int = 2
+    size_max: int = 32
+    size_round: int = 4
+    size_candidates: float = 2.0
+    g_schedule: str = "fixed"
+    g_min: int = 2
+    g_max: int = 64
+    g_window: int = 10
+    g_low: float = 0.05
+    g_high: float = 0.20
+
+    def __post_init__(self) -> None:
+        self.group_sizing()  # refuses a bad combination with its message
+        if self.g_schedule not in ("fixed", "variance"):
+            raise ValueError(f"rollout.g_schedule={self.g_schedule!r}: choose fixed or variance")
+        if self.g_schedule == "variance":
+            if self.sizing != "fixed":
+                raise ValueError("rollout.g_schedule=variance changes one G for every problem: use it with sizing=fixed")
+            self.variance_schedule()
+
+    def group_sizing(self) -> Sizing:
+        return Sizing(self.sizing, self.size_target, self.size_min, self.size_max, self.size_round,
+                      self.size_candidates)
+
+    def variance_schedule(self) -> VarianceSchedule:
+        return VarianceSchedule(self.group_size, self.g_min, self.g_max, self.g_window, self.g_low, self.g_high)
 
 
 @dataclass(frozen=True)

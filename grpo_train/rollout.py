@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from grpo_data.allocation import Sizing, allocate, needs_more
 from grpo_data.engines import Completion
 from grpo_data.rewards import Answer, build_reward
 from grpo_data.rollouts import RolloutSampler, ScoredGroup
@@ -118,7 +119,10 @@ class RolloutBatch:
     cost; n_correct: correct answers among all generated rollouts; truncated: generated answers
     that hit max_tokens; formatted: generated answers in the prompt's requested answer format;
     distinct_wrong_sum / distinct_wrong_groups: `Group.distinct_wrong_answers` summed over the
-    generated groups that have it, and how many those are."""
+    generated groups that have it, and how many those are; informative_rollouts: answers in
+    generated groups with reward variance; group_sizes: every generated group's size (G each with
+    a fixed G); group_var_sum: the within-group reward variances (population) of the generated
+    groups, summed (the variance-driven G schedule reads its mean)."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
@@ -134,13 +138,16 @@ class RolloutBatch:
     verify_seconds: float = 0.0
     distinct_wrong_sum: float = 0.0
     distinct_wrong_groups: int = 0
+    informative_rollouts: int = 0
+    group_sizes: list[int] = field(default_factory=list)
+    group_var_sum: float = 0.0
 
 
 class RolloutBatcher:
     def __init__(self, sampler: RolloutSampler, scheduler, prompts: list[list[dict]], answers: list[str],
                  group_size: int, batch_groups: int, max_rounds: int, dynamic_resampling: bool,
                  overlong: Overlong = Overlong(), oversample: float = 1.25, rank: int = 0, world_size: int = 1,
-                 all_gather=None, reward=CORRECTNESS) -> None:
+                 all_gather=None, reward=CORRECTNESS, sizing: Sizing = Sizing()) -> None:
         self.sampler, self.scheduler = sampler, scheduler
         self.answers = answers
         self.group_size, self.batch_groups = group_size, batch_groups
@@ -151,6 +158,13 @@ class RolloutBatcher:
         self.rank, self.world_size = rank, world_size
         self.all_gather = all_gather
         self.reward = reward
+        self.sizing = sizing
+        if sizing.mode == "allocate" and not hasattr(scheduler, "posterior"):
+            raise ValueError("rollout.sizing=allocate sizes groups from the scheduler's posterior: use "
+                             "scheduler.name=band (this scheduler keeps none)")
+        if sizing.mode == "sequential" and world_size > 1:
+            raise ValueError("rollout.sizing=sequential runs on one rank for now: its extra rounds differ per rank, "
+                             "and vLLM's data-parallel ranks generate in lock-step; use sizing=allocate")
         self._prompts = prompts
         self._ids: dict[int, list[int]] = {}  # token ids of every rendered prompt, computed once
 
@@ -159,17 +173,47 @@ class RolloutBatcher:
             self._ids[i] = self.sampler.encode(self._prompts[i])
         return self._ids[i]
 
-    def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch, n: int | None = None) -> list[Group]:
-        ids = [self.prompt_ids(int(i)) for i in idx]
+    def _sample(self, idx: np.ndarray, batch: RolloutBatch, n: int) -> list[ScoredGroup]:
+        """n answers for each of idx, scored, with their cost added to batch; one engine call."""
         cost = self.sampler.cost
         before = (cost.gen_seconds, cost.verify_seconds, cost.tokens, cost.truncated, cost.formatted)
-        scored = self.sampler.sample(ids, [self.answers[int(i)] for i in idx], n or self.group_size)
+        scored = self.sampler.sample([self.prompt_ids(int(i)) for i in idx], [self.answers[int(i)] for i in idx], n)
         batch.gen_seconds += cost.gen_seconds - before[0]
         batch.verify_seconds += cost.verify_seconds - before[1]
         batch.gen_tokens += cost.tokens - before[2]
         batch.truncated += cost.truncated - before[3]
         batch.formatted += cost.formatted - before[4]
-        return [make_group(int(i), p, s, self.overlong, self.reward) for i, p, s in zip(idx, ids, scored, strict=True)]
+        return scored
+
+    def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch, n: int | None = None) -> list[Group]:
+        scored = self._sample(idx, batch, n or self.group_size)
+        return [make_group(int(i), self.prompt_ids(int(i)), s, self.overlong, self.reward)
+                for i, s in zip(idx, scored, strict=True)]
+
+    def _sample_sized(self, idx: np.ndarray, sizes: np.ndarray, batch: RolloutBatch) -> list[ScoredGroup]:
+        """sizes[j] answers for idx[j], in one engine call of one answer per repeated prompt (so every
+        rank makes the same number of calls, whatever its sizes: data-parallel vLLM steps in lock-step)."""
+        flat = self._sample(np.repeat(idx, sizes), batch, 1)
+        out, pos = [], 0
+        for size in sizes:
+            part = flat[pos : pos + size]
+            pos += size
+            fmt = None if any(p.formatted is None for p in part) else [f for p in part for f in p.formatted]
+            out.append(ScoredGroup([c for p in part for c in p.completions], [v for p in part for v in p.verdicts], fmt))
+        return out
+
+    def _count(self, batch: RolloutBatch, mine: list[Group]) -> None:
+        """Add the generated groups of one round to the batch's counters (this rank's)."""
+        batch.generated_groups += len(mine)
+        batch.generated_rollouts += sum(len(g.completions) for g in mine)
+        batch.informative_groups += sum(g.informative for g in mine)
+        batch.informative_rollouts += sum(len(g.completions) for g in mine if g.informative)
+        batch.group_sizes += [len(g.completions) for g in mine]
+        batch.group_var_sum += float(sum(np.nanvar(g.rewards) for g in mine if np.isfinite(g.rewards).any()))
+        batch.n_correct += int(sum(g.correct.sum() for g in mine))
+        shares = [d for d in (g.distinct_wrong_answers for g in mine) if d is not None]
+        batch.distinct_wrong_sum += float(sum(shares))
+        batch.distinct_wrong_groups += len(shares)
 
     def _share(self, idx: np.ndarray) -> np.ndarray:
         return idx[self.rank :: self.world_size]
@@ -192,6 +236,9 @@ class RolloutBatcher:
         return int(rank_quotas(np.array(self.all_gather(mine)), want_total)[self.rank])
 
     def next_batch(self) -> RolloutBatch:
+        return self._fixed_batch() if self.sizing.mode == "fixed" else self._sized_batch()
+
+    def _fixed_batch(self) -> RolloutBatch:
         batch = RolloutBatch()
         want_total = self.batch_groups * self.world_size
         kept_total = 0
@@ -205,13 +252,7 @@ class RolloutBatcher:
             self.scheduler.update(idx, n_correct, self.group_size)  # every outcome, kept or dropped
             informative = (n_correct > 0) & (n_correct < self.group_size)
             batch.rounds += 1
-            batch.generated_groups += len(mine)
-            batch.generated_rollouts += len(mine) * self.group_size
-            batch.informative_groups += sum(g.informative for g in mine)
-            batch.n_correct += int(sum(g.correct.sum() for g in mine))
-            shares = [d for d in (g.distinct_wrong_answers for g in mine) if d is not None]
-            batch.distinct_wrong_sum += float(sum(shares))
-            batch.distinct_wrong_groups += len(shares)
+            self._count(batch, mine)
             if self.dynamic:
                 batch.groups += [g for g in mine if g.informative]
                 kept_total += int(informative.sum())
@@ -226,6 +267,83 @@ class RolloutBatcher:
             logger.warning("batch under-filled: %d of %d informative groups after %d rounds; training on what is there",
                            kept_total, want_total, batch.rounds)
         return batch
+
+    def _sized_batch(self) -> RolloutBatch:
+        """A batch of variable-size groups: rounds until the kept groups hold batch_groups x G
+        answers on all ranks together (a fixed G's batch, counted in answers) or max_rounds ran.
+        Kept groups are not cut to an exact count: a group is never split."""
+        batch = RolloutBatch()
+        want = self.batch_groups * self.group_size * self.world_size
+        kept = 0
+        for round_no in range(self.max_rounds):
+            need = want - kept
+            budget = max(need if round_no == 0 else math.ceil(need * self.oversample),
+                         self.sizing.n_min * self.world_size)
+            if self.sizing.mode == "allocate":
+                idx, sizes = self._allocate(budget)
+                scored = self._sample_sized(self._share(idx), self._share(sizes), batch)
+            else:
+                idx, sizes, scored = self._sequential(budget, batch)
+            mine = [make_group(int(i), self.prompt_ids(int(i)), sg, self.overlong, self.reward)
+                    for i, sg in zip(self._share(idx), scored, strict=True)]
+            n_correct = self._gather_outcomes(mine, idx) if self.sizing.mode == "allocate" else \
+                np.array([int(g.correct.sum()) for g in mine])
+            self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
+            batch.rounds += 1
+            self._count(batch, mine)
+            informative = (n_correct > 0) & (n_correct < sizes)
+            if self.dynamic:
+                batch.groups += [g for g in mine if g.informative]
+                kept += int(sizes[informative].sum())
+            else:
+                batch.groups += mine
+                kept += int(sizes.sum())
+            if kept >= want:
+                break
+        if kept < want:
+            batch.underfilled = True
+            logger.warning("batch under-filled: %d of %d answers in informative groups after %d rounds; training on "
+                           "what is there", kept, want, batch.rounds)
+        return batch
+
+    def _allocate(self, budget: int) -> tuple[np.ndarray, np.ndarray]:
+        """(problems, sizes) for one round of `budget` answers over all ranks: the scheduler offers
+        candidates, `grpo_data.allocation.allocate` sizes them from their posteriors and chooses."""
+        z = self.sizing
+        offered = self.scheduler.sample(max(self.world_size, math.ceil(z.candidates * budget / self.group_size)))
+        weights, values = self.scheduler.posterior(offered)
+        plan = allocate(weights, values, budget, z.target, z.n_min, z.n_max)
+        if plan.chosen.size < self.world_size:  # every rank generates: the first candidates at n_min
+            return offered[: self.world_size], np.full(self.world_size, z.n_min, dtype=np.int64)
+        return offered[plan.chosen], plan.sizes
+
+    def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, list[ScoredGroup]]:
+        """Answers in rounds of round_size: about budget / (2 round_size) problems start; each later
+        round continues the problems still all right or all wrong (below n_max), and when none is
+        left, starts new ones; until the budget cannot hold another round for one problem."""
+        r, cap = self.sizing.round_size, self.sizing.n_max
+        problems: list[int] = []
+        groups: list[ScoredGroup] = []
+        left = budget
+        start = max(1, math.ceil(budget / (2 * r)))
+        while left >= r:
+            have = np.array([int(g.correct.sum()) for g in groups]), np.array([len(g.completions) for g in groups])
+            more = np.flatnonzero(needs_more(*have, cap - r + 1)) if groups else np.array([], dtype=np.int64)
+            more = more[: left // r]
+            if more.size:
+                for j, sg in zip(more, self._sample(np.array(problems)[more], batch, r), strict=True):
+                    groups[j] = ScoredGroup(groups[j].completions + sg.completions, groups[j].verdicts + sg.verdicts,
+                                            None if sg.formatted is None else groups[j].formatted + sg.formatted)
+                left -= more.size * r
+                continue
+            fresh = self.scheduler.sample(min(start, left // r))
+            if fresh.size == 0:
+                break
+            problems += fresh.tolist()
+            groups += self._sample(fresh, batch, r)
+            left -= fresh.size * r
+        sizes = np.array([len(g.completions) for g in groups], dtype=np.int64)
+        return np.array(problems, dtype=np.int64), sizes, groups
 
 
 def rank_quotas(available: np.ndarray, total: int) -> np.ndarray:

@@ -343,7 +343,13 @@ class Trainer:
             ro.group_size, ro.batch_groups, ro.max_rounds, ro.dynamic_resampling,
             Overlong(ro.overlong, ro.max_tokens, ro.overlong_buffer, ro.overlong_penalty), ro.oversample,
             self.rank, self.world, all_gather=self._all_gather if self.world > 1 else None,
-            reward=build_reward(cfg.reward.terms))
+            reward=build_reward(cfg.reward.terms), sizing=ro.group_sizing())
+        # the variance-driven G schedule keeps batch_groups x G answers per step as G moves
+        self.g_schedule = ro.variance_schedule() if ro.g_schedule == "variance" else None
+        self.step_answers = ro.batch_groups * ro.group_size
+        if self.g_schedule is not None and getattr(self, "_resumed_g_schedule", None):
+            self.g_schedule.load_state_dict(self._resumed_g_schedule)
+            self._set_group_size(self.g_schedule.g)
 
     # ------------------------------------------------------------ distributed helpers
     def _all_gather(self, obj):
@@ -369,11 +375,14 @@ class Trainer:
                   "truncated": batch.truncated, "formatted": batch.formatted, "kept_reward_sum": float(sum(kept_rewards)),
                   "kept_sequences": len(kept_rewards), "kept_len_sum": sum(lens), "kept_lens": len(lens), "gen_tokens": batch.gen_tokens,
                   "unscored": unscored, "distinct_wrong_sum": batch.distinct_wrong_sum,
-                  "distinct_wrong_groups": batch.distinct_wrong_groups}
+                  "distinct_wrong_groups": batch.distinct_wrong_groups,
+                  "informative_rollouts": batch.informative_rollouts, "group_var_sum": batch.group_var_sum,
+                  **{f"groups_size_{n}": batch.group_sizes.count(n) for n in range(1, max(batch.group_sizes or [0]) + 1)
+                     if n in batch.group_sizes}}
         len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
             parts = self._all_gather((counts, len_max))
-            counts = {k: sum(part[0][k] for part in parts) for k in counts}
+            counts = {k: sum(part[0].get(k, 0) for part in parts) for k in {k for part in parts for k in part[0]}}
             len_max = max(part[1] for part in parts)
         refresh_rollouts = 0
         sc = self.cfg.scheduler
@@ -383,7 +392,7 @@ class Trainer:
                 self.step % sc.refresh_every == 0 or drifted):
             refresh_rollouts = refresh_estimates(self.batcher, sc.refresh_size, sc.refresh_k)
         self.totals["rollouts_generated"] += refresh_rollouts  # refresh samples are real sampling cost
-        informative_rollouts = counts["informative_groups"] * self.cfg.rollout.group_size
+        informative_rollouts = counts["informative_rollouts"]  # groups may differ in size
         self.totals["rollouts_generated"] += counts["generated_rollouts"]
         self.totals["informative_rollouts"] += informative_rollouts
         self.totals["groups_generated"] += counts["generated_groups"]
@@ -405,6 +414,10 @@ class Trainer:
             "format_rate": (counts["formatted"] / max(1, counts["generated_rollouts"])
                             if self.batcher.sampler.answer_format else None),
             "groups_trained": len(trained), "rounds": batch.rounds, "underfilled": batch.underfilled,
+            "group_size": self.batcher.group_size,
+            "samples_per_problem": counts["generated_rollouts"] / max(1, counts["generated_groups"]),
+            "group_reward_var": counts["group_var_sum"] / max(1, counts["generated_groups"]),
+            **{k: v for k, v in counts.items() if k.startswith("groups_size_")},
             "gen_tokens_per_s": counts["gen_tokens"] / max(batch.gen_seconds, 1e-9),
             "completion_len_mean": counts["kept_len_sum"] / max(1, counts["kept_lens"]),
             "completion_len_max": int(len_max),
@@ -418,7 +431,12 @@ class Trainer:
             **coverage(self.times_trained, trained, self.levels),
             **info,
         }
+        if self.g_schedule is not None:  # decided from gathered counts: every rank moves G together
+            self._set_group_size(self.g_schedule.observe(record["group_reward_var"]))
         return record
+
+    def _set_group_size(self, g: int) -> None:
+        self.batcher.group_size, self.batcher.batch_groups = g, max(1, self.step_answers // g)
 
     def run(self) -> Path:
         from tqdm import tqdm
@@ -512,7 +530,8 @@ class Trainer:
             self.scheduler.save(tmp / "scheduler")
             np.savez(tmp / "rng.npz", **_rng_state())
             np.savez(tmp / "trained.npz", times_trained=self.times_trained)
-            io.write_json(tmp / "state.json", {"step": self.step, "totals": self.totals})
+            io.write_json(tmp / "state.json", {"step": self.step, "totals": self.totals,
+                                               "g_schedule": self.g_schedule.state_dict() if self.g_schedule else None})
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
@@ -532,6 +551,7 @@ class Trainer:
                 self.times_trained = z["times_trained"].copy()
         self.step = state["step"]
         self.totals = state["totals"]
+        self._resumed_g_schedule = state.get("g_schedule")  # applied once the batcher exists
         logger.info("resumed from %s at step %d", ckpt, self.step)
 
     def _barrier(self) -> None:

@@ -76,6 +76,21 @@ def test_vectorized_matches_loop(name, seed, n_groups, g):
     torch.testing.assert_close(vec, torch.tensor(ref, dtype=torch.double))
 
 
+@pytest.mark.parametrize("name", sorted(ADVANTAGES))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_vectorized_matches_loop_with_unequal_group_sizes(name, seed):
+    """Groups of 2, 3, 7, 16 and 5 answers in one batch (per-problem allocation, sequential sampling)."""
+    gen = torch.Generator().manual_seed(seed)
+    sizes = torch.tensor([2, 3, 7, 16, 5])
+    groups = torch.arange(sizes.numel()).repeat_interleave(sizes)[torch.randperm(int(sizes.sum()), generator=gen)]
+    rewards = torch.randint(0, 2, (groups.numel(),), generator=gen).double()
+    rewards[::4] += 0.5
+    lengths = torch.randint(1, 40, (groups.numel(),), generator=gen)
+    vec = compute_advantages(name, rewards, groups, inputs=AdvantageInputs(lengths=lengths))
+    ref = loop_advantage(name, rewards.tolist(), groups.tolist(), lengths.tolist())
+    torch.testing.assert_close(vec, torch.tensor(ref, dtype=torch.double))
+
+
 ZERO_SUM = sorted(set(ADVANTAGES) - {"hybrid", "length_norm"})  # these two weigh answers apart on purpose
 
 

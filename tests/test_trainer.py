@@ -359,3 +359,122 @@ def test_a_profile_sampled_unlike_training_is_named():
     meta["model"] = "runs/other"
     assert profile_mismatches(meta, cfg)[-1] == "model runs/other in the profile, runs/policy in training"
     assert profile_mismatches({}, cfg) == []
+
+
+class ProblemEngine:
+    """Answers by problem: problem i's j-th answer overall is right iff plan[i][j % len(plan[i])]."""
+
+    def __init__(self, plans, prompt_of):
+        self.plans, self.prompt_of, self.seen, self.calls = plans, prompt_of, {}, 0
+
+    def generate(self, prompts, n, sampling):
+        from grpo_data.engines import Completion
+
+        self.calls += 1
+        out = []
+        for p in prompts:
+            i = self.prompt_of[tuple(p)]
+            row = []
+            for _ in range(n):
+                j = self.seen.get(i, 0)
+                self.seen[i] = j + 1
+                plan = self.plans[i % len(self.plans)]
+                row.append(Completion("\\boxed{1}" if plan[j % len(plan)] else "\\boxed{2}", (5, 6), "stop"))
+            out.append(row)
+        return out
+
+
+class PosteriorScheduler(RecordingScheduler):
+    """Offers problems in order; each is believed sure of pass rate rates[i] (a point posterior)."""
+
+    def __init__(self, rates):
+        super().__init__(len(rates))
+        self.rates = np.asarray(rates, dtype=float)
+
+    def posterior(self, idx):
+        return np.ones((len(idx), 1)), self.rates[np.asarray(idx)][:, None]
+
+    def update(self, idx, c, g):
+        self.updates.append((np.asarray(idx).copy(), np.asarray(c).copy(), np.broadcast_to(g, np.shape(idx)).copy()))
+
+
+def sized_batcher(mode, plans, rates, batch_groups=2, group_size=8, max_rounds=1, **sizing):
+    from grpo_data.allocation import Sizing
+    from grpo_data.prompting import PromptConfig, SamplingConfig
+    from grpo_data.rollouts import RolloutSampler
+    from grpo_data.verify import Verdict
+    from grpo_train.tiny_policy import build_tokenizer
+
+    n = len(rates)
+    prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(n)]
+    sched = PosteriorScheduler(rates)
+
+    def judge(golds, preds):
+        return [Verdict(x == "\\boxed{1}", "") for x in preds]
+
+    engine = ProblemEngine(plans, {})
+    sampler = RolloutSampler(engine, type("V", (), {"verify": staticmethod(judge)}), build_tokenizer(), PromptConfig(),
+                             SamplingConfig())
+    batcher = RolloutBatcher(sampler, sched, prompts, ["1"] * n, group_size, batch_groups, max_rounds, True,
+                             sizing=Sizing(mode, **sizing))
+    engine.prompt_of.update({tuple(batcher.prompt_ids(i)): i for i in range(n)})
+    return batcher, sched, engine
+
+
+def test_allocated_groups_are_sized_by_the_posterior_within_the_step_budget():
+    # point posteriors: p = 0.5 needs 4 answers for an 0.8 chance of a mix, p = 0.9 needs 16
+    rates = [0.5, 0.9] * 4
+    plans = [[1, 0], [1] * 9 + [0]]  # even problems alternate; odd ones fail once in 10
+    batcher, sched, engine = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=8, target=0.8,
+                                           candidates=2.0)
+    batch = batcher.next_batch()
+    idx, n_correct, sizes = sched.updates[0]
+    assert engine.calls == 1  # one engine call whatever the sizes (ranks step together)
+    # 4 offered (2 per G of the 16-answer budget): both p = 0.5 at 4, then a 16 does not fit in the 8 left
+    assert dict(zip(idx.tolist(), sizes.tolist(), strict=True)) == {0: 4, 2: 4}
+    assert batch.group_sizes == [4, 4] and batch.generated_rollouts == 8 and batch.informative_rollouts == 8
+    assert batch.underfilled and n_correct.tolist() == [2, 2]
+    batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=8, candidates=4.0)
+    batch = batcher.next_batch()
+    idx, _, sizes = sched.updates[0]
+    assert dict(zip(idx.tolist(), sizes.tolist(), strict=True)) == {0: 4, 2: 4, 4: 4, 6: 4}  # 8 offered: 16 spent
+    assert not batch.underfilled and all(len(g.completions) == 4 for g in batch.groups)
+    with pytest.raises(ValueError, match="scheduler.name=band"):
+        RolloutBatcher(batcher.sampler, RecordingScheduler(8), batcher._prompts, ["1"] * 8, 8, 2, 1, True,
+                       sizing=batcher.sizing)
+
+
+def test_allocated_large_groups_reach_the_rare_failure():
+    rates = [0.9] * 4
+    plans = [[1] * 9 + [0]]  # one failure in 10 answers
+    batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=16, target=0.8, n_max=32)
+    batch = batcher.next_batch()
+    idx, n_correct, sizes = sched.updates[0]
+    assert sizes.tolist() == [16, 16] and n_correct.tolist() == [15, 15]  # 16 answers reach the 10th, a failure
+    assert all(g.informative for g in batch.groups) and batch.informative_rollouts == 32
+
+
+def test_sequential_sampling_stops_each_problem_at_its_first_mix():
+    rates = [0.5] * 12
+    # problem 0: right, wrong -> mixed after one round of 2; problem 1: always right -> stops at the cap;
+    # problem 2: right x3 then wrong -> mixed after two rounds
+    plans = [[1, 0], [1], [1, 1, 1, 0]]
+    batcher, sched, _ = sized_batcher("sequential", plans, rates, batch_groups=2, group_size=8, round_size=2, n_max=6)
+    batch = batcher.next_batch()
+    idx, n_correct, sizes = sched.updates[0]
+    got = dict(zip(idx.tolist(), zip(sizes.tolist(), n_correct.tolist(), strict=True), strict=True))
+    assert got[0] == (2, 1) and got[1] == (6, 6) and got[2] == (4, 3)
+    assert sizes.sum() <= 16 and batch.generated_rollouts == sizes.sum()
+    assert sorted(g.problem for g in batch.groups) == sorted(i for i, (n, c) in got.items() if 0 < c < n)
+
+
+def test_the_variance_schedule_moves_g_and_keeps_the_answers_per_step():
+    from grpo_train.config import RolloutConfig
+
+    ro = RolloutConfig(group_size=8, batch_groups=16, g_schedule="variance", g_window=2, g_high=0.2, g_min=4, g_max=16)
+    s = ro.variance_schedule()
+    assert [s.observe(0.25), s.observe(0.25)] == [8, 16]
+    with pytest.raises(ValueError, match="sizing=fixed"):
+        RolloutConfig(g_schedule="variance", sizing="allocate")
+    with pytest.raises(ValueError, match="choose one of"):
+        RolloutConfig(sizing="knapsack")
