@@ -42,8 +42,10 @@ BUDGET = 7_000  # total rollouts per arm, profile included (the validation selec
 # the band arms' candidate settings, scored on the validation split by `grpo bench e2e_select`
 CANDIDATES = {"band_0.2_0.95": ["scheduler.lo=0.2", "scheduler.hi=0.95"],
               "band_0.2_0.8": ["scheduler.lo=0.2", "scheduler.hi=0.8"]}
-# the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a band decision
-PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 4, "max_tokens": 128, "chunk_size": 512}
+# the demo's profile (pipelines/arith_demo.yaml): a 2-sample screen, more only toward a decision on a
+# band that holds both candidate training bands (the selection and the headline share this one profile)
+PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 4, "max_tokens": 128, "chunk_size": 512,
+           "band": "0.2,0.95"}
 GOALS = {"informative_ratio_A": 0.8, "fewer_rollouts_than_B": 2.0, "fewer_rollouts_than_C": 1.5,
          "A_minus_B_in_se": 3.0, "frontier_A": 0.3}
 
@@ -235,15 +237,13 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
         budget: int | None = None) -> dict:
     from bench.common import RESULTS
     from grpo_data.profiler import read_profile
-    from grpo_train.config import SchedulerSection
     from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
 
     out = Path(workdir)
     policy = warm_policy()
     paths = write_world("runs/world")
-    band = f"{SchedulerSection.lo},{SchedulerSection.hi}"  # the profile decides the band training uses
-    profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": band}, Path("runs/world-profile.parquet"))
+    profile = profile_stage(str(policy), paths["train"], PROFILE, Path("runs/world-profile.parquet"))
     prof, _ = read_profile(profile)
     profile_samples = int(prof["k"].sum())
     budget = budget or (5_000 if quick else BUDGET)
@@ -296,7 +296,7 @@ def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: i
     candidates = candidates or CANDIDATES
     policy = warm_policy()
     paths = write_world("runs/world")
-    profile = profile_stage(str(policy), paths["train"], {**PROFILE, "band": "0.2,0.95"}, Path("runs/world-profile.parquet"))
+    profile = profile_stage(str(policy), paths["train"], PROFILE, Path("runs/world-profile.parquet"))
     profile_samples = int(read_profile(profile)[0]["k"].sum())
     base = [f"model={policy}", f"data.heldout={paths['val']}", f"data.train={paths['train']}", f"data.profile={profile}",
             "scheduler.name=band", *TRAINING, "run.steps=100000",

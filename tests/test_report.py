@@ -135,7 +135,7 @@ def test_pass_rate_plots_draw_estimates_and_the_runs_training_band(tmp_path):
     config["data"] = {"train": str(tmp_path / "train.parquet")}
     (run / "resolved_config.yaml").write_text(yaml.safe_dump(config))
     _, config = run_config(run)
-    assert training_band(config) == (0.25, 0.9) and training_band({}) == (0.2, 0.95)  # the trainer's defaults
+    assert training_band(config) == (0.25, 0.9) and training_band({}) == (0.2, 0.8)  # the trainer's defaults
     levels = pool_levels(config)
     assert levels is not None and pool_levels({}) is None
     fig = pass_rate_figure(before, after, training_band(config), levels)

@@ -190,7 +190,10 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     base += [a for o in ("optim.lr_schedule=cosine", "optim.warmup_steps=2", "algo.kl_beta=0.01",
                          "algo.kl_target=0.0005", "algo.advantage=window_norm", "algo.window_groups=6",
                          # any KL counts as a blow-up here: the detector must warn once, and not again on resume
-                         "diagnostics.window=2", "diagnostics.kl_max=0.0") for a in ("-o", o)]
+                         "diagnostics.window=2", "diagnostics.kl_max=0.0",
+                         # the variance-driven G schedule: any reward variance doubles G (4 -> 8, at most)
+                         "rollout.g_schedule=variance", "rollout.g_window=1", "rollout.g_high=0.01",
+                         "rollout.g_low=0.0", "rollout.g_min=4", "rollout.g_max=8") for a in ("-o", o)]
     first = subprocess.run(base + ["-o", "run.steps=2"], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -222,6 +225,9 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     trains = [r for r in records if r["kind"] == "train"]
     assert [r["step"] for r in trains] == [1, 2, 3, 4]
     assert records[-1]["rollouts_generated"] > train_steps[-1]["rollouts_generated"]
+    # G doubled after step 1 and the resumed run kept it (batch_groups x G answers per step: 16)
+    assert [r["group_size"] for r in trains] == [4, 8, 8, 8]
+    assert json.loads((out / "checkpoints" / "step-000002" / "state.json").read_text())["g_schedule"]["g"] == 8
     # warmup 0.5, 1.0; the resumed run (horizon 4 steps) continues the schedule: cosine from 1.0 to 0.5
     assert [r["lr"] for r in trains] == pytest.approx([5e-4, 1e-3, 1e-3, 5e-4])
     for prev, nxt in zip(trains, trains[1:], strict=False):  # beta moves by the controller's rule, across the resume
@@ -247,7 +253,9 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     """The documented launch (`deepspeed --num_gpus N --module pipelines.cli train ...`, as
     pipelines.pipeline.launch_command writes it) with 2 CPU ranks (gloo): each rank its own vLLM
     engine and share of every batch, DeepSpeed reduces gradients; schedulers and weights identical
-    across ranks (checked at every evaluation), at T = 0.6."""
+    across ranks (checked at every evaluation), at T = 0.6. Groups are sized per problem from the
+    posterior (rollout.sizing=allocate): ranks hold groups of different sizes and still generate in
+    lock-step."""
     import os
 
     from pipelines.pipeline import launch_command
@@ -260,7 +268,8 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     out = tmp_path / "run2"
     config = tmp_path / "train.yaml"
     config.write_text(yaml.safe_dump({"train": {"model": str(policy), "data": {"train": str(train), "heldout": str(held)},
-                                                "rollout": {"batch_groups": 2, "group_size": 4, "temperature": 0.6},
+                                                "rollout": {"batch_groups": 2, "group_size": 4, "temperature": 0.6,
+                                                            "sizing": "allocate", "size_max": 12},
                                                 "optim": {"micro_batch_tokens": 96},
                                                 "run": {"out": str(out), "steps": 3, "eval_every": 3, "save_every": 3,
                                                         "threads": 1, "progress": False}}}))
@@ -275,6 +284,8 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     assert [r["step"] for r in trains] == [1, 2, 3]
     # rollouts are counted over both ranks: at least 2 ranks x 2 groups x 4 answers per step
     assert trains[0]["rollouts_generated"] >= 16
+    sizes = {int(k.removeprefix("groups_size_")) for r in trains for k in r if k.startswith("groups_size_")}
+    assert sizes and sizes <= set(range(2, 13)) and all(r["samples_per_problem"] >= 2 for r in trains)
     assert all(r["logprob_diff_rollout"] < 0.05 for r in trains if r["loss_tokens"])
     evals = [r for r in records if r["kind"] == "eval"]
     assert evals[-1]["heldout_problems"] == 16 and evals[-1]["ranks"] == 2 and evals[-1]["ranks_agree"]
