@@ -36,7 +36,8 @@ class Sizing:
     problems taken by expected informative groups per answer until the step's budget is spent;
     below) or `sequential` (answers in rounds of `round_size`; a problem stops at
     its first right-and-wrong mix or at n_max, the rest of the budget goes to other problems).
-    candidates: problems the scheduler offers per G answers of budget (allocate chooses among them).
+    candidates: problems the scheduler offers per G answers of budget (allocate chooses among them;
+    those it leaves out still count as offered in the scheduler's epoch, as a dropped group does).
     The step's budget is batch_groups x G answers per rank, as with a fixed G."""
 
     mode: str = "fixed"
