@@ -150,9 +150,10 @@ def test_vllm_weight_sync_generates_with_new_weights(tmp_path, warm_policy):
     from grpo_data.prompting import SamplingConfig
 
     model_b = AutoModelForCausalLM.from_pretrained(quick_policy)
+    noise = torch.Generator().manual_seed(0)  # one B on every run: an unseeded one can land near-tied logits
     with torch.no_grad():
         for p in model_b.parameters():
-            p.add_(torch.randn_like(p) * 0.05)
+            p.add_(torch.randn(p.shape, generator=noise) * 0.05)
     b_dir = tmp_path / "b"
     model_b.save_pretrained(b_dir)
     from transformers import AutoTokenizer
@@ -169,8 +170,9 @@ def test_vllm_weight_sync_generates_with_new_weights(tmp_path, warm_policy):
     engine.load_weights(model_b.state_dict().items())
     after = [g[0].text for g in engine.generate(prompts, 1, greedy)]
     engine.close()
-    assert np.mean([x == y for x, y in zip(before, texts_a)]) >= 0.9
-    assert np.mean([x == y for x, y in zip(after, texts_b)]) >= 0.9
+    agree_a = np.mean([x == y for x, y in zip(before, texts_a)])
+    agree_b = np.mean([x == y for x, y in zip(after, texts_b)])
+    assert agree_a >= 0.9 and agree_b >= 0.9, (agree_a, agree_b, list(zip(after, texts_b)))
 
 
 @pytest.mark.slow
