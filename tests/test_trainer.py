@@ -164,15 +164,21 @@ def test_vllm_weight_sync_generates_with_new_weights(tmp_path, warm_policy):
     greedy = SamplingConfig(temperature=0.0, max_tokens=24)
     texts_a = [g[0].text for g in HFEngine(str(quick_policy)).generate(prompts, 1, greedy)]
     texts_b = [g[0].text for g in HFEngine(str(b_dir)).generate(prompts, 1, greedy)]
-    assert texts_a != texts_b
     engine = make_engine("vllm", str(quick_policy), seed=0, dtype="float32")  # compare with fp32 transformers
     before = [g[0].text for g in engine.generate(prompts, 1, greedy)]
     engine.load_weights(model_b.state_dict().items())
     after = [g[0].text for g in engine.generate(prompts, 1, greedy)]
     engine.close()
-    agree_a = np.mean([x == y for x, y in zip(before, texts_a)])
-    agree_b = np.mean([x == y for x, y in zip(after, texts_b)])
-    assert agree_a >= 0.9 and agree_b >= 0.9, (agree_a, agree_b, list(zip(after, texts_b)))
+    def agree(x, y):
+        return float(np.mean([u == v for u, v in zip(x, y, strict=True)]))
+
+    # A and B answer differently; vLLM follows A before the sync and B after it. Near-tied logits
+    # let the two engines' fp32 kernels differ on a few prompts (measured 0.83-1.0 agreement on
+    # two machines), so the test asks for most answers and for A's and B's to be told apart.
+    assert agree(texts_a, texts_b) <= 0.25
+    agreements = (agree(before, texts_a), agree(before, texts_b), agree(after, texts_b), agree(after, texts_a))
+    assert agreements[0] >= 0.7 and agreements[2] >= 0.7, agreements
+    assert agreements[1] <= 0.25 and agreements[3] <= 0.25, agreements
 
 
 @pytest.mark.slow
