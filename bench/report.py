@@ -94,7 +94,9 @@ def summary_lines(name: str, r: dict) -> list[str]:
     if name == "e2e_select":
         return [f"- arm A (seed {r['seed']}, {r['budget_total_rollouts']} total rollouts) on the validation split: "
                 + ", ".join(f"{n} {_fmt(x['final_val_accuracy'])} +- {_fmt(x['final_val_se'])}" for n, x in r["runs"].items())
-                + f"; chosen: {r['chosen']}"]
+                + f"; chosen: {r['chosen']} (highest validation accuracy; " + ", ".join(
+                    f"{n} informative ratio {_fmt(x['informative_rollout_ratio'])}" for n, x in r["runs"].items())
+                + f"); the selection spent {len(r['runs'])} x {r['budget_total_rollouts']} rollouts"]
     if name == "trl":
         lines = [f"- TRL GRPOTrainer, {r['steps']} steps x {r['prompts_per_step']} prompts x G = {r['group_size']} "
                  f"({r['rollouts_per_arm']} rollouts per arm, no offline profile); held-out accuracy before "
@@ -180,6 +182,9 @@ def e2e_lines(r: dict) -> list[str]:
     lines = [f"- budget {r['budget_total_rollouts']} total rollouts per arm, of which the offline profile "
              f"(charged to A and C) is {r['profile_samples']}; pool {r['pool']} problems, {r['pool_after_offline_filter']} "
              f"after C's filter; test accuracy is mean@{r['eval_k']} on the test split; {len(r['seeds'])} seeds", "",
+             *([f"- band arms (A, A0) train with {r['band_setting']['chosen_on_validation']} "
+                f"({', '.join(r['band_setting']['overrides'])}), chosen on the validation split by `grpo bench e2e_select` "
+                "(its runs are not charged here); B and C have no band to choose", ""] if r.get("band_setting") else []),
              "| arm | final test accuracy | informative-rollout ratio | frontier moved (<= 0.1 -> >= 0.5) |",
              "| --- | --- | --- | --- |"]
     for arm in s["final_accuracy"]:
