@@ -131,13 +131,38 @@ class RolloutConfig:
             if self.sizing != "fixed":
                 raise ValueError("rollout.g_schedule=variance changes one G for every problem: use it with sizing=fixed")
             self.variance_schedule()
+            answers = self.batch_groups * self.group_size
+            bad = [g for g in reachable_group_sizes(self.group_size, self.g_min, self.g_max) if answers % g]
+            if bad:
+                raise ValueError(f"rollout.g_schedule=variance keeps batch_groups x group_size = {answers} answers per "
+                                 f"step, which G = {bad} does not divide; pick g_min/g_max/batch_groups so it does")
 
     def group_sizing(self) -> Sizing:
         return Sizing(self.sizing, self.size_target, self.size_min, self.size_max, self.size_round,
                       self.size_candidates)
 
+    def most_groups_per_step(self) -> int:
+        """Groups one rank can train in a step: batch_groups, or more where groups get smaller
+        (the variance schedule's g_min, or allocated / sequential groups of size_min)."""
+        answers = self.batch_groups * self.group_size
+        if self.g_schedule == "variance":
+            return answers // min(reachable_group_sizes(self.group_size, self.g_min, self.g_max))
+        return self.batch_groups if self.sizing == "fixed" else answers // self.size_min
+
     def variance_schedule(self) -> VarianceSchedule:
         return VarianceSchedule(self.group_size, self.g_min, self.g_max, self.g_window, self.g_low, self.g_high)
+
+
+def reachable_group_sizes(g: int, g_min: int, g_max: int) -> list[int]:
+    """Every G the variance schedule can reach from g by doubling and halving within [g_min, g_max]."""
+    out, up, down = [g], g * 2, g // 2
+    while up <= g_max:
+        out.append(up)
+        up *= 2
+    while down >= g_min:
+        out.append(down)
+        down //= 2
+    return sorted(out)
 
 
 @dataclass(frozen=True)
@@ -314,9 +339,10 @@ class TrainConfig:
              "need algo.tau > 0, 0 <= algo.hybrid_weight <= 1, algo.length_lambda >= 0 and algo.kl_horizon > 0"),
             (self.algo.window_groups >= 1, "algo.window_groups must be >= 1"),
             (self.algo.advantage != "window_norm"
-             or self.algo.window_groups >= self.rollout.batch_groups * self.run.ranks,
+             or self.algo.window_groups >= self.rollout.most_groups_per_step() * self.run.ranks,
              f"algo.window_groups ({self.algo.window_groups}) must hold at least one step's groups "
-             f"(rollout.batch_groups x run.ranks = {self.rollout.batch_groups * self.run.ranks})"),
+             f"(at most {self.rollout.most_groups_per_step()} per rank x run.ranks {self.run.ranks}, "
+             "counting smaller G under rollout.g_schedule or sizing)"),
             (self.optim.lr_schedule in LR_SCHEDULES,
              f"optim.lr_schedule must be one of {LR_SCHEDULES}, got {self.optim.lr_schedule!r}"),
             (self.diagnostics.window >= 2, "diagnostics.window must be >= 2 steps"),

@@ -121,7 +121,7 @@ class RolloutBatch:
     distinct_wrong_sum / distinct_wrong_groups: `Group.distinct_wrong_answers` summed over the
     generated groups that have it, and how many those are; informative_rollouts: answers in
     generated groups with reward variance; group_sizes: every generated group's size (G each with
-    a fixed G); group_var_sum: the within-group reward variances (population) of the generated
+    a fixed G); group_var_sum: the within-group reward variances (sample, ddof 1) of the generated
     groups, summed (the variance-driven G schedule reads its mean)."""
 
     groups: list[Group] = field(default_factory=list)
@@ -209,7 +209,9 @@ class RolloutBatcher:
         batch.informative_groups += sum(g.informative for g in mine)
         batch.informative_rollouts += sum(len(g.completions) for g in mine if g.informative)
         batch.group_sizes += [len(g.completions) for g in mine]
-        batch.group_var_sum += float(sum(np.nanvar(g.rewards) for g in mine if np.isfinite(g.rewards).any()))
+        # sample variance (ddof 1): its expectation p(1-p) does not depend on the group's size, so a
+        # G schedule reading it can move G both ways
+        batch.group_var_sum += float(sum(np.nanvar(g.rewards, ddof=1) for g in mine if np.isfinite(g.rewards).sum() > 1))
         batch.n_correct += int(sum(g.correct.sum() for g in mine))
         shares = [d for d in (g.distinct_wrong_answers for g in mine) if d is not None]
         batch.distinct_wrong_sum += float(sum(shares))
@@ -280,12 +282,15 @@ class RolloutBatcher:
             budget = max(need if round_no == 0 else math.ceil(need * self.oversample),
                          self.sizing.n_min * self.world_size)
             if self.sizing.mode == "allocate":
-                idx, sizes = self._allocate(budget)
-                scored = self._sample_sized(self._share(idx), self._share(sizes), batch)
+                plans = self._allocate(budget)
+                idx, sizes = np.concatenate([p[0] for p in plans]), np.concatenate([p[1] for p in plans])
+                my_idx, my_sizes = plans[self.rank]
+                scored = self._sample_sized(my_idx, my_sizes, batch)
             else:
                 idx, sizes, scored = self._sequential(budget, batch)
+                my_idx = idx
             mine = [make_group(int(i), self.prompt_ids(int(i)), sg, self.overlong, self.reward)
-                    for i, sg in zip(self._share(idx), scored, strict=True)]
+                    for i, sg in zip(my_idx, scored, strict=True)]
             n_correct = self._gather_outcomes(mine, idx) if self.sizing.mode == "allocate" else \
                 np.array([int(g.correct.sum()) for g in mine])
             self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
@@ -306,16 +311,26 @@ class RolloutBatcher:
                            "what is there", kept, want, batch.rounds)
         return batch
 
-    def _allocate(self, budget: int) -> tuple[np.ndarray, np.ndarray]:
-        """(problems, sizes) for one round of `budget` answers over all ranks: the scheduler offers
-        candidates, `grpo_data.allocation.allocate` sizes them from their posteriors and chooses."""
+    def _allocate(self, budget: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(problems, sizes) for each rank in one round of `budget` answers over all ranks: the
+        scheduler offers candidates, dealt to the ranks in turn; each rank's share is sized from its
+        posteriors by `grpo_data.allocation.allocate` within budget / ranks answers. Every rank
+        computes every plan (the schedulers are identical), so all agree on the round's outcome.
+        A rank whose candidates all need more than its share gets its first one at its whole share
+        (every rank generates: data-parallel vLLM steps in lock-step)."""
         z = self.sizing
         offered = self.scheduler.sample(max(self.world_size, math.ceil(z.candidates * budget / self.group_size)))
         weights, values = self.scheduler.posterior(offered)
-        plan = allocate(weights, values, budget, z.target, z.n_min, z.n_max)
-        if plan.chosen.size < self.world_size:  # every rank generates: the first candidates at n_min
-            return offered[: self.world_size], np.full(self.world_size, z.n_min, dtype=np.int64)
-        return offered[plan.chosen], plan.sizes
+        share = budget // self.world_size
+        plans = []
+        for r in range(self.world_size):
+            rows = np.arange(r, offered.size, self.world_size)
+            plan = allocate(weights[rows], values[rows], share, z.target, z.n_min, z.n_max)
+            if plan.chosen.size == 0:
+                plans.append((offered[rows[:1]], np.array([min(share, z.n_max)], dtype=np.int64)))
+            else:
+                plans.append((offered[rows[plan.chosen]], plan.sizes))
+        return plans
 
     def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, list[ScoredGroup]]:
         """Answers in rounds of round_size: about budget / (2 round_size) problems start; each later
@@ -337,7 +352,9 @@ class RolloutBatcher:
                 left -= more.size * r
                 continue
             fresh = self.scheduler.sample(min(start, left // r))
-            if fresh.size == 0:
+            taken = set(problems)
+            fresh = np.array([i for i in dict.fromkeys(fresh.tolist()) if i not in taken], dtype=np.int64)
+            if fresh.size == 0:  # the scheduler offered only problems already in this step
                 break
             problems += fresh.tolist()
             groups += self._sample(fresh, batch, r)

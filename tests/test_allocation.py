@@ -57,7 +57,15 @@ def test_the_budget_is_never_exceeded_and_the_best_value_per_answer_goes_first(s
     assert a.rollouts <= budget and len(set(a.chosen.tolist())) == a.chosen.size
     per_answer = a.expected / a.sizes
     assert np.all(np.diff(per_answer) <= 1e-12)  # taken best first
-    assert np.all(a.sizes == sizes_for_target(w[a.chosen], v, 0.8, 2, 16))
+    sizes = sizes_for_target(w, v, 0.8, 2, 16)
+    assert np.all(a.sizes == sizes[a.chosen])
+    left = budget - a.rollouts
+    unchosen = np.setdiff1d(np.arange(m), a.chosen)
+    assert np.all(sizes[unchosen] > left)  # nothing left out would still have fit
+    # and none left out is better per answer than the worst one taken, unless it did not fit then
+    worse = per_answer.min() if a.chosen.size else np.inf
+    better = unchosen[(expected_informative(w[unchosen], v, sizes[unchosen]) / sizes[unchosen]) > worse + 1e-12]
+    assert np.all(sizes[better] > left + a.sizes[-1:].sum())
 
 
 def test_allocation_skips_what_does_not_fit_and_fills_with_smaller_groups():
@@ -75,6 +83,15 @@ def test_sequential_sampling_stops_at_the_first_mix_or_the_cap():
     n_correct = np.array([0, 4, 2, 0, 8])
     n = np.array([4, 4, 4, 8, 8])
     assert needs_more(n_correct, n, cap=8).tolist() == [True, True, False, False, False]
+
+
+def test_the_sample_variance_a_group_reports_does_not_depend_on_its_size():
+    """What the schedule reads: the mean within-group sample variance (ddof 1) of 0/1 rewards has
+    expectation p(1-p) at every G (the population variance's is p(1-p)(1-1/G): G would only fall)."""
+    rng = np.random.default_rng(0)
+    for g in (2, 4, 16):
+        rewards = (rng.random((20_000, g)) < 0.3).astype(float)
+        assert rewards.var(axis=1, ddof=1).mean() == pytest.approx(0.21, abs=0.005)
 
 
 def test_variance_schedule_on_a_synthetic_reward_stream():

@@ -288,7 +288,8 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     # rollouts are counted over both ranks: at least 2 ranks x 2 groups x 4 answers per step
     assert trains[0]["rollouts_generated"] >= 16
     sizes = {int(k.removeprefix("groups_size_")) for r in trains for k in r if k.startswith("groups_size_")}
-    assert sizes and sizes <= set(range(2, 13)) and all(r["samples_per_problem"] >= 2 for r in trains)
+    assert sizes <= set(range(2, 13)) and max(sizes) > 2, sizes  # sized per problem, not the n_min fallback
+    assert all(r["samples_per_problem"] >= 2 for r in trains)
     assert all(r["logprob_diff_rollout"] < 0.05 for r in trains if r["loss_tokens"])
     evals = [r for r in records if r["kind"] == "eval"]
     assert evals[-1]["heldout_problems"] == 16 and evals[-1]["ranks"] == 2 and evals[-1]["ranks_agree"]
@@ -447,6 +448,7 @@ def test_allocated_groups_are_sized_by_the_posterior_within_the_step_budget():
     # 4 offered (2 per G of the 16-answer budget): both p = 0.5 at 4, then a 16 does not fit in the 8 left
     assert dict(zip(idx.tolist(), sizes.tolist(), strict=True)) == {0: 4, 2: 4}
     assert batch.group_sizes == [4, 4] and batch.generated_rollouts == 8 and batch.informative_rollouts == 8
+    assert batch.group_var_sum == pytest.approx(2 * 1 / 3)  # 2 of 4 right: sample variance (ddof 1) 1/3
     assert batch.underfilled and n_correct.tolist() == [2, 2]
     batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=8, candidates=4.0)
     batch = batcher.next_batch()
@@ -483,11 +485,15 @@ def test_sequential_sampling_stops_each_problem_at_its_first_mix():
 
 
 def test_the_variance_schedule_moves_g_and_keeps_the_answers_per_step():
-    from grpo_train.config import RolloutConfig
+    from grpo_train.config import RolloutConfig, reachable_group_sizes
 
     ro = RolloutConfig(group_size=8, batch_groups=16, g_schedule="variance", g_window=2, g_high=0.2, g_min=4, g_max=16)
     s = ro.variance_schedule()
     assert [s.observe(0.25), s.observe(0.25)] == [8, 16]
+    assert reachable_group_sizes(8, 2, 64) == [2, 4, 8, 16, 32, 64] and reachable_group_sizes(6, 2, 12) == [3, 6, 12]
+    assert ro.most_groups_per_step() == 128 // 4  # at g_min the same 128 answers make 32 groups
+    with pytest.raises(ValueError, match="does not divide"):
+        RolloutConfig(group_size=8, batch_groups=3, g_schedule="variance", g_min=2, g_max=16)  # 24 answers, G = 16
     with pytest.raises(ValueError, match="sizing=fixed"):
         RolloutConfig(g_schedule="variance", sizing="allocate")
     with pytest.raises(ValueError, match="choose one of"):
