@@ -91,6 +91,8 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 + ", ".join(f"{k} {_fmt(v)}" for k, v in (a.get('agreement_on_sure_reference') or {}).items())]
     if name == "e2e":
         return e2e_lines(r)
+    if name == "gsweep":
+        return gsweep_lines(r)
     if name == "e2e_select":
         return [f"- arm A (seed {r['seed']}, {r['budget_total_rollouts']} total rollouts) on the validation split: "
                 + ", ".join(f"{n} {_fmt(x['final_val_accuracy'])} +- {_fmt(x['final_val_se'])}" for n, x in r["runs"].items())
@@ -208,6 +210,30 @@ def e2e_lines(r: dict) -> list[str]:
                          f"{n.replace('amortized_', 'profile / ')}: " + ", ".join(f"{a} {_fmt(v)}" for a, v in per.items())
                          for n, per in reach.items()))
     lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
+    return lines
+
+
+def gsweep_lines(r: dict) -> list[str]:
+    """The G sweep's table: per arm over seeds, equal answers per step and equal total rollouts."""
+    def ms(x: dict) -> str:
+        return f"{_fmt(x.get('mean'))} +- {_fmt(x.get('se'))} ({_fmt(x.get('min'))}-{_fmt(x.get('max'))})" if x else "n/a"
+
+    s = r["summary"]
+    lines = [f"- {r['budget_total_rollouts']} total rollouts per arm, {r['step_answers']} answers per step, "
+             f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile)", "",
+             "| arm | final test accuracy | informative ratio | baseline variance | answers per problem | seconds |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for name, a in s["arms"].items():
+        lines.append(f"| {name} | {ms(a['final_accuracy'])} | {ms(a['informative_rollout_ratio'])} | "
+                     f"{ms(a['baseline_variance'])} | {ms(a['samples_per_problem'])} | {ms(a['seconds'])} |")
+    if "best_fixed" in s:
+        x = s["allocate_fewer_rollouts_than_best_fixed"]
+        lines += ["", f"- best fixed G: {s['best_fixed']}; allocate's rollouts to its final accuracy, best / allocate: "
+                  f"{ms(x)} (reached in {x['reached_in_seeds']} of {x['seeds']} seeds)"]
+        lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
+    if r.get("kl_grid"):
+        lines += ["", "| KL arm | final test accuracy | KL reached (last quarter of steps) |", "| --- | --- | --- |"]
+        lines += [f"| {n} | {ms(a['final_accuracy'])} | {ms(a['kl_reached'])} |" for n, a in r["kl_grid"].items()]
     return lines
 
 

@@ -122,7 +122,9 @@ class RolloutBatch:
     generated groups that have it, and how many those are; informative_rollouts: answers in
     generated groups with reward variance; group_sizes: every generated group's size (G each with
     a fixed G); group_var_sum: the within-group reward variances (sample, ddof 1) of the generated
-    groups, summed (the variance-driven G schedule reads its mean)."""
+    groups, summed (the variance-driven G schedule reads its mean); baseline_var_sum: the estimated
+    variance of each group's mean reward (its sample variance / its size), summed: the noise the
+    group baseline puts into every advantage, which a larger G shrinks."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
@@ -141,6 +143,7 @@ class RolloutBatch:
     informative_rollouts: int = 0
     group_sizes: list[int] = field(default_factory=list)
     group_var_sum: float = 0.0
+    baseline_var_sum: float = 0.0
 
 
 class RolloutBatcher:
@@ -211,7 +214,10 @@ class RolloutBatcher:
         batch.group_sizes += [len(g.completions) for g in mine]
         # sample variance (ddof 1): its expectation p(1-p) does not depend on the group's size, so a
         # G schedule reading it can move G both ways
-        batch.group_var_sum += float(sum(np.nanvar(g.rewards, ddof=1) for g in mine if np.isfinite(g.rewards).sum() > 1))
+        variances = [(np.nanvar(g.rewards, ddof=1), np.isfinite(g.rewards).sum()) for g in mine
+                     if np.isfinite(g.rewards).sum() > 1]
+        batch.group_var_sum += float(sum(v for v, _ in variances))
+        batch.baseline_var_sum += float(sum(v / n for v, n in variances))  # the group mean's variance: var / n
         batch.n_correct += int(sum(g.correct.sum() for g in mine))
         shares = [d for d in (g.distinct_wrong_answers for g in mine) if d is not None]
         batch.distinct_wrong_sum += float(sum(shares))

@@ -377,6 +377,7 @@ class Trainer:
                   "unscored": unscored, "distinct_wrong_sum": batch.distinct_wrong_sum,
                   "distinct_wrong_groups": batch.distinct_wrong_groups,
                   "informative_rollouts": batch.informative_rollouts, "group_var_sum": batch.group_var_sum,
+                  "baseline_var_sum": batch.baseline_var_sum,
                   **{f"groups_size_{n}": batch.group_sizes.count(n) for n in range(1, max(batch.group_sizes or [0]) + 1)
                      if n in batch.group_sizes}}
         len_max = max(lens) if lens else 0
@@ -417,6 +418,7 @@ class Trainer:
             "group_size": self.batcher.group_size,
             "samples_per_problem": counts["generated_rollouts"] / max(1, counts["generated_groups"]),
             "group_reward_var": counts["group_var_sum"] / max(1, counts["generated_groups"]),
+            "baseline_variance": counts["baseline_var_sum"] / max(1, counts["generated_groups"]),
             **{k: v for k, v in counts.items() if k.startswith("groups_size_")},
             "gen_tokens_per_s": counts["gen_tokens"] / max(batch.gen_seconds, 1e-9),
             "completion_len_mean": counts["kept_len_sum"] / max(1, counts["kept_lens"]),

@@ -220,3 +220,34 @@ def test_the_frontier_noise_floor_re_measures_the_untrained_policy():
     seeds = [{"per_problem_start": {"p": 0.0, "q": 0.0, "r": 1.0}},
              {"per_problem_start": {"p": 0.5, "q": 0.0, "r": 1.0}}]
     assert frontier_noise_floor(seeds) == pytest.approx(0.5)  # of p, q (hard in the first), p read >= 0.5 again
+
+
+def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_best_fixed_g():
+    from bench.gsweep_bench import STEP_ANSWERS, arm_summary, arms, compare, fixed, kl_arms
+    from bench.report import gsweep_lines
+    from grpo_train.config import config_from_tree
+
+    for name, overrides in {**arms(), **kl_arms()}.items():
+        cfg = config_from_tree({}, overrides)  # every arm is a valid train config
+        assert cfg.rollout.batch_groups * cfg.rollout.group_size == STEP_ANSWERS, name
+    assert config_from_tree({}, arms()["allocate"]).rollout.sizing == "allocate"
+    with pytest.raises(ValueError, match="does not divide"):
+        fixed(3)
+
+    def records(curve, ratio=0.5):
+        evals = [{"kind": "eval", "rollouts_generated": x, "heldout_accuracy": y, "heldout_accuracy_se": 0.01}
+                 for x, y in curve]
+        trains = [{"kind": "train", "rollouts_generated": curve[-1][0], "informative_rollout_ratio": ratio,
+                   "baseline_variance": 0.02, "kl": 0.0, "samples_per_problem": 8.0}]
+        return evals + trains
+
+    # G8 ends best at 0.6 after 4,000; allocate reaches 0.6 at 2,000 (2x fewer) in both seeds
+    seed = {"G4": arm_summary(records([(0, 0.4), (4000, 0.5)]), 10.0),
+            "G8": arm_summary(records([(0, 0.4), (2000, 0.5), (4000, 0.6)]), 10.0),
+            "allocate": arm_summary(records([(0, 0.4), (2000, 0.6), (4000, 0.62)], ratio=0.95), 12.0)}
+    out = compare([seed, seed])
+    assert out["best_fixed"] == "G8"
+    assert out["allocate_fewer_rollouts_than_best_fixed"]["mean"] == pytest.approx(2.0)
+    assert all(out["goals"].values())
+    lines = gsweep_lines({"summary": out, "budget_total_rollouts": 4000, "step_answers": 128, "seeds": [0, 1]})
+    assert any(line.startswith("| allocate | 0.62") for line in lines)

@@ -449,6 +449,7 @@ def test_allocated_groups_are_sized_by_the_posterior_within_the_step_budget():
     assert dict(zip(idx.tolist(), sizes.tolist(), strict=True)) == {0: 4, 2: 4}
     assert batch.group_sizes == [4, 4] and batch.generated_rollouts == 8 and batch.informative_rollouts == 8
     assert batch.group_var_sum == pytest.approx(2 * 1 / 3)  # 2 of 4 right: sample variance (ddof 1) 1/3
+    assert batch.baseline_var_sum == pytest.approx(2 * 1 / 3 / 4)  # the group mean's: var / 4
     assert batch.underfilled and n_correct.tolist() == [2, 2]
     batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=8, candidates=4.0)
     batch = batcher.next_batch()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 
-HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, all); "
+HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, gsweep, "
+        "all); "
         "results to bench/results/")
 
-BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", "e2e", "memory", "trl", "variants")
+BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", "e2e", "memory", "trl", "variants",
+           "gsweep")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +61,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         from bench import variants_bench
 
         result = variants_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2))
+    elif name == "gsweep":
+        from bench import gsweep_bench
+
+        result = gsweep_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2), kl=not quick)
     elif name == "e2e_select":  # settings chosen on the validation split, before the headline
         from bench import e2e_bench
 

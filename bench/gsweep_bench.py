@@ -1,0 +1,153 @@
+"""`grpo bench gsweep`: which G, measured at equal total rollouts (issue #16).
+
+On the embedded world, from the same warm start, every arm trains with the band scheduler from
+online estimates only (no offline profile, so no arm pays for one) and stops at the same total
+rollouts; test accuracy is evaluated every EVAL_EVERY training rollouts. Arms:
+- G2 .. G32: a fixed G with the same answers per step (batch_groups x G = STEP_ANSWERS);
+- variance: the variance-driven G schedule (rollout.g_schedule=variance) from G = 8;
+- allocate: per-problem group sizes from the posterior (rollout.sizing=allocate);
+and a KL grid, beta in KL_BETAS x G in KL_GROUP_SIZES, each reporting the KL it reached.
+
+Reported per arm over seeds (mean, SE, spread): final test accuracy, the curve against rollouts,
+the informative-rollout ratio, the group baseline's variance (the noise a group's mean reward puts
+into every advantage: its sample variance / its size), wall-clock, and for `allocate` the rollouts it
+needs to reach the best fixed G's final accuracy. The goal (issue #16): allocate reaches the best
+fixed G's final accuracy with >= 1.3x fewer rollouts, informative-rollout ratio >= 0.9.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+STEP_ANSWERS = 128  # answers per step in every arm (prompts x G)
+FIXED_G = (2, 4, 8, 16, 32)
+KL_BETAS = (0.0, 0.01, 0.05, 0.1)
+KL_GROUP_SIZES = (4, 16)
+BUDGET = 7_000
+EVAL_EVERY = 2_000
+TRAINING = ("scheduler.name=band", "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "rollout.max_tokens=128",
+            "optim.lr=0.0001", "optim.minibatches=1")
+
+
+def fixed(g: int) -> list[str]:
+    if STEP_ANSWERS % g:
+        raise ValueError(f"G = {g} does not divide the {STEP_ANSWERS} answers per step")
+    return [f"rollout.group_size={g}", f"rollout.batch_groups={STEP_ANSWERS // g}"]
+
+
+def arms() -> dict[str, list[str]]:
+    """Every arm's overrides: fixed Gs, the variance schedule, per-problem allocation."""
+    out = {f"G{g}": fixed(g) for g in FIXED_G}
+    out["variance"] = [*fixed(8), "rollout.g_schedule=variance", f"rollout.g_min={min(FIXED_G)}",
+                       f"rollout.g_max={max(FIXED_G)}", "rollout.g_window=10"]
+    out["allocate"] = [*fixed(8), "rollout.sizing=allocate", f"rollout.size_max={max(FIXED_G)}"]
+    return out
+
+
+def kl_arms() -> dict[str, list[str]]:
+    """The KL grid: every beta at every G, the KL measured even at beta = 0 (track_kl)."""
+    return {f"kl{beta:g}_G{g}": [*fixed(g), f"algo.kl_beta={beta}", "algo.track_kl=true"]
+            for beta in KL_BETAS for g in KL_GROUP_SIZES}
+
+
+def arm_summary(records: list[dict], seconds: float) -> dict:
+    """One run: its test curve, final accuracy, informative ratio, mean baseline variance, mean KL
+    over the last quarter of its steps, and wall seconds."""
+    evals = [r for r in records if r["kind"] == "eval"]
+    trains = [r for r in records if r["kind"] == "train"]
+    tail = trains[-max(1, len(trains) // 4):]
+    return {"curve": [(r["rollouts_generated"], r["heldout_accuracy"]) for r in evals],
+            "final_accuracy": evals[-1]["heldout_accuracy"], "final_se": evals[-1]["heldout_accuracy_se"],
+            "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"],
+            "baseline_variance": float(np.mean([r.get("baseline_variance", np.nan) for r in trains])),
+            "kl_reached": float(np.mean([r.get("kl", np.nan) for r in tail])),
+            "samples_per_problem": float(np.mean([r.get("samples_per_problem", np.nan) for r in trains])),
+            "rollouts": trains[-1]["rollouts_generated"], "seconds": seconds}
+
+
+def compare(per_seed: list[dict[str, dict]]) -> dict:
+    """Over seeds: each arm's means and spreads, the best fixed G (highest mean final accuracy),
+    and the rollouts `allocate` needs to reach that G's final accuracy in the same seed."""
+    from bench.common import mean_se
+    from bench.e2e_bench import rollouts_to_reach
+
+    names = list(per_seed[0])
+    out = {name: {k: mean_se([s[name][k] for s in per_seed])
+                  for k in ("final_accuracy", "informative_rollout_ratio", "baseline_variance", "kl_reached",
+                            "samples_per_problem", "seconds")} for name in names}
+    fixed_names = [n for n in names if n.startswith("G")]
+    if not fixed_names:
+        return {"arms": out}
+    best = max(fixed_names, key=lambda n: out[n]["final_accuracy"]["mean"])
+    def curve(run: dict) -> list[dict]:
+        return [{"rollouts_generated": x, "heldout_accuracy": y} for x, y in run["curve"]]
+
+    ratios = []
+    for s in per_seed:
+        target = s[best]["final_accuracy"]
+        best_at = rollouts_to_reach(curve(s[best]), target, "rollouts_generated")
+        alloc_at = rollouts_to_reach(curve(s["allocate"]), target, "rollouts_generated") if "allocate" in s else None
+        ratios.append(best_at / alloc_at if best_at and alloc_at else None)
+    got = [r for r in ratios if r is not None]
+    alloc = out.get("allocate", {})
+    return {"arms": out, "best_fixed": best,
+            "allocate_fewer_rollouts_than_best_fixed": {**(mean_se(got) if got else {}),
+                                                        "reached_in_seeds": len(got), "seeds": len(ratios)},
+            "goals": {"allocate reaches the best fixed G's final with >= 1.3x fewer rollouts":
+                      bool(got) and len(got) == len(ratios) and float(np.mean(got)) >= 1.3,
+                      "allocate informative ratio >= 0.9":
+                      bool(alloc) and alloc["informative_rollout_ratio"]["mean"] >= 0.9}}
+
+
+def plot(result: dict, path: Path) -> Path:
+    """Test accuracy against rollouts, every arm and seed; and final accuracy against G."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, seed_res in enumerate(result["seeds"]):
+        for j, (name, a) in enumerate(seed_res["arms"].items()):
+            x, y = zip(*a["curve"], strict=True)
+            ax.plot(x, y, color=f"C{j}", alpha=0.8, marker="o", ms=3, label=name if i == 0 else None)
+    ax.set_xlabel("total rollouts")
+    ax.set_ylabel("test accuracy (mean@4)")
+    ax.set_title("gsweep: equal answers per step, equal total rollouts")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-gsweep",
+        kl: bool = True) -> dict:
+    from bench.common import RESULTS, cached_train_run
+    from pipelines.stages import warm_policy, write_world
+
+    out = Path(workdir)
+    policy = warm_policy()
+    paths = write_world("runs/world")
+    budget = 2_000 if quick else BUDGET
+    base = [f"model={policy}", f"data.train={paths['train']}", f"data.heldout={paths['test']}", "data.profile=null",
+            *TRAINING, "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}", "run.eval_k=4",
+            "run.save_every=0", "run.progress=false", f"run.max_rollouts={budget}"]
+    inputs = [str(policy), str(paths["train"]), str(paths["test"])]
+    every = {**arms(), **(kl_arms() if kl else {})}
+    result = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "seeds": []}
+    for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
+        res = {}
+        for name, overrides in every.items():
+            records, seconds = cached_train_run(name, [*overrides, f"run.seed={seed}"], base, out / f"seed{seed}",
+                                                inputs, budget)
+            res[name] = arm_summary(records, seconds)
+        result["seeds"].append({"seed": seed, "arms": res})
+    per_seed = [s["arms"] for s in result["seeds"]]
+    result["summary"] = compare([{n: a for n, a in s.items() if not n.startswith("kl")} for s in per_seed])
+    if kl:
+        result["kl_grid"] = compare([{n: a for n, a in s.items() if n.startswith("kl")} for s in per_seed])["arms"]
+    result["plot"] = str(plot(result, RESULTS / "gsweep.png"))
+    return result
