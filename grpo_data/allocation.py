@@ -35,10 +35,11 @@ SIZING_MODES = ("fixed", "allocate", "sequential")
 class Sizing:
     """How many answers each problem gets (`grpo_train.config.RolloutConfig` sizing, size_*).
 
-    mode: `fixed` (G each), `allocate` (per problem from the scheduler's posterior: the fewest
-    answers whose expected chance of an informative group reaches `target`, within [n_min, n_max],
-    problems taken by expected informative groups per answer until the step's budget is spent;
-    below) or `sequential` (answers in rounds of `round_size`; a problem stops at
+    mode: `fixed` (G each), `allocate` (per problem from the scheduler's posterior, by `objective`:
+    `marginal` maximizes the expected number of informative groups within the step's budget,
+    `allocate_marginal`; `target` gives each problem the fewest answers whose expected chance of an
+    informative group reaches `target`, taking problems by value per answer, `allocate`; sizes
+    within [n_min, n_max]) or `sequential` (answers in rounds of `round_size`; a problem stops at
     its first right-and-wrong mix or at n_max, the rest of the budget goes to other problems).
     candidates: problems the scheduler offers per G answers of budget (allocate chooses among them;
     those it leaves out still count as offered in the scheduler's epoch, as a dropped group does).
@@ -50,10 +51,13 @@ class Sizing:
     n_max: int = 32
     round_size: int = 4
     candidates: float = 2.0
+    objective: str = "marginal"
 
     def __post_init__(self) -> None:
         if self.mode not in SIZING_MODES:
             raise ValueError(f"rollout.sizing={self.mode!r}: choose one of {SIZING_MODES}")
+        if self.objective not in ("marginal", "target"):
+            raise ValueError(f"rollout.size_objective={self.objective!r}: choose marginal or target")
         if not (2 <= self.n_min <= self.n_max and 0 < self.target < 1 and 1 <= self.round_size <= self.n_max
                 and self.candidates >= 1):
             raise ValueError(f"group sizing needs 2 <= n_min <= n_max, 0 < target < 1, 1 <= round_size <= n_max, "
@@ -133,6 +137,39 @@ def allocate(weights: np.ndarray, values: np.ndarray, budget: int, target: float
             break
     chosen = np.array(chosen, dtype=np.int64)
     return Allocation(chosen, sizes[chosen], expected[chosen])
+
+
+def allocate_marginal(weights: np.ndarray, values: np.ndarray, budget: int, n_min: int = 2,
+                      n_max: int = 32) -> Allocation:
+    """Spend at most `budget` answers to maximize the expected number of informative groups,
+    sum_i E[p_informative(p_i, n_i)], with n_i = 0 or n_min <= n_i <= n_max: an exact knapsack
+    over the candidates (dynamic programming on the budget, M x (n_max - n_min + 1) vector steps of
+    length budget + 1). The gain of one more answer, p^n (1-p) + (1-p)^n p, falls slower the nearer p
+    is to 0 or 1, so at a given budget a problem at p = 0.9 is given more answers than one at 0.5,
+    while mid-band problems are the cheaper ones to include. Chosen in order of value per answer."""
+    if budget < n_min:
+        raise ValueError(f"a step budget of {budget} answers cannot hold one group of n_min={n_min}")
+    m, n_max = weights.shape[0], min(n_max, budget)
+    sizes_all = np.arange(n_min, n_max + 1)
+    value = np.stack([expected_informative(weights, values, n) for n in sizes_all], axis=1)  # (M, S)
+    best = np.zeros(budget + 1)  # best[b]: the most expected informative groups within b answers
+    take = np.zeros((m, budget + 1), dtype=np.int64)  # problem i's size at that optimum (0: left out)
+    for i in range(m):
+        new = best.copy()
+        for j, n in enumerate(sizes_all):
+            cand = np.full(budget + 1, -np.inf)
+            cand[n:] = best[:-n] + value[i, j]
+            better = cand > new + 1e-12
+            new[better], take[i, better] = cand[better], n
+        best = new
+    sizes, b = np.zeros(m, dtype=np.int64), int(np.argmax(best))
+    for i in range(m - 1, -1, -1):  # walk back through the table
+        sizes[i] = take[i, b]
+        b -= sizes[i]
+    chosen = np.flatnonzero(sizes)
+    expected = np.array([value[i, sizes[i] - n_min] for i in chosen])
+    order = np.argsort(-(expected / sizes[chosen]), kind="stable")
+    return Allocation(chosen[order], sizes[chosen][order], expected[order])
 
 
 def needs_more(n_correct: np.ndarray, n: np.ndarray, cap: int) -> np.ndarray:

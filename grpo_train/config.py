@@ -84,10 +84,11 @@ class RolloutConfig:
     (grpo_data.engines.EngineSettings: gpu_memory_utilization, max_model_len, enforce_eager, dtype,
     max_num_seqs, enable_sleep_mode; null means the device kind's default).
 
-    Group sizes (`grpo_train.rollout.Sizing`, `grpo_data.allocation`): sizing `fixed` gives every
-    problem G answers; `allocate` sizes each problem from the scheduler's posterior (the fewest
-    answers, within [size_min, size_max], whose expected chance of holding a right and a wrong
-    answer reaches size_target), choosing among size_candidates x batch_groups offered problems;
+    Group sizes (`grpo_data.allocation.Sizing`): sizing `fixed` gives every problem G answers;
+    `allocate` sizes each problem from the scheduler's posterior, within [size_min, size_max], among
+    size_candidates x batch_groups offered problems: size_objective `marginal` (default) maximizes
+    the expected number of groups holding a right and a wrong answer; `target` gives each problem
+    the fewest answers whose expected chance of such a group reaches size_target;
     `sequential` samples rounds of size_round answers and stops a problem at its first mix or at
     size_max. Both spend batch_groups x G answers per step, as a fixed G does. g_schedule `variance`
     doubles G when the mean within-group reward variance of the last g_window steps exceeds g_high
@@ -116,6 +117,7 @@ class RolloutConfig:
     size_max: int = 32
     size_round: int = 4
     size_candidates: float = 2.0
+    size_objective: str = "marginal"
     g_schedule: str = "fixed"
     g_min: int = 2
     g_max: int = 64
@@ -139,7 +141,7 @@ class RolloutConfig:
 
     def group_sizing(self) -> Sizing:
         return Sizing(self.sizing, self.size_target, self.size_min, self.size_max, self.size_round,
-                      self.size_candidates)
+                      self.size_candidates, self.size_objective)
 
     def most_groups_per_step(self) -> int:
         """Groups one rank can train in a step: batch_groups, or more where groups get smaller

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from grpo_data.allocation import Sizing, allocate, needs_more
+from grpo_data.allocation import Sizing, allocate, allocate_marginal, needs_more
 from grpo_data.engines import Completion
 from grpo_data.rewards import Answer, build_reward
 from grpo_data.rollouts import RolloutSampler, ScoredGroup
@@ -331,7 +331,10 @@ class RolloutBatcher:
         plans = []
         for r in range(self.world_size):
             rows = np.arange(r, offered.size, self.world_size)
-            plan = allocate(weights[rows], values[rows], share, z.target, z.n_min, z.n_max)
+            if z.objective == "marginal":
+                plan = allocate_marginal(weights[rows], values[rows], share, z.n_min, z.n_max)
+            else:
+                plan = allocate(weights[rows], values[rows], share, z.target, z.n_min, z.n_max)
             if plan.chosen.size == 0:
                 plans.append((offered[rows[:1]], np.array([min(share, z.n_max)], dtype=np.int64)))
             else:

@@ -7,6 +7,7 @@ import pytest
 from grpo_data.allocation import (
     VarianceSchedule,
     allocate,
+    allocate_marginal,
     expected_informative,
     needs_more,
     p_informative,
@@ -106,3 +107,34 @@ def test_variance_schedule_on_a_synthetic_reward_stream():
     assert restored.observe(0.3) == s.observe(0.3)
     with pytest.raises(ValueError, match="g_min"):
         VarianceSchedule(g=1)
+
+
+def test_marginal_allocation_by_hand():
+    # budget 8, n_min 2: p = 0.5 enters (0.25 per answer) and grows to 4 while its gains beat p = 0.9's
+    # entry (0.09); then p = 0.9 enters and takes the rest (its gains 0.09, 0.074 beat 0.0625)
+    w, v = point([0.5, 0.9])
+    a = allocate_marginal(w, v, budget=8, n_min=2, n_max=32)
+    assert a.chosen.tolist() == [0, 1] and a.sizes.tolist() == [4, 4] and a.rollouts == 8
+    assert a.expected == pytest.approx([1 - 2 * 0.5**4, 1 - 0.9**4 - 0.1**4])
+
+
+def test_marginal_allocations_grow_toward_0_and_1_and_never_pass_the_budget():
+    w, v = point([0.5, 0.7, 0.9, 0.3, 0.1])
+    a = allocate_marginal(w, v, budget=60, n_min=2, n_max=32)
+    size = dict(zip(a.chosen.tolist(), a.sizes.tolist(), strict=True))
+    assert a.rollouts <= 60 and size[0] < size[1] < size[2] and size[0] < size[3] < size[4]
+    assert (size[1], size[2]) == (size[3], size[4])  # symmetric in p <-> 1 - p
+
+
+def test_marginal_allocation_equals_brute_force_on_small_cases():
+    import itertools
+
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        m, k, budget, n_max = 3, 9, int(rng.integers(2, 14)), 6
+        w, v = rng.dirichlet(np.full(k, 0.5), size=m), np.linspace(0, 1, k)
+        best = max(sum(expected_informative(w[i : i + 1], v, n)[0] if n else 0.0 for i, n in enumerate(ns))
+                   for ns in itertools.product([0, *range(2, n_max + 1)], repeat=m) if sum(ns) <= budget)
+        a = allocate_marginal(w, v, budget, n_min=2, n_max=n_max)
+        assert a.rollouts <= budget
+        assert a.expected.sum() == pytest.approx(best, abs=1e-9)  # the knapsack is exact

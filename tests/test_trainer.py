@@ -441,7 +441,7 @@ def test_allocated_groups_are_sized_by_the_posterior_within_the_step_budget():
     rates = [0.5, 0.9] * 4
     plans = [[1, 0], [1] * 9 + [0]]  # even problems alternate; odd ones fail once in 10
     batcher, sched, engine = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=8, target=0.8,
-                                           candidates=2.0)
+                                           candidates=2.0, objective="target")
     batch = batcher.next_batch()
     idx, n_correct, sizes = sched.updates[0]
     assert engine.calls == 1  # one engine call whatever the sizes (ranks step together)
@@ -451,7 +451,8 @@ def test_allocated_groups_are_sized_by_the_posterior_within_the_step_budget():
     assert batch.group_var_sum == pytest.approx(2 * 1 / 3)  # 2 of 4 right: sample variance (ddof 1) 1/3
     assert batch.baseline_var_sum == pytest.approx(2 * 1 / 3 / 4)  # the group mean's: var / 4
     assert batch.underfilled and n_correct.tolist() == [2, 2]
-    batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=8, candidates=4.0)
+    batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=8, candidates=4.0,
+                                      objective="target")
     batch = batcher.next_batch()
     idx, _, sizes = sched.updates[0]
     assert dict(zip(idx.tolist(), sizes.tolist(), strict=True)) == {0: 4, 2: 4, 4: 4, 6: 4}  # 8 offered: 16 spent
@@ -464,11 +465,23 @@ def test_allocated_groups_are_sized_by_the_posterior_within_the_step_budget():
 def test_allocated_large_groups_reach_the_rare_failure():
     rates = [0.9] * 4
     plans = [[1] * 9 + [0]]  # one failure in 10 answers
-    batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=16, target=0.8, n_max=32)
+    batcher, sched, _ = sized_batcher("allocate", plans, rates, batch_groups=2, group_size=16, target=0.8, n_max=32,
+                                      objective="target")
     batch = batcher.next_batch()
     idx, n_correct, sizes = sched.updates[0]
     assert sizes.tolist() == [16, 16] and n_correct.tolist() == [15, 15]  # 16 answers reach the 10th, a failure
     assert all(g.informative for g in batch.groups) and batch.informative_rollouts == 32
+
+
+def test_marginal_allocation_spends_the_round_on_every_offered_problem():
+    rates = [0.5, 0.9] * 4
+    batcher, sched, engine = sized_batcher("allocate", [[1, 0], [1] * 9 + [0]], rates, batch_groups=2, group_size=8)
+    batch = batcher.next_batch()
+    idx, _, sizes = sched.updates[0]
+    got = dict(zip(idx.tolist(), sizes.tolist(), strict=True))
+    # 4 offered, 16 answers: each p = 0.5 gets 4 (its gains then fall below p = 0.9's), each 0.9 gets 4
+    assert got == {0: 4, 1: 4, 2: 4, 3: 4} and sizes.sum() == 16 and engine.calls == 1
+    assert batch.generated_rollouts == 16
 
 
 def test_sequential_sampling_stops_each_problem_at_its_first_mix():
