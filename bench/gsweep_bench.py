@@ -3,10 +3,17 @@
 On the embedded world, from the same warm start, every arm trains with the band scheduler from
 online estimates only (no offline profile, so no arm pays for one) and stops at the same total
 rollouts; test accuracy is evaluated every EVAL_EVERY training rollouts. Arms:
-- G2 .. G32: a fixed G with the same answers per step (batch_groups x G = STEP_ANSWERS);
+- G2 .. G32: a fixed G with the same informative answers asked per step (batch_groups x G =
+  STEP_ANSWERS; dynamic resampling then generates more where groups come back all-same: the
+  rounds and under-filled steps are reported, and every generated answer is charged);
 - variance: the variance-driven G schedule (rollout.g_schedule=variance) from G = 8;
-- allocate: per-problem group sizes from the posterior (rollout.sizing=allocate);
+- allocate: per-problem group sizes from the posterior (rollout.sizing=allocate, the knapsack),
+  offered 2 candidates per G answers (about 4 answers each: compare it with G4) and, as
+  allocate_c1, 1 candidate per G answers (about 8 each);
 and a KL grid, beta in KL_BETAS x G in KL_GROUP_SIZES, each reporting the KL it reached.
+Known differences, reported rather than hidden: a sized step keeps every informative group it drew
+(a fixed-G step keeps batch_groups and drops the surplus it paid for); the best fixed G is picked on
+the same test split it is reported on (optimistic for that arm, so conservative for allocate).
 
 Reported per arm over seeds (mean, SE, spread): final test accuracy, the curve against rollouts,
 the informative-rollout ratio, the group baseline's variance (the noise a group's mean reward puts
@@ -26,7 +33,7 @@ FIXED_G = (2, 4, 8, 16, 32)
 KL_BETAS = (0.0, 0.01, 0.05, 0.1)
 KL_GROUP_SIZES = (4, 16)
 BUDGET = 7_000
-EVAL_EVERY = 2_000
+EVAL_EVERY = 1_000
 TRAINING = ("scheduler.name=band", "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "rollout.max_tokens=128",
             "optim.lr=0.0001", "optim.minibatches=1")
 
@@ -43,6 +50,7 @@ def arms() -> dict[str, list[str]]:
     out["variance"] = [*fixed(8), "rollout.g_schedule=variance", f"rollout.g_min={min(FIXED_G)}",
                        f"rollout.g_max={max(FIXED_G)}", "rollout.g_window=10"]
     out["allocate"] = [*fixed(8), "rollout.sizing=allocate", f"rollout.size_max={max(FIXED_G)}"]
+    out["allocate_c1"] = [*out["allocate"], "rollout.size_candidates=1"]
     return out
 
 
@@ -64,7 +72,11 @@ def arm_summary(records: list[dict], seconds: float) -> dict:
             "baseline_variance": float(np.mean([r.get("baseline_variance", np.nan) for r in trains])),
             "kl_reached": float(np.mean([r.get("kl", np.nan) for r in tail])),
             "samples_per_problem": float(np.mean([r.get("samples_per_problem", np.nan) for r in trains])),
-            "rollouts": trains[-1]["rollouts_generated"], "seconds": seconds}
+            "rounds_per_step": float(np.mean([r["rounds"] for r in trains])),
+            "underfilled_share": float(np.mean([bool(r["underfilled"]) for r in trains])),
+            "rollouts": trains[-1]["rollouts_generated"],
+            # training steps only (generation, verification, update, sync): no start-up or evaluations
+            "seconds": float(sum(r["step_seconds"] for r in trains)), "wall_seconds": seconds}
 
 
 def compare(per_seed: list[dict[str, dict]]) -> dict:
@@ -76,7 +88,8 @@ def compare(per_seed: list[dict[str, dict]]) -> dict:
     names = list(per_seed[0])
     out = {name: {k: mean_se([s[name][k] for s in per_seed])
                   for k in ("final_accuracy", "informative_rollout_ratio", "baseline_variance", "kl_reached",
-                            "samples_per_problem", "seconds")} for name in names}
+                            "samples_per_problem", "rounds_per_step", "underfilled_share", "seconds")}
+           for name in names}
     fixed_names = [n for n in names if n.startswith("G")]
     if not fixed_names:
         return {"arms": out}
@@ -89,7 +102,7 @@ def compare(per_seed: list[dict[str, dict]]) -> dict:
         target = s[best]["final_accuracy"]
         best_at = rollouts_to_reach(curve(s[best]), target, "rollouts_generated")
         alloc_at = rollouts_to_reach(curve(s["allocate"]), target, "rollouts_generated") if "allocate" in s else None
-        ratios.append(best_at / alloc_at if best_at and alloc_at else None)
+        ratios.append(best_at / alloc_at if best_at is not None and alloc_at else None)
     got = [r for r in ratios if r is not None]
     alloc = out.get("allocate", {})
     return {"arms": out, "best_fixed": best,
@@ -110,7 +123,8 @@ def plot(result: dict, path: Path) -> Path:
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, seed_res in enumerate(result["seeds"]):
-        for j, (name, a) in enumerate(seed_res["arms"].items()):
+        main = [(n, a) for n, a in seed_res["arms"].items() if not n.startswith("kl")]  # the KL grid: its table
+        for j, (name, a) in enumerate(main):
             x, y = zip(*a["curve"], strict=True)
             ax.plot(x, y, color=f"C{j}", alpha=0.8, marker="o", ms=3, label=name if i == 0 else None)
     ax.set_xlabel("total rollouts")

@@ -221,15 +221,19 @@ def gsweep_lines(r: dict) -> list[str]:
     s = r["summary"]
     lines = [f"- {r['budget_total_rollouts']} total rollouts per arm, {r['step_answers']} answers per step, "
              f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile)", "",
-             "| arm | final test accuracy | informative ratio | baseline variance | answers per problem | seconds |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "| arm | final test accuracy | informative ratio | baseline variance | answers per problem | rounds per step "
+             "| under-filled steps | training seconds |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, a in s["arms"].items():
         lines.append(f"| {name} | {ms(a['final_accuracy'])} | {ms(a['informative_rollout_ratio'])} | "
-                     f"{ms(a['baseline_variance'])} | {ms(a['samples_per_problem'])} | {ms(a['seconds'])} |")
+                     f"{ms(a['baseline_variance'])} | {ms(a['samples_per_problem'])} | {ms(a['rounds_per_step'])} | "
+                     f"{ms(a['underfilled_share'])} | {ms(a['seconds'])} |")
     if "best_fixed" in s:
         x = s["allocate_fewer_rollouts_than_best_fixed"]
-        lines += ["", f"- best fixed G: {s['best_fixed']}; allocate's rollouts to its final accuracy, best / allocate: "
-                  f"{ms(x)} (reached in {x['reached_in_seeds']} of {x['seeds']} seeds)"]
+        reached = ms(x) if x["reached_in_seeds"] else "not reached"
+        lines += ["", f"- best fixed G (picked on this test split: optimistic for it): {s['best_fixed']}; rollouts to "
+                  f"its final accuracy, best / allocate: {reached} (reached in {x['reached_in_seeds']} of "
+                  f"{x['seeds']} seeds)"]
         lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
     if r.get("kl_grid"):
         lines += ["", "| KL arm | final test accuracy | KL reached (last quarter of steps) |", "| --- | --- | --- |"]

@@ -4,14 +4,17 @@ A group teaches only if it holds a right and a wrong answer. With pass rate p an
 happens with probability 1 - p^n - (1-p)^n: at p = 0.5 two answers give 0.5, at p = 0.9 they give
 0.18, and the p = 0.9 problem needs 16 answers to reach 0.8. A fixed G spends the same on both.
 
-Here every problem is given the fewest answers whose expected chance of an informative group
-(averaged over its posterior) reaches `target`, between `n_min` and `n_max`; problems are then
-taken in order of expected informative groups per answer until the step's rollout budget is spent.
-The budget is never exceeded: a problem that does not fit is skipped for smaller ones after it.
-This ranking prefers problems near p = 0.5 (few answers each) over those near the band's edges
-(p = 0.2 or 0.8 need 11 answers, 0.9 needs 16): offered more candidates than the budget holds, it
-trains the edges less often, on larger groups. A per-answer objective (greedy marginal gain over all
-offered problems) is the alternative it has not been measured against.
+Two rules size the groups of one step from each problem's posterior, within a rollout budget:
+- `allocate_marginal` (the default, `Sizing.objective = "marginal"`): an exact knapsack that
+  maximizes the expected number of informative groups. One more answer gains p^n (1-p) + (1-p)^n p,
+  which falls slower near p = 0 or 1, so at a given budget such problems get more answers; but
+  mid-band problems are cheaper to include, and with many candidates per answer of budget
+  (Sizing.candidates) every problem gets a small group.
+- `allocate` (`objective = "target"`): each problem gets the fewest answers whose expected chance
+  of an informative group reaches `target`; problems are taken by expected informative groups per
+  answer while they fit, so band-edge problems (11 answers at p = 0.2 or 0.8) are trained less
+  often, on larger groups.
+Neither is measured against a fixed G yet (`grpo bench gsweep`).
 
 Also here, for the sequential mode and the variance-driven G schedule:
 - `needs_more`: after a round of answers, whether a problem still lacks a right or a wrong one;

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from grpo_data.allocation import Sizing, allocate, allocate_marginal, needs_more
+from grpo_data.allocation import Sizing, allocate, allocate_marginal, expected_informative, needs_more
 from grpo_data.engines import Completion
 from grpo_data.rewards import Answer, build_reward
 from grpo_data.rollouts import RolloutSampler, ScoredGroup
@@ -320,12 +320,14 @@ class RolloutBatcher:
     def _allocate(self, budget: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """(problems, sizes) for each rank in one round of `budget` answers over all ranks: the
         scheduler offers candidates, dealt to the ranks in turn; each rank's share is sized from its
-        posteriors by `grpo_data.allocation.allocate` within budget / ranks answers. Every rank
-        computes every plan (the schedulers are identical), so all agree on the round's outcome.
-        A rank whose candidates all need more than its share gets its first one at its whole share
-        (every rank generates: data-parallel vLLM steps in lock-step)."""
+        posteriors within budget / ranks answers, by the sizing objective (`grpo_data.allocation`).
+        Every rank computes every plan (the schedulers are identical), so all agree on the round's
+        outcome. A rank whose plan is empty gets its most promising candidate at n_min (every rank
+        generates: data-parallel vLLM steps in lock-step)."""
         z = self.sizing
         offered = self.scheduler.sample(max(self.world_size, math.ceil(z.candidates * budget / self.group_size)))
+        if offered.size < self.world_size:  # a pool smaller than the ranks: repeat problems
+            offered = np.resize(offered, self.world_size)
         weights, values = self.scheduler.posterior(offered)
         share = budget // self.world_size
         plans = []
@@ -336,7 +338,8 @@ class RolloutBatcher:
             else:
                 plan = allocate(weights[rows], values[rows], share, z.target, z.n_min, z.n_max)
             if plan.chosen.size == 0:
-                plans.append((offered[rows[:1]], np.array([min(share, z.n_max)], dtype=np.int64)))
+                best = rows[int(np.argmax(expected_informative(weights[rows], values[rows], z.n_min)))]
+                plans.append((offered[[best]], np.array([z.n_min], dtype=np.int64)))
             else:
                 plans.append((offered[rows[plan.chosen]], plan.sizes))
         return plans

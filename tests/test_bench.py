@@ -238,7 +238,8 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
         evals = [{"kind": "eval", "rollouts_generated": x, "heldout_accuracy": y, "heldout_accuracy_se": 0.01}
                  for x, y in curve]
         trains = [{"kind": "train", "rollouts_generated": curve[-1][0], "informative_rollout_ratio": ratio,
-                   "baseline_variance": 0.02, "kl": 0.0, "samples_per_problem": 8.0}]
+                   "baseline_variance": 0.02, "kl": 0.0, "samples_per_problem": 8.0, "rounds": 2, "underfilled": False,
+                   "step_seconds": 3.0}]
         return evals + trains
 
     # G8 ends best at 0.6 after 4,000; allocate reaches 0.6 at 2,000 (2x fewer) in both seeds
