@@ -50,6 +50,12 @@ class ScoredGroup:
         """(n,) True where the answer hit max_tokens."""
         return np.array([c.truncated for c in self.completions], dtype=bool)
 
+    @classmethod
+    def concat(cls, parts: list[ScoredGroup]) -> ScoredGroup:
+        """One group of every part's answers, in order (answers to one prompt sampled in pieces)."""
+        fmt = None if any(p.formatted is None for p in parts) else [f for p in parts for f in p.formatted]
+        return cls([c for p in parts for c in p.completions], [v for p in parts for v in p.verdicts], fmt)
+
 
 @dataclass
 class SamplingCost:

@@ -197,13 +197,8 @@ class RolloutBatcher:
         """sizes[j] answers for idx[j], in one engine call of one answer per repeated prompt (so every
         rank makes the same number of calls, whatever its sizes: data-parallel vLLM steps in lock-step)."""
         flat = self._sample(np.repeat(idx, sizes), batch, 1)
-        out, pos = [], 0
-        for size in sizes:
-            part = flat[pos : pos + size]
-            pos += size
-            fmt = None if any(p.formatted is None for p in part) else [f for p in part for f in p.formatted]
-            out.append(ScoredGroup([c for p in part for c in p.completions], [v for p in part for v in p.verdicts], fmt))
-        return out
+        ends = np.cumsum(sizes)
+        return [ScoredGroup.concat(flat[end - size : end]) for size, end in zip(sizes, ends, strict=True)]
 
     def _count(self, batch: RolloutBatch, mine: list[Group]) -> None:
         """Add the generated groups of one round to the batch's counters (this rank's)."""
@@ -297,8 +292,7 @@ class RolloutBatcher:
                 my_idx = idx
             mine = [make_group(int(i), self.prompt_ids(int(i)), sg, self.overlong, self.reward)
                     for i, sg in zip(my_idx, scored, strict=True)]
-            n_correct = self._gather_outcomes(mine, idx) if self.sizing.mode == "allocate" else \
-                np.array([int(g.correct.sum()) for g in mine])
+            n_correct = self._gather_outcomes(mine, idx)
             self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
             batch.rounds += 1
             self._count(batch, mine)
@@ -359,8 +353,7 @@ class RolloutBatcher:
             more = more[: left // r]
             if more.size:
                 for j, sg in zip(more, self._sample(np.array(problems)[more], batch, r), strict=True):
-                    groups[j] = ScoredGroup(groups[j].completions + sg.completions, groups[j].verdicts + sg.verdicts,
-                                            None if sg.formatted is None else groups[j].formatted + sg.formatted)
+                    groups[j] = ScoredGroup.concat([groups[j], sg])
                 left -= more.size * r
                 continue
             fresh = self.scheduler.sample(min(start, left // r))

@@ -21,6 +21,7 @@ import os
 import random
 import shutil
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -307,6 +308,7 @@ class Trainer:
         self.times_trained = np.zeros(self.problems.height, dtype=np.int64)  # groups trained per problem
         self.step = 0
         self.totals = {"rollouts_generated": 0, "informative_rollouts": 0, "groups_generated": 0}
+        self._resumed_g_schedule = None  # a checkpoint's G schedule state, applied once the batcher exists
         ckpt = latest_checkpoint(self.run_dir) if resume else None
         if resume and ckpt is None:
             logger.warning("--resume: no checkpoint under %s, starting fresh", self.run_dir)
@@ -347,7 +349,7 @@ class Trainer:
         # the variance-driven G schedule keeps batch_groups x G answers per step as G moves
         self.g_schedule = ro.variance_schedule() if ro.g_schedule == "variance" else None
         self.step_answers = ro.batch_groups * ro.group_size
-        if self.g_schedule is not None and getattr(self, "_resumed_g_schedule", None):
+        if self.g_schedule is not None and self._resumed_g_schedule:
             self.g_schedule.load_state_dict(self._resumed_g_schedule)
             self._set_group_size(self.g_schedule.g)
 
@@ -378,8 +380,7 @@ class Trainer:
                   "distinct_wrong_groups": batch.distinct_wrong_groups,
                   "informative_rollouts": batch.informative_rollouts, "group_var_sum": batch.group_var_sum,
                   "baseline_var_sum": batch.baseline_var_sum,
-                  **{f"groups_size_{n}": batch.group_sizes.count(n) for n in range(1, max(batch.group_sizes or [0]) + 1)
-                     if n in batch.group_sizes}}
+                  **{f"groups_size_{n}": c for n, c in sorted(Counter(batch.group_sizes).items())}}
         len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
             parts = self._all_gather((counts, len_max))
@@ -553,7 +554,7 @@ class Trainer:
                 self.times_trained = z["times_trained"].copy()
         self.step = state["step"]
         self.totals = state["totals"]
-        self._resumed_g_schedule = state.get("g_schedule")  # applied once the batcher exists
+        self._resumed_g_schedule = state.get("g_schedule")
         logger.info("resumed from %s at step %d", ckpt, self.step)
 
     def _barrier(self) -> None:

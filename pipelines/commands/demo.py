@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller world and shorter training")
     parser.add_argument("--config", default=None, help="pipeline YAML (default pipelines/arith_demo.yaml)")
     parser.add_argument("--seed", type=int, default=None,
-                        help="replace the world, warm-start and training seeds (output under runs/demo-seedN)")
+                        help="replace the world, warm-start, profile and training seeds (output under runs/demo-seedN)")
 
 
 def run(args: argparse.Namespace) -> int:
