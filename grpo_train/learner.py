@@ -62,6 +62,8 @@ def lock_holder_state(lock: Path) -> bool | None:
     no holder was found but some processes could not be inspected (another user's)."""
     st = lock.stat()
     key, unknown = (st.st_dev, st.st_ino), False
+    if not Path("/proc/self/fd").is_dir():  # no procfs (macOS): no process can be inspected
+        return None
     for fd_dir in Path("/proc").glob("[0-9]*/fd"):
         try:
             fds = list(fd_dir.iterdir())
