@@ -21,7 +21,14 @@ import torch
 from grpo_data.engines import Completion
 from grpo_train.config import AlgoConfig
 from grpo_train.core_algos import LossNorm, compute_advantages
-from grpo_train.learner import Sequence, flatten_groups, micro_batches, microbatch_loss, pad_batch
+from grpo_train.learner import (
+    Sequence,
+    flatten_groups,
+    micro_batches,
+    microbatch_loss,
+    pad_batch,
+    sequence_advantages,
+)
 from grpo_train.logprobs import token_logprobs
 from grpo_train.rollout import Group
 
@@ -138,6 +145,80 @@ def test_flatten_groups_keeps_logprobs_and_train_mask():
     assert [s.ids for s in seqs] == [(1, 2, 7, 8), (1, 2, 9)]
     assert [s.train for s in seqs] == [True, False]
     assert seqs[0].rollout_logp == (-0.1, -0.2)
+
+
+def loop_step_loss(groups, logps, old_logps, algo: AlgoConfig, max_tokens: int) -> torch.Tensor:
+    """The step's loss written out answer by answer and token by token: GRPO advantages from each
+    group's own scored answers (sample std), the clipped surrogate, then the aggregation."""
+    terms, n_tokens, n_seqs = [], 0, 0
+    for g in groups:
+        scored = [float(r) for r in g.rewards if np.isfinite(r)]
+        mean = sum(scored) / len(scored)
+        std = (sum((r - mean) ** 2 for r in scored) / max(len(scored) - 1, 1)) ** 0.5
+        for j, r in enumerate(g.rewards):
+            train = np.isfinite(r) and (g.train_mask is None or bool(g.train_mask[j]))
+            if not train:
+                continue
+            adv = (float(r) - mean) / (std + algo.eps)
+            per_token = []
+            for lp, olp in zip(logps[len(terms)], old_logps[len(terms)], strict=True):
+                ratio = torch.exp(lp - olp)
+                clipped = torch.clamp(ratio, 1 - algo.clip_low, 1 + algo.clip_high)
+                per_token.append(-torch.minimum(ratio * adv, clipped * adv))
+            terms.append(per_token)
+            n_tokens, n_seqs = n_tokens + len(per_token), n_seqs + 1
+    if algo.aggregation == "token_mean":
+        return sum(t for seq in terms for t in seq) / n_tokens
+    if algo.aggregation == "seq_mean":
+        return sum(sum(seq) / len(seq) for seq in terms) / n_seqs
+    return sum(t for seq in terms for t in seq) / (n_seqs * max_tokens)
+
+
+@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean", "seq_sum_norm"])
+def test_unequal_groups_step_loss_and_gradient_equal_the_loop_reference(aggregation):
+    """Groups of 2, 3, 5 and 8 answers (allocation sizes each problem), one unscored answer and one
+    masked out of the loss, in micro-batches: the learner's loss and its gradient per token equal
+    the loop's."""
+    rng = np.random.default_rng(3)
+    groups = []
+    for gi, size in enumerate([2, 3, 5, 8]):
+        rewards = rng.integers(0, 2, size).astype(float)
+        rewards[0], rewards[1] = 1.0, 0.0  # every group informative
+        comps = [Completion("x", tuple(rng.integers(5, 50, int(rng.integers(1, 7))).tolist()), "stop") for _ in range(size)]
+        train = np.ones(size, dtype=bool)
+        if size == 5:
+            rewards[4] = np.nan  # no reward could score it: out of the stats and the loss
+        if size == 8:
+            train[2] = False  # overlong, masked: in the stats, out of the loss
+        groups.append(Group(gi, [1, 2, 3], comps, rewards, train_mask=train))
+    seqs = flatten_groups(groups)
+    algo = AlgoConfig(aggregation=aggregation, kl_beta=0.0)
+    lengths = [s.completion_len for s in seqs]
+    logp_rows = [torch.tensor(rng.normal(-1.0, 0.3, n), dtype=torch.float32, requires_grad=True) for n in lengths]
+    old_rows = [(r.detach() + torch.tensor(rng.normal(0, 0.2, r.numel()), dtype=torch.float32)) for r in logp_rows]
+    adv = sequence_advantages(seqs, algo)
+    norm = LossNorm(sum(n for s, n in zip(seqs, lengths, strict=True) if s.train), sum(s.train for s in seqs), 16)
+    mbs = micro_batches([len(s.ids) for s in seqs], token_budget=30)
+    assert len(mbs) >= 3
+    total = torch.zeros(())
+    for mb in mbs:
+        batch = pad_batch([seqs[i] for i in mb], pad_id=0)
+        shape = batch.mask.shape
+        logp = torch.stack([torch.nn.functional.pad(logp_rows[i], (0, shape[1] - lengths[i])) for i in mb])
+        old = torch.stack([torch.nn.functional.pad(old_rows[i], (0, shape[1] - lengths[i])) for i in mb])
+        loss, _ = microbatch_loss(logp, batch, adv[mb], old, None, norm, algo)
+        total = total + loss
+    got = torch.autograd.grad(total, logp_rows)
+
+    train_rows = [i for i, s in enumerate(seqs) if s.train]
+    ref = loop_step_loss(groups, [logp_rows[i] for i in train_rows], [old_rows[i] for i in train_rows], algo, 16)
+    want = torch.autograd.grad(ref, [logp_rows[i] for i in train_rows])
+    assert float(total.detach()) == pytest.approx(float(ref.detach()), rel=1e-5, abs=1e-7)
+    for k, i in enumerate(train_rows):
+        torch.testing.assert_close(got[i], want[k], atol=1e-6, rtol=1e-5)
+    for i in set(range(len(seqs))) - set(train_rows):  # the unscored and the masked answer get no gradient
+        assert float(got[i].abs().sum()) == 0.0
+    assert float(total.detach()) != 0.0
 
 
 # ---------------------------------------------------------------- one tokenization path
