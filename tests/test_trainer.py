@@ -252,6 +252,34 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
 
 
 @pytest.mark.slow
+def test_variance_schedule_resumes_its_group_size(tmp_path, warm_policy):
+    """G moves under the variance schedule and a resumed run continues at the G it had reached, with
+    batch_groups x G answers per step. Thresholds make the path certain whatever the rewards: every
+    within-group variance of 0/1 rewards is below g_low = 0.99, so G halves after every step, 8 -> 4 -> 2."""
+    quick_policy, world_tables = warm_policy
+    train = tmp_path / "train.parquet"
+    world_tables["train"].write_parquet(train)
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={quick_policy}", "-o", f"data.train={train}",
+            "-o", f"run.out={out}", "-o", "run.save_every=2", "-o", "run.eval_every=0", "-o", "run.progress=false"]
+    base += [a for o in ("rollout.batch_groups=2", "rollout.group_size=8", "rollout.g_schedule=variance",
+                         "rollout.g_min=2", "rollout.g_max=8", "rollout.g_window=1", "rollout.g_low=0.99",
+                         "rollout.g_high=1.0") for a in ("-o", o)]
+    first = subprocess.run(base + ["-o", "run.steps=2"], capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    state = json.loads((out / "checkpoints" / "step-000002" / "state.json").read_text())
+    assert state["g_schedule"] == {"g": 2, "history": []}  # halved after step 2, window cleared
+    second = subprocess.run(base + ["-o", "run.steps=4", "--resume"], capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-3000:]
+    trains = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    trains = [r for r in trains if r["kind"] == "train"]
+    assert [r["step"] for r in trains] == [1, 2, 3, 4]
+    assert [r["group_size"] for r in trains] == [8, 4, 2, 2]  # not back at 8 after the resume
+    steps = np.diff([0] + [r["rollouts_generated"] for r in trains])
+    assert all(s >= 16 for s in steps)  # at least batch_groups x 8 answers per step, whatever G
+
+
+@pytest.mark.slow
 def test_two_cpu_ranks(tmp_path, warm_policy):
     """The documented launch (`deepspeed --num_gpus N --module pipelines.cli train ...`, as
     pipelines.pipeline.launch_command writes it) with 2 CPU ranks (gloo): each rank its own vLLM
