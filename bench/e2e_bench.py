@@ -167,11 +167,16 @@ def aggregate(seeds: list[dict]) -> dict:
                                                for a in arms},
                  "frontier": {a: mean_se([s["summary"]["frontier"][a]["share"] for s in seeds]) for a in arms},
                  "frontier_noise_floor": frontier_noise_floor(seeds) if "per_problem_start" in seeds[0] else None}
+    # a seed where B ended at or below the start has no speed-up to measure: every arm "reaches"
+    # B's final at its first evaluation (the profile's arms after paying for it), so the ratio is
+    # undefined there, not missed
+    defined = [s for s in seeds if not s["summary"]["target_B_final"] <= s.get("initial_accuracy", float("-inf"))]
     ratios = {}
     for key in ("B_over_A", "C_over_A", "A0_over_A"):
-        vals = [s["summary"]["ratios_charged"][key] for s in seeds]
+        vals = [s["summary"]["ratios_charged"][key] for s in defined]
         got = [v for v in vals if v is not None]
-        ratios[key] = {**(mean_se(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(vals)}
+        ratios[key] = {**(mean_se(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(vals),
+                       "undefined_in_seeds": len(seeds) - len(defined)}
     out["rollout_ratios_charged"] = ratios
     diff = np.array([s["summary"]["final_accuracy"]["A"] - s["summary"]["final_accuracy"]["B"] for s in seeds])
     # two standard errors of A - B, the larger one counts: over seeds (paired by seed; the seeds share
@@ -185,9 +190,9 @@ def aggregate(seeds: list[dict]) -> dict:
     out["goals"] = {
         "informative_ratio_A >= 0.8": out["informative_rollout_ratio"]["A"]["mean"] >= GOALS["informative_ratio_A"],
         "A reaches B's final with >= 2x fewer rollouts": bool(b_ratio and b_ratio >= GOALS["fewer_rollouts_than_B"]
-                                                              and ratios["B_over_A"]["reached_in_seeds"] == len(seeds)),
+                                                              and ratios["B_over_A"]["reached_in_seeds"] == len(defined) > 0),
         "... and >= 1.5x fewer than C": bool(c_ratio and c_ratio >= GOALS["fewer_rollouts_than_C"]
-                                              and ratios["C_over_A"]["reached_in_seeds"] == len(seeds)),
+                                              and ratios["C_over_A"]["reached_in_seeds"] == len(defined) > 0),
         "A - B >= 3 SE": out["A_minus_B"]["in_se"] >= GOALS["A_minus_B_in_se"],
         "frontier A >= 0.3 and > B": (out["frontier"]["A"]["mean"] >= GOALS["frontier_A"]
                                       and out["frontier"]["A"]["mean"] > out["frontier"]["B"]["mean"]),

@@ -195,7 +195,9 @@ def e2e_lines(r: dict) -> list[str]:
     lines.append("")
     for key, x in s["rollout_ratios_charged"].items():
         lines.append(f"- rollouts to B's final accuracy, {key.replace('_over_', ' / ')} (profile charged): {ms(x)}; "
-                     f"reached in {x['reached_in_seeds']} of {x['seeds']} seeds")
+                     f"reached in {x['reached_in_seeds']} of {x['seeds']} seeds"
+                     + (f" (undefined in {x['undefined_in_seeds']}: B ended at or below the start)"
+                        if x.get("undefined_in_seeds") else ""))
     floor = s.get("frontier_noise_floor")
     if floor is not None:
         lines.append(f"- frontier noise floor: {_fmt(floor)} of the problems at 0/{r['eval_k']} in one start evaluation "
@@ -210,6 +212,8 @@ def e2e_lines(r: dict) -> list[str]:
                          f"{n.replace('amortized_', 'profile / ')}: " + ", ".join(f"{a} {_fmt(v)}" for a, v in per.items())
                          for n, per in reach.items()))
     lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
+    if r.get("seed_code_note"):
+        lines.append(f"- code per seed {r['seed_code']}: {r['seed_code_note']}")
     return lines
 
 

@@ -116,6 +116,15 @@ def test_seed_summary_charges_the_profile_and_amortizes_it():
     assert agg["A_minus_B"]["mean"] == pytest.approx(0.09)
     assert agg["goals"]["A reaches B's final with >= 2x fewer rollouts"]
     assert agg["goals"]["informative_ratio_A >= 0.8"] and agg["goals"]["frontier A >= 0.3 and > B"]
+    # a seed where B ended at or below its start: every arm "reaches" B's final at its first
+    # evaluation, so that seed's ratio is undefined (not a miss) and the goal is judged on the others
+    flat = {**s, "target_B_final": 0.40, "ratios_charged": {"B_over_A": None, "C_over_A": None, "A0_over_A": None}}
+    agg = aggregate([*seeds, {"arms": arms, "summary": flat, "initial_accuracy": 0.40}])
+    assert agg["rollout_ratios_charged"]["B_over_A"]["undefined_in_seeds"] == 1
+    assert agg["rollout_ratios_charged"]["B_over_A"]["reached_in_seeds"] == 2 == agg["rollout_ratios_charged"]["B_over_A"]["seeds"]
+    assert agg["goals"]["A reaches B's final with >= 2x fewer rollouts"]
+    agg = aggregate([{"arms": arms, "summary": flat, "initial_accuracy": 0.40}])
+    assert not agg["goals"]["A reaches B's final with >= 2x fewer rollouts"]  # no seed where it is defined
 
 
 def test_accuracy_at_a_budget():
@@ -203,10 +212,10 @@ def test_a_minus_b_error_pairs_problems_and_the_larger_error_decides():
     d = np.array([0.25, 0.25, 0.25])  # per problem, A - B averaged over the two seeds
     assert paired_se(seeds, "A", "B") == pytest.approx(d.std(ddof=1) / np.sqrt(3))  # 0: every problem moved alike
     arms = {a: _arm([(0, 0.4), (1000, 0.5)], 0) for a in ("A", "A0", "B", "C")}
-    summaries = [{"final_accuracy": {"A": 0.60, "A0": 0.5, "B": 0.50, "C": 0.5}, "final_se": {},
+    summaries = [{"final_accuracy": {"A": 0.60, "A0": 0.5, "B": 0.50, "C": 0.5}, "final_se": {}, "target_B_final": 0.5,
                   "ratios_charged": {"B_over_A": 2.0, "C_over_A": 1.0, "A0_over_A": 1.0},
                   "frontier": {a: {"share": 0.0} for a in arms}},
-                 {"final_accuracy": {"A": 0.64, "A0": 0.5, "B": 0.50, "C": 0.5}, "final_se": {},
+                 {"final_accuracy": {"A": 0.64, "A0": 0.5, "B": 0.50, "C": 0.5}, "final_se": {}, "target_B_final": 0.5,
                   "ratios_charged": {"B_over_A": 2.0, "C_over_A": 1.0, "A0_over_A": 1.0},
                   "frontier": {a: {"share": 0.0} for a in arms}}]
     agg = aggregate([{"arms": arms, "summary": summ, **extra} for summ, extra in zip(summaries, seeds, strict=True)])
