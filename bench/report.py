@@ -193,11 +193,24 @@ def e2e_lines(r: dict) -> list[str]:
         lines.append(f"| {arm} | {ms(s['final_accuracy'][arm])} | {ms(s['informative_rollout_ratio'][arm])} | "
                      f"{ms(s['frontier'][arm])} |")
     lines.append("")
+    lines.append("- mean +- SE over seeds (min-max); one final evaluation's own test-sampling SE, which more seeds "
+                 "do not shrink: " + ", ".join(f"{a} {_fmt(v)}" for a, v in s.get("final_se_test_sampling", {}).items()))
+    if "informative_rollout_ratio_charged" in s:
+        lines.append("- informative-rollout ratio with the profile's samples counted as rollouts that trained nothing: "
+                     + ", ".join(f"{a} {ms(v)}" for a, v in s["informative_rollout_ratio_charged"].items()))
+    if "frontier_A_minus_B" in s:
+        f = s["frontier_A_minus_B"]
+        lines.append(f"- frontier A - B, paired by seed: {_fmt(f['mean'])} +- {_fmt(f['se'])} ({_fmt(f['in_se'])} SE)")
     for key, x in s["rollout_ratios_charged"].items():
         lines.append(f"- rollouts to B's final accuracy, {key.replace('_over_', ' / ')} (profile charged): {ms(x)}; "
                      f"reached in {x['reached_in_seeds']} of {x['seeds']} seeds"
                      + (f" (undefined in {x['undefined_in_seeds']}: B ended at or below the start)"
                         if x.get("undefined_in_seeds") else ""))
+    if "rollouts_to_B_mean_final" in s:
+        c = s["rollouts_to_B_mean_final"]
+        lines.append(f"- the same against one target for every seed, B's mean final {_fmt(c['target'])}: " + "; ".join(
+            f"{o} / A {ms(c[o + '_over_A'])}, reached by both in {c[o + '_over_A']['reached_in_seeds']} of "
+            f"{c[o + '_over_A']['seeds']} seeds" for o in ("B", "C", "A0")))
     floor = s.get("frontier_noise_floor")
     if floor is not None:
         lines.append(f"- frontier noise floor: {_fmt(floor)} of the problems at 0/{r['eval_k']} in one start evaluation "
