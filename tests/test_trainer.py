@@ -257,11 +257,13 @@ def test_variance_schedule_resumes_its_group_size(tmp_path, warm_policy):
     batch_groups x G answers per step. Thresholds make the path certain whatever the rewards: every
     within-group variance of 0/1 rewards is below g_low = 0.99, so G halves after every step, 8 -> 4 -> 2."""
     quick_policy, world_tables = warm_policy
-    train = tmp_path / "train.parquet"
+    train, held = tmp_path / "train.parquet", tmp_path / "held.parquet"
     world_tables["train"].write_parquet(train)
+    world_tables["heldout"].head(8).write_parquet(held)  # every path given: nothing read from the working tree
     out = tmp_path / "run"
     base = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={quick_policy}", "-o", f"data.train={train}",
-            "-o", f"run.out={out}", "-o", "run.save_every=2", "-o", "run.eval_every=0", "-o", "run.progress=false"]
+            "-o", f"data.heldout={held}", "-o", f"run.out={out}", "-o", "run.save_every=2", "-o", "run.eval_every=0",
+            "-o", "run.progress=false"]
     base += [a for o in ("rollout.batch_groups=2", "rollout.group_size=8", "rollout.g_schedule=variance",
                          "rollout.g_min=2", "rollout.g_max=8", "rollout.g_window=1", "rollout.g_low=0.99",
                          "rollout.g_high=1.0") for a in ("-o", o)]
