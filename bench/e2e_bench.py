@@ -92,8 +92,10 @@ def paired_se(seeds: list[dict], a: str, b: str) -> float:
     difference averaged over seeds; both arms are scored on the same problems, so pairing them
     removes the problems' own difficulty from the error."""
     ids = sorted(seeds[0]["per_problem_final"][a])
-    d = np.array([np.mean([s["per_problem_final"][a][i] - s["per_problem_final"][b][i] for s in seeds]) for i in ids])
-    return float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+    from bench.common import mean_se
+
+    return mean_se([np.mean([s["per_problem_final"][a][i] - s["per_problem_final"][b][i] for s in seeds])
+                    for i in ids])["se"]
 
 
 def frontier_noise_floor(seeds: list[dict]) -> float:
@@ -158,11 +160,14 @@ def seed_summary(arms: dict[str, dict], start: pl.DataFrame, finals: dict[str, p
 
 
 def paired_over_seeds(seeds: list[dict], value) -> dict:
-    """Mean and SE over seeds of a per-seed difference `value(seed)` (paired by seed)."""
-    d = np.array([value(s) for s in seeds], dtype=np.float64)
-    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
-    return {"mean": float(d.mean()), "se": se, "in_se": float(d.mean() / se) if se > 0 else
-            (float("inf") * np.sign(d.mean()) if d.size > 1 and d.mean() else float("nan"))}
+    """Mean and SE over seeds of a per-seed difference `value(seed)` (paired by seed), and the mean
+    in units of that SE (infinite for a difference identical on every seed)."""
+    from bench.common import mean_se
+
+    d = mean_se([value(s) for s in seeds])
+    mean, se = d["mean"], d["se"]
+    return {"mean": mean, "se": se, "in_se": mean / se if se > 0 else
+            (float("inf") * np.sign(mean) if d["n"] > 1 and mean else float("nan"))}
 
 
 def aggregate(seeds: list[dict]) -> dict:
@@ -201,14 +206,14 @@ def aggregate(seeds: list[dict]) -> dict:
     out["rollouts_to_B_mean_final"] = {"target": common, "per_seed": reach, **{
         f"{o}_over_A": {**(mean_se(v) if (v := [r[o] / r["A"] for r in reach if r["A"] and r[o]]) else {}),
                         "reached_in_seeds": len(v), "seeds": len(seeds)} for o in ("B", "C", "A0")}}
-    diff = np.array([s["summary"]["final_accuracy"]["A"] - s["summary"]["final_accuracy"]["B"] for s in seeds])
     # two standard errors of A - B, the larger one counts: over seeds (paired by seed; the seeds share
     # one profile, so its own variance is not in it), and the test problems' sampling (paired by problem)
-    se_seeds = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else float("nan")
+    diff = paired_over_seeds(seeds, lambda s: s["summary"]["final_accuracy"]["A"] - s["summary"]["final_accuracy"]["B"])
+    se_seeds = diff["se"]
     se_eval = paired_se(seeds, "A", "B") if "per_problem_final" in seeds[0] else float("nan")
     se = float(np.nanmax([se_seeds, se_eval]))
-    out["A_minus_B"] = {"mean": float(diff.mean()), "se_over_seeds": se_seeds, "se_test_sampling": se_eval,
-                        "in_se": float(diff.mean() / se) if se > 0 else float("nan")}
+    out["A_minus_B"] = {"mean": diff["mean"], "se_over_seeds": se_seeds, "se_test_sampling": se_eval,
+                        "in_se": float(diff["mean"] / se) if se > 0 else float("nan")}
     out["frontier_A_minus_B"] = paired_over_seeds(seeds, lambda s: s["summary"]["frontier"]["A"]["share"]
                                                   - s["summary"]["frontier"]["B"]["share"])
 

@@ -17,6 +17,11 @@ def _fmt(x) -> str:
     return str(x)
 
 
+def _spread(x: dict) -> str:
+    """A mean_se dict as `mean +- SE (min-max)`; `n/a` for an empty one."""
+    return f"{_fmt(x.get('mean'))} +- {_fmt(x.get('se'))} ({_fmt(x.get('min'))}-{_fmt(x.get('max'))})" if x else "n/a"
+
+
 def summary_lines(name: str, r: dict) -> list[str]:
     if name == "verify":
         return [f"- clean: {_fmt(r['clean']['verdicts_per_s'])} verdicts/s (goal >= 500)",
@@ -178,9 +183,6 @@ def e2e_lines(r: dict) -> list[str]:
         return ["- (a result of an older layout: rerun `grpo bench e2e`)"]
     s = r["summary"]
 
-    def ms(x: dict) -> str:
-        return f"{_fmt(x.get('mean'))} +- {_fmt(x.get('se'))} ({_fmt(x.get('min'))}-{_fmt(x.get('max'))})" if x else "n/a"
-
     lines = [f"- budget {r['budget_total_rollouts']} total rollouts per arm, of which the offline profile "
              f"(charged to A and C) is {r['profile_samples']}; pool {r['pool']} problems, {r['pool_after_offline_filter']} "
              f"after C's filter; test accuracy is mean@{r['eval_k']} on the test split; {len(r['seeds'])} seeds", "",
@@ -190,26 +192,26 @@ def e2e_lines(r: dict) -> list[str]:
              "| arm | final test accuracy | informative-rollout ratio | frontier moved (<= 0.1 -> >= 0.5) |",
              "| --- | --- | --- | --- |"]
     for arm in s["final_accuracy"]:
-        lines.append(f"| {arm} | {ms(s['final_accuracy'][arm])} | {ms(s['informative_rollout_ratio'][arm])} | "
-                     f"{ms(s['frontier'][arm])} |")
+        lines.append(f"| {arm} | {_spread(s['final_accuracy'][arm])} | {_spread(s['informative_rollout_ratio'][arm])} | "
+                     f"{_spread(s['frontier'][arm])} |")
     lines.append("")
     lines.append("- mean +- SE over seeds (min-max); one final evaluation's own test-sampling SE, which more seeds "
                  "do not shrink: " + ", ".join(f"{a} {_fmt(v)}" for a, v in s.get("final_se_test_sampling", {}).items()))
     if "informative_rollout_ratio_charged" in s:
         lines.append("- informative-rollout ratio with the profile's samples counted as rollouts that trained nothing: "
-                     + ", ".join(f"{a} {ms(v)}" for a, v in s["informative_rollout_ratio_charged"].items()))
+                     + ", ".join(f"{a} {_spread(v)}" for a, v in s["informative_rollout_ratio_charged"].items()))
     if "frontier_A_minus_B" in s:
         f = s["frontier_A_minus_B"]
         lines.append(f"- frontier A - B, paired by seed: {_fmt(f['mean'])} +- {_fmt(f['se'])} ({_fmt(f['in_se'])} SE)")
     for key, x in s["rollout_ratios_charged"].items():
-        lines.append(f"- rollouts to B's final accuracy, {key.replace('_over_', ' / ')} (profile charged): {ms(x)}; "
+        lines.append(f"- rollouts to B's final accuracy, {key.replace('_over_', ' / ')} (profile charged): {_spread(x)}; "
                      f"reached in {x['reached_in_seeds']} of {x['seeds']} seeds"
                      + (f" (undefined in {x['undefined_in_seeds']}: B ended at or below the start)"
                         if x.get("undefined_in_seeds") else ""))
     if "rollouts_to_B_mean_final" in s:
         c = s["rollouts_to_B_mean_final"]
         lines.append(f"- the same against one target for every seed, B's mean final {_fmt(c['target'])}: " + "; ".join(
-            f"{o} / A {ms(c[o + '_over_A'])}, reached by both in {c[o + '_over_A']['reached_in_seeds']} of "
+            f"{o} / A {_spread(c[o + '_over_A'])}, reached by both in {c[o + '_over_A']['reached_in_seeds']} of "
             f"{c[o + '_over_A']['seeds']} seeds" for o in ("B", "C", "A0")))
     floor = s.get("frontier_noise_floor")
     if floor is not None:
@@ -232,9 +234,6 @@ def e2e_lines(r: dict) -> list[str]:
 
 def gsweep_lines(r: dict) -> list[str]:
     """The G sweep's table: per arm over seeds, equal answers per step and equal total rollouts."""
-    def ms(x: dict) -> str:
-        return f"{_fmt(x.get('mean'))} +- {_fmt(x.get('se'))} ({_fmt(x.get('min'))}-{_fmt(x.get('max'))})" if x else "n/a"
-
     s = r["summary"]
     lines = [f"- {r['budget_total_rollouts']} total rollouts per arm, {r['step_answers']} answers per step, "
              f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile)", "",
@@ -242,19 +241,19 @@ def gsweep_lines(r: dict) -> list[str]:
              "| under-filled steps | training seconds |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, a in s["arms"].items():
-        lines.append(f"| {name} | {ms(a['final_accuracy'])} | {ms(a['informative_rollout_ratio'])} | "
-                     f"{ms(a['baseline_variance'])} | {ms(a['samples_per_problem'])} | {ms(a['rounds_per_step'])} | "
-                     f"{ms(a['underfilled_share'])} | {ms(a['seconds'])} |")
+        lines.append(f"| {name} | {_spread(a['final_accuracy'])} | {_spread(a['informative_rollout_ratio'])} | "
+                     f"{_spread(a['baseline_variance'])} | {_spread(a['samples_per_problem'])} | {_spread(a['rounds_per_step'])} | "
+                     f"{_spread(a['underfilled_share'])} | {_spread(a['seconds'])} |")
     if "best_fixed" in s:
         x = s["allocate_fewer_rollouts_than_best_fixed"]
-        reached = ms(x) if x["reached_in_seeds"] else "not reached"
+        reached = _spread(x) if x["reached_in_seeds"] else "not reached"
         lines += ["", f"- best fixed G (picked on this test split: optimistic for it): {s['best_fixed']}; rollouts to "
                   f"its final accuracy, best / allocate: {reached} (reached in {x['reached_in_seeds']} of "
                   f"{x['seeds']} seeds)"]
         lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
     if r.get("kl_grid"):
         lines += ["", "| KL arm | final test accuracy | KL reached (last quarter of steps) |", "| --- | --- | --- |"]
-        lines += [f"| {n} | {ms(a['final_accuracy'])} | {ms(a['kl_reached'])} |" for n, a in r["kl_grid"].items()]
+        lines += [f"| {n} | {_spread(a['final_accuracy'])} | {_spread(a['kl_reached'])} |" for n, a in r["kl_grid"].items()]
     return lines
 
 
