@@ -385,14 +385,38 @@ def _build(cls, values: dict, path: str):
     kwargs = {}
     for name, value in values.items():
         f = fields[name]
+        where = f"{path}.{name}" if path else name
         sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
         if sub is not None and dataclasses.is_dataclass(sub):
-            kwargs[name] = _build(sub, value, f"{path}.{name}" if path else name)
-        elif isinstance(value, list):
+            kwargs[name] = _build(sub, value, where)
+        elif isinstance(value, list) and f.type not in _NUMBER:
             kwargs[name] = tuple(value)
         else:
-            kwargs[name] = value
+            kwargs[name] = _scalar(value, f.type, where)
     return cls(**kwargs)
+
+
+_NUMBER = {"float": float, "float | None": float, "int": int, "int | None": int}
+
+
+def _scalar(value, annotation: str, where: str):
+    """A number field's value as that number. YAML reads `3e-5` or `1e3` (no dot) as strings; they
+    are taken as numbers here (1e3 as the integer 1000 for an integer field), and anything that is
+    not a number (or not whole, for an integer field) is an error naming the key."""
+    kind = _NUMBER.get(annotation)
+    if kind is None or value is None and annotation.endswith("None"):
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise ValueError(f"{where}: expected a number, got {value!r}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{where}: expected a number, got {value!r}") from None
+    if kind is float:
+        return number
+    if not number.is_integer():
+        raise ValueError(f"{where}: expected an integer, got {value!r}")
+    return int(number)
 
 
 def _set_dotted(tree: dict, dotted: str, value) -> None:

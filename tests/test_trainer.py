@@ -34,6 +34,22 @@ def test_config_overrides_unknown_keys_and_bad_combinations(tmp_path):
         load_config(None, ["algo.advantage=ppo"])
 
 
+def test_config_numbers_written_without_a_dot_are_numbers_and_bad_ones_name_the_key(tmp_path):
+    # YAML reads 3e-5 (no dot) as a string; it reached AdamW as '3e-5' and failed inside torch
+    f = tmp_path / "c.yaml"
+    f.write_text("train:\n  optim: {lr: 3e-5}\n")
+    assert load_config(f).optim.lr == pytest.approx(3e-5)
+    cfg = load_config(None, ["optim.lr=1e-4", "run.max_rollouts=7e3", "scheduler.max_prior_k=null"])
+    assert cfg.optim.lr == pytest.approx(1e-4) and cfg.run.max_rollouts == 7000 and type(cfg.run.max_rollouts) is int
+    assert cfg.scheduler.max_prior_k is None
+    for bad, message in [("optim.lr=fast", "optim.lr: expected a number, got 'fast'"),
+                         ("optim.lr=true", "optim.lr: expected a number, got True"),
+                         ("optim.lr=[1]", "optim.lr: expected a number"),
+                         ("rollout.group_size=2.5", "rollout.group_size: expected an integer, got 2.5")]:
+        with pytest.raises(ValueError, match=message.replace("[", "\\[")):
+            load_config(None, [bad])
+
+
 class FixedEngine:
     """Test double: group i answers correctly `pattern[i]` times out of G."""
 
