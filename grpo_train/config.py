@@ -373,7 +373,9 @@ def schedule_steps(cfg: TrainConfig, world: int = 1) -> int:
     return steps * cfg.optim.minibatches
 
 
-def _build(cls, values: dict, path: str):
+def build_section(cls, values: dict, path: str):
+    """An instance of the dataclass `cls` from a mapping: nested sections built the same way, unknown
+    keys and non-numbers in number fields are errors naming the key (`path`.name), lists become tuples."""
     if not isinstance(values, dict):
         raise ValueError(f"{path or 'config'}: expected a mapping, got {type(values).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -388,7 +390,7 @@ def _build(cls, values: dict, path: str):
         where = f"{path}.{name}" if path else name
         sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
         if sub is not None and dataclasses.is_dataclass(sub):
-            kwargs[name] = _build(sub, value, where)
+            kwargs[name] = build_section(sub, value, where)
         elif isinstance(value, list) and f.type not in _NUMBER:
             kwargs[name] = tuple(value)
         else:
@@ -406,16 +408,17 @@ def _scalar(value, annotation: str, where: str):
     kind = _NUMBER.get(annotation)
     if kind is None or value is None and annotation.endswith("None"):
         return value
+    wanted = "a number" if kind is float else "an integer"
     if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise ValueError(f"{where}: expected a number, got {value!r}")
+        raise ValueError(f"{where}: expected {wanted}, got {value!r}")
     try:
         number = float(value)
     except ValueError:
-        raise ValueError(f"{where}: expected a number, got {value!r}") from None
+        raise ValueError(f"{where}: expected {wanted}, got {value!r}") from None
     if kind is float:
         return number
     if not number.is_integer():
-        raise ValueError(f"{where}: expected an integer, got {value!r}")
+        raise ValueError(f"{where}: expected {wanted}, got {value!r}")
     return int(number)
 
 
@@ -481,7 +484,7 @@ def config_from_tree(tree: dict, overrides: list[str] | None = None) -> TrainCon
             raise ValueError(f"override {item!r} must look like key.sub=value")
         key, raw = item.split("=", 1)
         _set_dotted(tree, key.strip(), yaml.safe_load(raw))
-    return _build(TrainConfig, tree, "")
+    return build_section(TrainConfig, tree, "")
 
 
 def to_dict(cfg) -> dict:

@@ -186,12 +186,10 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     if spec.get("model"):
         model = spec["model"]
     else:
-        import dataclasses
-
         from grpo_train.bootstrap import BootstrapConfig, bootstrap
+        from grpo_train.config import build_section
 
-        b = spec.get("bootstrap", {}) or {}
-        bcfg = dataclasses.replace(BootstrapConfig(), **{k: v for k, v in b.items() if k in ("seed", "steps", "batch_size", "lr")})
+        bcfg = build_section(BootstrapConfig, spec.get("bootstrap", {}) or {}, "bootstrap")
         if "sft" not in paths:
             raise ValueError(f"{path}: the warm start needs the world's SFT split; give `model:` for a dataset")
         model = str(bootstrap(pl.read_parquet(paths["sft"]), out / "policy-warm", bcfg))

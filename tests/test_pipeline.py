@@ -13,6 +13,18 @@ from pipelines.pipeline import deep_merge, load_spec
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def test_bootstrap_section_is_checked_like_the_train_config():
+    # it used to keep only seed/steps/batch_size/lr and drop every other key without a word
+    from grpo_train.bootstrap import BootstrapConfig
+    from grpo_train.config import build_section
+
+    cfg = build_section(BootstrapConfig, {"lr": "3e-3", "steps": 5, "warmup_steps": 2, "model": {"num_layers": 2}}, "bootstrap")
+    assert (cfg.lr, cfg.steps, cfg.warmup_steps, cfg.model.num_layers) == (0.003, 5, 2, 2)
+    with pytest.raises(ValueError, match="unknown config key\\(s\\) bootstrap.warmup; accepted under bootstrap: seed"):
+        build_section(BootstrapConfig, {"warmup": 2}, "bootstrap")
+    with pytest.raises(ValueError, match="bootstrap.steps: expected an integer, got 'many'"):
+        build_section(BootstrapConfig, {"steps": "many"}, "bootstrap")
+
 def test_spec_loading_and_quick_merge(tmp_path):
     spec = load_spec(ROOT / "pipelines" / "arith_demo.yaml", quick=True)
     assert spec["world"]["scale"] == 0.25 and spec["out"].endswith("-quick")
