@@ -66,6 +66,13 @@ class Sizing:
             raise ValueError(f"group sizing needs 2 <= n_min <= n_max, 0 < target < 1, 1 <= round_size <= n_max, "
                              f"candidates >= 1; got {self}")
 
+    def plan(self, weights: np.ndarray, values: np.ndarray, budget: int) -> Allocation:
+        """The `allocate` mode's sizes for these candidates' posteriors within `budget` answers, by
+        `objective`: `allocate_marginal` or `allocate` (see `expected_informative` for the arrays)."""
+        if self.objective == "marginal":
+            return allocate_marginal(weights, values, budget, self.n_min, self.n_max)
+        return allocate(weights, values, budget, self.target, self.n_min, self.n_max)
+
 
 def p_informative(p: np.ndarray, n: np.ndarray | int) -> np.ndarray:
     """P(a group of n answers holds both a right and a wrong one) at pass rate p; broadcasts."""

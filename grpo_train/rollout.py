@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from grpo_data.allocation import Sizing, allocate, allocate_marginal, expected_informative, needs_more
+from grpo_data.allocation import Sizing, expected_informative, needs_more
 from grpo_data.engines import Completion
 from grpo_data.rewards import Answer, build_reward
 from grpo_data.rollouts import RolloutSampler, ScoredGroup
@@ -327,10 +327,7 @@ class RolloutBatcher:
         plans = []
         for r in range(self.world_size):
             rows = np.arange(r, offered.size, self.world_size)
-            if z.objective == "marginal":
-                plan = allocate_marginal(weights[rows], values[rows], share, z.n_min, z.n_max)
-            else:
-                plan = allocate(weights[rows], values[rows], share, z.target, z.n_min, z.n_max)
+            plan = z.plan(weights[rows], values[rows], share)
             if plan.chosen.size == 0:
                 best = rows[int(np.argmax(expected_informative(weights[rows], values[rows], z.n_min)))]
                 plans.append((offered[[best]], np.array([z.n_min], dtype=np.int64)))

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from grpo_data.allocation import (
+    Sizing,
     VarianceSchedule,
     allocate,
     allocate_marginal,
@@ -117,6 +118,14 @@ def test_marginal_allocation_by_hand():
     assert a.chosen.tolist() == [0, 1] and a.sizes.tolist() == [4, 4] and a.rollouts == 8
     assert a.expected == pytest.approx([1 - 2 * 0.5**4, 1 - 0.9**4 - 0.1**4])
 
+
+
+def test_sizing_plan_follows_its_objective():
+    w, v = point([0.5, 0.9])
+    marginal = Sizing("allocate", n_min=2, n_max=32).plan(w, v, 8)
+    assert marginal.sizes.tolist() == [4, 4]  # the hand-computed knapsack above
+    target = Sizing("allocate", target=0.8, n_min=2, n_max=32, objective="target").plan(w, v, 64)
+    assert target.sizes.tolist() == allocate(w, v, 64, 0.8, 2, 32).sizes.tolist() != marginal.sizes.tolist()
 
 def test_marginal_allocations_grow_toward_0_and_1_and_never_pass_the_budget():
     w, v = point([0.5, 0.7, 0.9, 0.3, 0.1])
