@@ -41,7 +41,9 @@ class DiagnosticsConfig:
     median); length_growth: completion length this many times the baseline's with truncation_min
     of answers truncated is a runaway; zero_var_jump: recent zero-variance fraction this much above
     the baseline's is a surge; dry_occupancy: band occupancy below this, or under-filled batches in
-    dry_underfilled of the window's steps, is the band running dry."""
+    dry_underfilled of the window's steps, is the band running dry; regression_z /
+    regression_min_drop: a held-out evaluation below the run's first by at least regression_min_drop
+    and regression_z standard errors (paired over problems) is a regression (`heldout_regression`)."""
 
     enabled: bool = True
     window: int = 10
@@ -57,6 +59,8 @@ class DiagnosticsConfig:
     zero_var_jump: float = 0.25
     dry_occupancy: float = 0.02
     dry_underfilled: float = 0.5
+    regression_z: float = 3.0
+    regression_min_drop: float = 0.02
 
 
 @dataclass(frozen=True)
@@ -202,6 +206,31 @@ def band_dry(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
         return None
     return (f"the band is running dry: {'; '.join(seen)}. Try: a wider band (scheduler.lo/hi), more data, a "
             "refresh (scheduler.refresh_every), more resampling rounds (rollout.max_rounds)")
+
+
+def heldout_regression(first: np.ndarray, now: np.ndarray, cfg: DiagnosticsConfig,
+                       levels: np.ndarray | None = None) -> str | None:
+    """A held-out evaluation against the run's first, problem by problem (`first`, `now`: each
+    problem's share of correct samples, same problems in the same order): None, or what fell when
+    the mean drop is at least regression_min_drop and regression_z standard errors of the paired
+    differences. The train-side detectors cannot see this: the band scheduler keeps the batch pass
+    rate near its band whatever the policy's accuracy does."""
+    first, now = np.asarray(first, dtype=np.float64), np.asarray(now, dtype=np.float64)
+    if first.shape != now.shape or first.size < 2:
+        return None
+    diff = now - first
+    drop, se = -float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size))
+    if drop < cfg.regression_min_drop or drop < cfg.regression_z * se:
+        return None
+    worst = ""
+    if levels is not None:
+        by = {lv: float(diff[levels == lv].mean()) for lv in np.unique(levels)}
+        fell = sorted((lv for lv in by if by[lv] < 0), key=lambda lv: by[lv])[:3]
+        worst = "; most on level(s) " + ", ".join(f"{lv} ({by[lv]:+.3f})" for lv in fell) if fell else ""
+    return (f"held-out regression: accuracy fell from {first.mean():.3f} to {now.mean():.3f} ({-drop:+.3f}, "
+            f"{drop / se if se else float('inf'):.1f} SE paired over {diff.size} problems){worst}. Training is "
+            "unlearning what the starting policy could do. Try: a lower optim.lr or warmup (optim.warmup_steps), "
+            "a KL term (algo.kl_beta), and an earlier checkpoint (checkpoints/)")
 
 
 class Health:

@@ -36,7 +36,7 @@ from grpo_data.rollouts import RolloutSampler
 from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_data.stats import majority_correct, pass_at_k
 from grpo_train.config import TrainConfig, dump_config, schedule_steps
-from grpo_train.diagnostics import Health
+from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
 
 logger = logging.getLogger(__name__)
@@ -510,6 +510,7 @@ class Trainer:
         n_correct, majority = eval_counts(self.eval_sampler, self.heldout, k, self.rank, self.world, self._all_gather)
         out = eval_summary(self.heldout, n_correct, majority, k)
         if self.is_main:  # per problem, for frontier and per-problem analyses (bench/e2e_bench.py)
+            self._check_regression(out, n_correct / k)
             table = self.heldout.select("id", *(["level"] if "level" in self.heldout.columns else []))
             io.write_parquet(self.run_dir / "evals" / f"step-{self.step:06d}.parquet",
                              table.with_columns(pl.Series("n_correct", n_correct), pl.lit(k).alias("k")))
@@ -518,6 +519,23 @@ class Trainer:
         self.metrics.write(out)
         logger.info("step %d: held-out accuracy %.3f", self.step, out["heldout_accuracy"])
         return out
+
+    def _check_regression(self, record: dict, correct: np.ndarray) -> None:
+        """Against the run's first evaluation of the same problems (its per-problem file; none yet
+        at the first): `diag_heldout_regression` on the record, and a warning while it holds."""
+        if not self.cfg.diagnostics.enabled:
+            return
+        files = sorted((self.run_dir / "evals").glob("step-*.parquet"))
+        first = pl.read_parquet(files[0]) if files else None
+        if first is None or first["id"].to_list() != self.heldout["id"].to_list():
+            return
+        levels = self.heldout["level"].to_numpy() if "level" in self.heldout.columns else None
+        message = heldout_regression((first["n_correct"] / first["k"]).to_numpy(), correct, self.cfg.diagnostics,
+                                     levels)
+        record["diag_heldout_regression"] = float(message is not None)
+        if message:
+            record["warnings"] = [{"name": "heldout_regression", "message": message}]
+            logger.warning("step %d: %s", self.step, message)
 
     # ------------------------------------------------------------ checkpoints
     def save_checkpoint(self) -> Path:

@@ -146,11 +146,12 @@ def run_config(run_dir: Path) -> tuple[str, dict]:
 
 
 def warnings_panel(trains: list[dict]) -> str:
-    """Each detector's on-steps as a bar, its warnings as markers; and the messages as a table."""
+    """Each detector's on-steps as a bar, its warnings as markers; and the messages as a table.
+    `trains` may hold evaluation records too: the held-out regression check marks those."""
     from grpo_train.diagnostics import DETECTORS
 
     plt = _plt()
-    names = list(DETECTORS)
+    names = [*DETECTORS, "heldout_regression"]
     fig, ax = plt.subplots(figsize=(6.4, 0.35 * len(names) + 1.0))
     for row, name in enumerate(names):
         on = [r["step"] for r in trains if r.get(f"diag_{name}")]
@@ -182,7 +183,7 @@ def summary_rows(trains: list[dict], evals: list[dict]) -> list[tuple[str, str]]
         extra = [k for k in final if k.startswith(("heldout_pass_at_", "heldout_maj_at_"))]
         rows += [(k.replace("heldout_", "").replace("_at_", "@"), f"{first.get(k, float('nan')):.3f} -> {final[k]:.3f}")
                  for k in extra]
-    rows.append(("health warnings", str(sum(len(r.get("warnings", [])) for r in trains))))
+    rows.append(("health warnings", str(sum(len(r.get("warnings", [])) for r in trains + evals))))
     return rows
 
 
@@ -225,7 +226,7 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
                                                                 "format_rate": "in the requested format"}, ylim=(-0.02, 1.02))))
     sections.append(("Optimizer", _lines("optimizer", trains, {"grad_norm": "gradient norm", "clip_fraction": "clip fraction",
                                                               "lr": "learning rate"})))
-    sections.append(("Health warnings", warnings_panel(trains)))
+    sections.append(("Health warnings", warnings_panel(sorted(trains + evals, key=lambda r: r["step"]))))
     sections.append(("Resolved config", f"<pre>{html.escape(config_text)}</pre>"))
     body = "".join(f'<section><h2>{html.escape(title)}</h2>{content}</section>' for title, content in sections)
     page = f"""<!doctype html><html><head><meta charset="utf-8"><title>GRPO run report: {html.escape(str(run_dir))}</title>

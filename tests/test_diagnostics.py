@@ -128,3 +128,47 @@ def test_resume_inside_an_episode_does_not_warn_again():
     assert [w.name for w in fired] == ["kl_blowup"]
     resumed = Health(DiagnosticsConfig(), history=records[:25])  # records carry diag_kl_blowup
     assert [w for r in records[25:] for w in resumed.observe(r)] == []
+
+
+def test_heldout_regression_fires_on_a_paired_drop_beyond_the_noise():
+    from grpo_train.diagnostics import heldout_regression
+
+    rng = np.random.default_rng(0)
+    levels = np.repeat(np.arange(1, 5), 100)
+    first = rng.binomial(4, np.repeat([0.9, 0.7, 0.5, 0.2], 100)) / 4
+    cfg = DiagnosticsConfig()
+    assert heldout_regression(first, first, cfg) is None
+    noisy = np.clip(first + rng.choice([-0.25, 0.0, 0.25], size=first.size), 0, 1)  # resampling noise, no trend
+    assert heldout_regression(first, noisy, cfg) is None
+    worse = first.copy()
+    worse[levels == 1] -= 0.5  # level 1 loses half its accuracy: -0.125 overall
+    message = heldout_regression(first, worse, cfg, levels)
+    assert message is not None and message.startswith(f"held-out regression: accuracy fell from {first.mean():.3f}")
+    assert "(-0.125," in message and "most on level(s) 1 (-0.500)" in message and "optim.lr" in message
+    assert heldout_regression(first, worse, DiagnosticsConfig(regression_min_drop=0.2)) is None  # too small to count
+    assert heldout_regression(first, worse[:-1], cfg) is None  # not the same problems: no comparison
+
+
+def test_the_trainer_marks_an_evaluation_that_regressed(tmp_path):
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from grpo_train.config import load_config
+    from grpo_train.trainer import Trainer
+
+    heldout = pl.DataFrame({"id": [f"p{i}" for i in range(200)], "level": [1 + i % 2 for i in range(200)]})
+    (tmp_path / "evals").mkdir()
+    heldout.with_columns(pl.Series("n_correct", [4] * 200), pl.lit(4).alias("k")).write_parquet(
+        tmp_path / "evals" / "step-000000.parquet")
+    trainer = SimpleNamespace(cfg=load_config(None, []), run_dir=tmp_path, heldout=heldout, step=20)
+    record = {}
+    Trainer._check_regression(trainer, record, np.array([1.0] * 100 + [0.5] * 100))
+    assert record["diag_heldout_regression"] == 1.0 and record["warnings"][0]["name"] == "heldout_regression"
+    record = {}
+    Trainer._check_regression(trainer, record, np.ones(200))
+    assert record == {"diag_heldout_regression": 0.0}
+    trainer.heldout = heldout.reverse()  # other problems (or order) than the first evaluation: no comparison
+    record = {}
+    Trainer._check_regression(trainer, record, np.zeros(200))
+    assert record == {}

@@ -62,6 +62,18 @@ def test_report_is_one_self_contained_page(tmp_path):
     assert "no profiles" not in page  # found beside the run, as the demo lays them out
 
 
+
+def test_report_shows_a_heldout_regression_from_an_evaluation(tmp_path):
+    run = fake_run(tmp_path / "run")
+    lines = (run / "metrics.jsonl").read_text().splitlines()
+    last = json.loads(lines[-1])
+    last.update(heldout_accuracy=0.30, diag_heldout_regression=1.0,
+                warnings=[{"name": "heldout_regression", "message": "held-out regression: accuracy fell from 0.410"}])
+    (run / "metrics.jsonl").write_text("\n".join([*lines[:-1], json.dumps(last)]) + "\n")
+    page = write_report(run).read_text()
+    assert "<td>30</td><td>heldout_regression</td><td>held-out regression: accuracy fell from 0.410" in page
+    assert "<th>health warnings</th><td>2</td>" in page  # the KL blow-up and the regression
+
 def test_report_says_what_is_missing(tmp_path):
     run = fake_run(tmp_path / "train")
     lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
