@@ -98,6 +98,8 @@ def summary_lines(name: str, r: dict) -> list[str]:
         return e2e_lines(r)
     if name == "gsweep":
         return gsweep_lines(r)
+    if name == "demo_lr":
+        return demo_lr_lines(r)
     if name == "e2e_select":
         return [f"- arm A (seed {r['seed']}, {r['budget_total_rollouts']} total rollouts) on the validation split: "
                 + ", ".join(f"{n} {_fmt(x['final_val_accuracy'])} +- {_fmt(x['final_val_se'])}" for n, x in r["runs"].items())
@@ -230,6 +232,17 @@ def e2e_lines(r: dict) -> list[str]:
     if r.get("seed_code_note"):
         lines.append(f"- code per seed {r['seed_code']}: {r['seed_code_note']}")
     return lines
+
+
+def demo_lr_lines(r: dict) -> list[str]:
+    """The demo's learning rate on validation: per seed start -> final for each rate, the mean."""
+    lines = [f"- the demo's training from each seed's warm start, evaluated on validation (every "
+             f"{r['eval_every_steps']} steps); chosen: lr {_fmt(r['chosen_lr'])} (highest mean final)"]
+    for lr, o in r["over_seeds"].items():
+        seeds = ", ".join(f"seed {s} {_fmt(x[lr]['start'])} -> {_fmt(x[lr]['final'])}"
+                          + (" (regressed)" if x[lr]["regressed"] else "") for s, x in r["per_seed"].items() if lr in x)
+        lines.append(f"- lr {lr}: final {_spread(o['final'])}, change {_spread(o['change'])}; {seeds}")
+    return lines + ([f"- {r['note']}"] if r.get("note") else [])
 
 
 def gsweep_lines(r: dict) -> list[str]:

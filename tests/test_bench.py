@@ -267,3 +267,17 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
     assert all(out["goals"].values())
     lines = gsweep_lines({"summary": out, "budget_total_rollouts": 4000, "step_answers": 128, "seeds": [0, 1]})
     assert any(line.startswith("| allocate | 0.62") for line in lines)
+
+
+def test_demo_lr_choice_is_the_best_mean_validation_final_and_flags_regressions():
+    from bench.demo_lr_bench import summarize
+
+    curves = {0: {1e-4: [(0, 0.78, 0.01), (23, 0.76, 0.01)], 3e-5: [(0, 0.78, 0.01), (23, 0.84, 0.01)]},
+              2: {1e-4: [(0, 0.54, 0.01), (6, 0.30, 0.01)], 3e-5: [(0, 0.54, 0.01), (8, 0.52, 0.01), (23, 0.55, 0.01)]}}
+    r = summarize(curves)
+    assert r["chosen_lr"] == pytest.approx(3e-5)
+    assert r["over_seeds"]["3e-05"]["final"]["mean"] == pytest.approx((0.84 + 0.55) / 2)
+    assert r["over_seeds"]["0.0001"]["change"]["mean"] == pytest.approx((-0.02 - 0.24) / 2)
+    # a fall beyond 2 SE of the two evaluations (hypot(0.01, 0.01) = 0.014) is a regression; -0.02 is not
+    assert r["per_seed"]["2"]["0.0001"]["regressed"] and not r["per_seed"]["0"]["0.0001"]["regressed"]
+    assert not r["per_seed"]["2"]["3e-05"]["regressed"]

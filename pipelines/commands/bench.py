@@ -6,11 +6,12 @@ import argparse
 import json
 
 HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, gsweep, "
+        "demo_lr, "
         "all); "
         "results to bench/results/")
 
 BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", "e2e", "memory", "trl", "variants",
-           "gsweep")
+           "gsweep", "demo_lr")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,6 +66,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
         from bench import gsweep_bench
 
         result = gsweep_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2), kl=not quick)
+    elif name == "demo_lr":  # the demo's learning rate, on validation over the demo's seeds
+        from bench import demo_lr_bench
+
+        result = demo_lr_bench.run(seeds=(0,) if quick else demo_lr_bench.SEEDS)
     elif name == "e2e_select":  # settings chosen on the validation split, before the headline
         from bench import e2e_bench
 
@@ -82,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     out_dir = Path(args.out_dir) if args.out_dir else None
-    names = BENCHES if args.name == "all" else (args.name,)
+    # demo_lr trains from the demo folders (`grpo demo --seed N`), which `all` does not build
+    names = tuple(b for b in BENCHES if b != "demo_lr") if args.name == "all" else (args.name,)
     results = {}
     for name in names:
         results[name] = run_one(name, args.quick, out_dir)
