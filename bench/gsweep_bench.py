@@ -35,7 +35,7 @@ KL_GROUP_SIZES = (4, 16)
 BUDGET = 7_000
 EVAL_EVERY = 1_000
 TRAINING = ("scheduler.name=band", "rollout.max_rounds=4", "rollout.dynamic_resampling=true", "rollout.max_tokens=128",
-            "optim.lr=0.0001", "optim.minibatches=1")
+            "optim.lr=3e-5", "optim.minibatches=1")  # lr: the demo's, chosen on validation (`grpo bench demo_lr`)
 
 
 def fixed(g: int) -> list[str]:
@@ -138,10 +138,18 @@ def plot(result: dict, path: Path) -> Path:
 
 
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-gsweep",
-        kl: bool = True) -> dict:
+        kl: bool = True, only: tuple[str, ...] | None = None) -> dict:
+    """Every arm (and the KL grid with `kl`) on every seed; `only` runs the named arms alone (a
+    partial sweep, marked as such in the result: the best fixed G is then the best of those run)."""
     from bench.common import RESULTS, cached_train_run
     from pipelines.stages import warm_policy, write_world
 
+    every = {**arms(), **(kl_arms() if kl else {})}
+    if only:
+        unknown = sorted(set(only) - set(every))
+        if unknown:
+            raise ValueError(f"unknown gsweep arm(s) {unknown}; arms: {', '.join(every)}")
+        every = {name: every[name] for name in only}
     out = Path(workdir)
     policy = warm_policy()
     paths = write_world("runs/world")
@@ -150,8 +158,9 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             *TRAINING, "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}", "run.eval_k=4",
             "run.save_every=0", "run.progress=false", f"run.max_rollouts={budget}"]
     inputs = [str(policy), str(paths["train"]), str(paths["test"])]
-    every = {**arms(), **(kl_arms() if kl else {})}
-    result = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "seeds": []}
+    result = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "seeds": [], "arms_run": list(every)}
+    if quick or only or len(seeds) < 3:
+        result["variant"] = ("quick " if quick else "") + f"partial: seeds {list(seeds)}, arms {list(every)}"
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         res = {}
         for name, overrides in every.items():

@@ -18,9 +18,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=[*BENCHES, "all"], help="which benchmark")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for smoke runs)")
     parser.add_argument("--out-dir", default=None, help="results folder (default bench/results)")
+    parser.add_argument("--arms", default=None, help="gsweep: run only these arms (comma-separated; a partial sweep)")
+    parser.add_argument("--seeds", default=None, help="gsweep: these seeds (comma-separated; default 0,1,2)")
 
 
-def run_one(name: str, quick: bool, out_dir) -> dict:
+def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None) -> dict:
     from bench.common import write_result
 
     if name == "verify":
@@ -65,7 +67,10 @@ def run_one(name: str, quick: bool, out_dir) -> dict:
     elif name == "gsweep":
         from bench import gsweep_bench
 
-        result = gsweep_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2), kl=not quick)
+        chosen = tuple(int(x) for x in seeds.split(",")) if seeds else (0,) if quick else (0, 1, 2)
+        named_kl = not arms or any(a.startswith("kl") for a in arms.split(","))
+        result = gsweep_bench.run(quick=quick, seeds=chosen, kl=not quick and named_kl,
+                                  only=tuple(arms.split(",")) if arms else None)
     elif name == "demo_lr":  # the demo's learning rate, on validation over the demo's seeds
         from bench import demo_lr_bench
 
@@ -91,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     names = tuple(b for b in BENCHES if b != "demo_lr") if args.name == "all" else (args.name,)
     results = {}
     for name in names:
-        results[name] = run_one(name, args.quick, out_dir)
+        results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds)
     if args.name == "all":
         from bench.report import write_readme
 
