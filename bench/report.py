@@ -242,6 +242,8 @@ def demo_lr_lines(r: dict) -> list[str]:
         seeds = ", ".join(f"seed {s} {_fmt(x[lr]['start'])} -> {_fmt(x[lr]['final'])}"
                           + (" (regressed)" if x[lr]["regressed"] else "") for s, x in r["per_seed"].items() if lr in x)
         lines.append(f"- lr {lr}: final {_spread(o['final'])}, change {_spread(o['change'])}; {seeds}")
+    lines += [f"- lr {_fmt(r['chosen_lr'])} minus lr {lr}, final, seed by seed: {_spread(x)}"
+              for lr, x in r.get("chosen_minus_other_by_seed", {}).items()]
     return lines + ([f"- {r['note']}"] if r.get("note") else [])
 
 

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import logging
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -374,8 +377,8 @@ def schedule_steps(cfg: TrainConfig, world: int = 1) -> int:
 
 
 def build_section(cls, values: dict, path: str):
-    """An instance of the dataclass `cls` from a mapping: nested sections built the same way, unknown
-    keys and non-numbers in number fields are errors naming the key (`path`.name), lists become tuples."""
+    """An instance of the dataclass `cls` from a mapping: nested sections built the same way, every
+    value checked against its field's type (`_coerce`), unknown keys are errors naming the key."""
     if not isinstance(values, dict):
         raise ValueError(f"{path or 'config'}: expected a mapping, got {type(values).__name__}")
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -384,6 +387,7 @@ def build_section(cls, values: dict, path: str):
         where = f"{path}." if path else ""
         raise ValueError(f"unknown config key(s) {', '.join(where + k for k in unknown)}; "
                          f"accepted under {path or 'the top level'}: {', '.join(fields)}")
+    hints = _hints(cls)
     kwargs = {}
     for name, value in values.items():
         f = fields[name]
@@ -391,26 +395,48 @@ def build_section(cls, values: dict, path: str):
         sub = f.default_factory if f.default_factory is not dataclasses.MISSING else None
         if sub is not None and dataclasses.is_dataclass(sub):
             kwargs[name] = build_section(sub, value, where)
-        elif isinstance(value, list) and f.type not in _NUMBER:
-            kwargs[name] = tuple(value)
         else:
-            kwargs[name] = _scalar(value, f.type, where)
+            kwargs[name] = _coerce(value, hints[name], where)
     return cls(**kwargs)
 
 
-_NUMBER = {"float": float, "float | None": float, "int": int, "int | None": int}
+@functools.cache
+def _hints(cls) -> dict:
+    return typing.get_type_hints(cls)
 
 
-def _scalar(value, annotation: str, where: str):
-    """A number field's value as that number. YAML reads `3e-5` or `1e3` (no dot) as strings; they
-    are taken as numbers here (1e3 as the integer 1000 for an integer field), and anything that is
-    not a number (or not whole, for an integer field) is an error naming the key."""
-    kind = _NUMBER.get(annotation)
-    if kind is None or value is None and annotation.endswith("None"):
+def _coerce(value, hint, where: str):
+    """`value` as the field type `hint` asks: numbers (YAML reads `3e-5` or `1e3`, with no dot, as
+    strings: they are numbers here, 1e3 the integer 1000 in an integer field), booleans, tuples of
+    these (lists become tuples, element by element); a value that is not what the field takes is an
+    error naming the key. Other types pass through to the dataclass's own checks."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        rest = [a for a in args if a is not type(None)]
+        return _coerce(value, rest[0], where) if len(rest) == 1 else value
+    if hint in (float, int):
+        return _number(value, hint, where)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{where}: expected true or false, got {value!r}")
         return value
+    if origin is tuple and isinstance(value, list | tuple):
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
+        if len(args) != len(value):
+            raise ValueError(f"{where}: expected {len(args)} values, got {len(value)}: {value!r}")
+        return tuple(_coerce(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args, strict=True)))
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _number(value, kind: type, where: str):
     wanted = "a number" if kind is float else "an integer"
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(f"{where}: expected {wanted}, got {value!r}")
+    if isinstance(value, int):  # exact, however large
+        return float(value) if kind is float else value
     try:
         number = float(value)
     except ValueError:

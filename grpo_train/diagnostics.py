@@ -42,7 +42,7 @@ class DiagnosticsConfig:
     of answers truncated is a runaway; zero_var_jump: recent zero-variance fraction this much above
     the baseline's is a surge; dry_occupancy: band occupancy below this, or under-filled batches in
     dry_underfilled of the window's steps, is the band running dry; regression_z /
-    regression_min_drop: a held-out evaluation below the run's first by at least regression_min_drop
+    regression_min_drop: a held-out evaluation below the starting policy's (step 0) by at least regression_min_drop
     and regression_z standard errors (paired over problems) is a regression (`heldout_regression`)."""
 
     enabled: bool = True
@@ -210,7 +210,7 @@ def band_dry(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
 
 def heldout_regression(first: np.ndarray, now: np.ndarray, cfg: DiagnosticsConfig,
                        levels: np.ndarray | None = None) -> str | None:
-    """A held-out evaluation against the run's first, problem by problem (`first`, `now`: each
+    """A held-out evaluation against the starting policy's, problem by problem (`first`, `now`: each
     problem's share of correct samples, same problems in the same order): None, or what fell when
     the mean drop is at least regression_min_drop and regression_z standard errors of the paired
     differences. The train-side detectors cannot see this: the band scheduler keeps the batch pass
@@ -224,10 +224,11 @@ def heldout_regression(first: np.ndarray, now: np.ndarray, cfg: DiagnosticsConfi
         return None
     worst = ""
     if levels is not None:
-        by = {lv: float(diff[levels == lv].mean()) for lv in np.unique(levels)}
+        known = np.array([lv is not None and lv == lv for lv in levels])  # null levels (None or NaN) left out
+        by = {lv: float(diff[known & (levels == lv)].mean()) for lv in np.unique(levels[known])}
         fell = sorted((lv for lv in by if by[lv] < 0), key=lambda lv: by[lv])[:3]
         worst = "; most on level(s) " + ", ".join(f"{lv} ({by[lv]:+.3f})" for lv in fell) if fell else ""
-    return (f"held-out regression: accuracy fell from {first.mean():.3f} to {now.mean():.3f} ({-drop:+.3f}, "
+    return (f"held-out regression: accuracy fell from {first.mean():.3f} at the start to {now.mean():.3f} ({-drop:+.3f}, "
             f"{drop / se if se else float('inf'):.1f} SE paired over {diff.size} problems){worst}. Training is "
             "unlearning what the starting policy could do. Try: a lower optim.lr or warmup (optim.warmup_steps), "
             "a KL term (algo.kl_beta), and an earlier checkpoint (checkpoints/)")

@@ -521,20 +521,25 @@ class Trainer:
         return out
 
     def _check_regression(self, record: dict, correct: np.ndarray) -> None:
-        """Against the run's first evaluation of the same problems (its per-problem file; none yet
-        at the first): `diag_heldout_regression` on the record, and a warning while it holds."""
-        if not self.cfg.diagnostics.enabled:
+        """Against the starting policy's evaluation of the same problems (evals/step-000000.parquet;
+        a run that did not evaluate its start has nothing to compare with): `diag_heldout_regression`
+        on the record, and a warning while it holds."""
+        if not self.cfg.diagnostics.enabled or self.step == 0:
             return
-        files = sorted((self.run_dir / "evals").glob("step-*.parquet"))
-        first = pl.read_parquet(files[0]) if files else None
+        start = self.run_dir / "evals" / "step-000000.parquet"
+        first = pl.read_parquet(start) if start.exists() else None
         if first is None or first["id"].to_list() != self.heldout["id"].to_list():
+            if not getattr(self, "_regression_skip_noted", False):
+                logger.info("held-out regression check off: %s", "no evaluation of the starting policy (run.eval_first)"
+                            if first is None else f"{start} holds other problems than data.heldout")
+                self._regression_skip_noted = True
             return
         levels = self.heldout["level"].to_numpy() if "level" in self.heldout.columns else None
         message = heldout_regression((first["n_correct"] / first["k"]).to_numpy(), correct, self.cfg.diagnostics,
                                      levels)
         record["diag_heldout_regression"] = float(message is not None)
         if message:
-            record["warnings"] = [{"name": "heldout_regression", "message": message}]
+            record.setdefault("warnings", []).append({"name": "heldout_regression", "message": message})
             logger.warning("step %d: %s", self.step, message)
 
     # ------------------------------------------------------------ checkpoints

@@ -281,3 +281,7 @@ def test_demo_lr_choice_is_the_best_mean_validation_final_and_flags_regressions(
     # a fall beyond 2 SE of the two evaluations (hypot(0.01, 0.01) = 0.014) is a regression; -0.02 is not
     assert r["per_seed"]["2"]["0.0001"]["regressed"] and not r["per_seed"]["0"]["0.0001"]["regressed"]
     assert not r["per_seed"]["2"]["3e-05"]["regressed"]
+    assert r["chosen_minus_other_by_seed"]["0.0001"]["mean"] == pytest.approx((0.08 + 0.25) / 2)
+    del curves[2][1e-4]
+    with pytest.raises(ValueError, match="every rate needs every seed; missing \\(seed, lr\\): \\[\\('2', '0.0001'\\)\\]"):
+        summarize(curves)

@@ -143,10 +143,13 @@ def test_heldout_regression_fires_on_a_paired_drop_beyond_the_noise():
     worse = first.copy()
     worse[levels == 1] -= 0.5  # level 1 loses half its accuracy: -0.125 overall
     message = heldout_regression(first, worse, cfg, levels)
-    assert message is not None and message.startswith(f"held-out regression: accuracy fell from {first.mean():.3f}")
+    assert message is not None and message.startswith(f"held-out regression: accuracy fell from {first.mean():.3f} at the start")
     assert "(-0.125," in message and "most on level(s) 1 (-0.500)" in message and "optim.lr" in message
     assert heldout_regression(first, worse, DiagnosticsConfig(regression_min_drop=0.2)) is None  # too small to count
     assert heldout_regression(first, worse[:-1], cfg) is None  # not the same problems: no comparison
+    nulls = levels.astype(object)
+    nulls[:50] = None  # half of level 1 has no level: left out of the per-level part, still in the total
+    assert "(-0.125," in heldout_regression(first, worse, cfg, nulls) and "level(s) 1 (-0.500)" in message
 
 
 def test_the_trainer_marks_an_evaluation_that_regressed(tmp_path):
@@ -162,9 +165,10 @@ def test_the_trainer_marks_an_evaluation_that_regressed(tmp_path):
     heldout.with_columns(pl.Series("n_correct", [4] * 200), pl.lit(4).alias("k")).write_parquet(
         tmp_path / "evals" / "step-000000.parquet")
     trainer = SimpleNamespace(cfg=load_config(None, []), run_dir=tmp_path, heldout=heldout, step=20)
-    record = {}
+    record = {"warnings": [{"name": "kl_blowup", "message": "x"}]}  # a warning already there is kept
     Trainer._check_regression(trainer, record, np.array([1.0] * 100 + [0.5] * 100))
-    assert record["diag_heldout_regression"] == 1.0 and record["warnings"][0]["name"] == "heldout_regression"
+    assert record["diag_heldout_regression"] == 1.0
+    assert [w["name"] for w in record["warnings"]] == ["kl_blowup", "heldout_regression"]
     record = {}
     Trainer._check_regression(trainer, record, np.ones(200))
     assert record == {"diag_heldout_regression": 0.0}
@@ -172,3 +176,10 @@ def test_the_trainer_marks_an_evaluation_that_regressed(tmp_path):
     record = {}
     Trainer._check_regression(trainer, record, np.zeros(200))
     assert record == {}
+    # the baseline is the starting policy: a run that did not evaluate step 0 (run.eval_first=false)
+    # is not compared with a later, already trained, evaluation
+    (tmp_path / "evals" / "step-000000.parquet").rename(tmp_path / "evals" / "step-000007.parquet")
+    trainer.heldout = heldout
+    record = {"warnings": [{"name": "kl_blowup", "message": "x"}]}
+    Trainer._check_regression(trainer, record, np.zeros(200))
+    assert record == {"warnings": [{"name": "kl_blowup", "message": "x"}]}

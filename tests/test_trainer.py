@@ -42,10 +42,17 @@ def test_config_numbers_written_without_a_dot_are_numbers_and_bad_ones_name_the_
     cfg = load_config(None, ["optim.lr=1e-4", "run.max_rollouts=7e3", "scheduler.max_prior_k=null"])
     assert cfg.optim.lr == pytest.approx(1e-4) and cfg.run.max_rollouts == 7000 and type(cfg.run.max_rollouts) is int
     assert cfg.scheduler.max_prior_k is None
+    # inside tuples too, and integers stay exact
+    cfg = load_config(None, ["optim.betas=[0.9, 1e-3]", "rollout.stop_token_ids=[1e2]", "run.seed=12345678901234567891"])
+    assert cfg.optim.betas == (0.9, 0.001) and cfg.rollout.stop_token_ids == (100,) and cfg.run.seed == 12345678901234567891
     for bad, message in [("optim.lr=fast", "optim.lr: expected a number, got 'fast'"),
                          ("optim.lr=true", "optim.lr: expected a number, got True"),
                          ("optim.lr=[1]", "optim.lr: expected a number"),
-                         ("rollout.group_size=2.5", "rollout.group_size: expected an integer, got 2.5")]:
+                         ("rollout.group_size=2.5", "rollout.group_size: expected an integer, got 2.5"),
+                         ("optim.betas=[0.9]", "optim.betas: expected 2 values, got 1"),
+                         ("rollout.stop_token_ids=[7, x]", "rollout.stop_token_ids[1]: expected an integer, got 'x'"),
+                         ("diagnostics.enabled='false'", "diagnostics.enabled: expected true or false, got 'false'"),
+                         ("run.eval_first=0", "run.eval_first: expected true or false, got 0")]:
         with pytest.raises(ValueError, match=message.replace("[", "\\[")):
             load_config(None, [bad])
 
@@ -228,6 +235,8 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     assert train_steps[1]["rollouts_generated"] > train_steps[0]["rollouts_generated"] > 0
     evals = [r for r in records if r["kind"] == "eval"]
     assert [r["step"] for r in evals] == [0, 2] and "heldout_accuracy_level_1" in evals[0]
+    # the later evaluation was checked against the start (the value depends on the run: 0 or 1)
+    assert "diag_heldout_regression" not in evals[0] and evals[1]["diag_heldout_regression"] in (0.0, 1.0)
     ckpt = out / "checkpoints" / "step-000002"
     assert (ckpt / "hf" / "model.safetensors").exists() and (ckpt / "ds").is_dir()
     assert json.loads((ckpt / "scheduler" / "scheduler.json").read_text())["step"] == 2
