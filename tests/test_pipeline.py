@@ -25,6 +25,20 @@ def test_bootstrap_section_is_checked_like_the_train_config():
     with pytest.raises(ValueError, match="bootstrap.steps: expected an integer, got 'many'"):
         build_section(BootstrapConfig, {"steps": "many"}, "bootstrap")
 
+
+def test_a_pipeline_with_a_bad_bootstrap_key_stops_before_training(tmp_path):
+    from pipelines.pipeline import run_pipeline
+
+    spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())
+    spec["out"] = str(tmp_path / "demo")
+    spec["world"] = {"seed": 0, "scale": 0.05}
+    spec["bootstrap"] = {"seed": 0, "warmup": 2}
+    cfg = tmp_path / "demo.yaml"
+    cfg.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ValueError, match="unknown config key\\(s\\) bootstrap.warmup"):
+        run_pipeline(cfg)
+    assert not (tmp_path / "demo" / "policy-warm").exists()
+
 def test_spec_loading_and_quick_merge(tmp_path):
     spec = load_spec(ROOT / "pipelines" / "arith_demo.yaml", quick=True)
     assert spec["world"]["scale"] == 0.25 and spec["out"].endswith("-quick")
