@@ -61,18 +61,23 @@ def test_each_arm_pays_for_the_profile_it_uses_out_of_the_same_budget():
 def test_the_headline_runs_only_with_a_matching_validation_selection(tmp_path):
     import json
 
-    from bench.e2e_bench import BUDGET, CANDIDATES, chosen_on_validation
+    from bench.e2e_bench import BUDGET, CANDIDATES, TRAINING, chosen_on_validation
 
     path = tmp_path / "e2e_select.json"
     with pytest.raises(FileNotFoundError, match="run `grpo bench e2e_select` first"):
         chosen_on_validation(path, BUDGET)
-    sel = {"split": "val", "budget_total_rollouts": BUDGET, "candidates": CANDIDATES, "chosen": "band_0.2_0.8"}
+    sel = {"split": "val", "budget_total_rollouts": BUDGET, "candidates": CANDIDATES, "chosen": "band_0.2_0.8",
+           "training": list(TRAINING)}
     path.write_text(json.dumps(sel))
     assert chosen_on_validation(path, BUDGET) == ("band_0.2_0.8", ["scheduler.lo=0.2", "scheduler.hi=0.8"])
     with pytest.raises(ValueError, match="another budget"):
         chosen_on_validation(path, 5_000)
     path.write_text(json.dumps({**sel, "split": "test"}))
     with pytest.raises(ValueError, match="split"):
+        chosen_on_validation(path, BUDGET)
+    # a selection made at other training settings (the stored one: lr 1e-4) does not carry over
+    path.write_text(json.dumps({**sel, "training": [*TRAINING[:-1], "optim.lr=0.0001"]}))
+    with pytest.raises(ValueError, match="training settings"):
         chosen_on_validation(path, BUDGET)
 
 
