@@ -275,20 +275,22 @@ def chosen_on_validation(path: Path, budget: int) -> tuple[str, list[str]]:
 
 
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-e2e",
-        budget: int | None = None) -> dict:
+        budget: int | None = None, results: Path | None = None) -> dict:
+    """The headline; `results`: the folder holding e2e_select.json (default bench/results)."""
     from bench.common import RESULTS
     from grpo_data.profiler import read_profile
     from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
 
+    budget = budget or (5_000 if quick else BUDGET)
+    # before anything is built: a missing or mismatched selection stops here, not after the profile
+    chosen, setting = chosen_on_validation(Path(results or RESULTS) / "e2e_select.json", budget)
     out = Path(workdir)
     policy = warm_policy()
     paths = write_world("runs/world")
     profile = profile_stage(str(policy), paths["train"], PROFILE, Path("runs/world-profile.parquet"))
     prof, _ = read_profile(profile)
     profile_samples = int(prof["k"].sum())
-    budget = budget or (5_000 if quick else BUDGET)
-    chosen, setting = chosen_on_validation(RESULTS / "e2e_select.json", budget)
     if budget <= profile_samples:
         raise ValueError(f"budget {budget} does not cover the offline profile's {profile_samples} samples")
     filtered = out / "train-filtered.parquet"
@@ -300,7 +302,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             f"run.eval_k={eval_k}",
             "run.save_every=0", "run.progress=false"]
     result = {"budget_total_rollouts": budget, "profile_samples": profile_samples, "eval_k": eval_k,
-              "band_setting": {"chosen_on_validation": chosen, "overrides": setting},
+              "band_setting": {"chosen_on_validation": chosen, "overrides": setting}, "training": list(TRAINING),
               "pool": prof.height, "pool_after_offline_filter": pl.read_parquet(filtered).height, "seeds": []}
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         arms, finals, start = {}, {}, None

@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import functools
 import logging
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -422,7 +423,11 @@ def _coerce(value, hint, where: str):
         if not isinstance(value, bool):
             raise ValueError(f"{where}: expected true or false, got {value!r}")
         return value
-    if origin is tuple and isinstance(value, list | tuple):
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis and isinstance(value, str | int | float):
+        value = [value]  # `stop: "###"` is one stop string, not the characters of one
+    if origin is tuple and not isinstance(value, list | tuple):
+        raise ValueError(f"{where}: expected a list, got {value!r}")
+    if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
         if len(args) != len(value):
@@ -435,12 +440,19 @@ def _number(value, kind: type, where: str):
     wanted = "a number" if kind is float else "an integer"
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise ValueError(f"{where}: expected {wanted}, got {value!r}")
-    if isinstance(value, int):  # exact, however large
-        return float(value) if kind is float else value
+    if kind is int and isinstance(value, int):
+        return value  # exact, however large
+    if kind is int and isinstance(value, str):
+        try:
+            return int(value)  # "12345678901234567891" exact too
+        except ValueError:
+            pass  # "1e3" and the like: through float below
     try:
         number = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValueError(f"{where}: expected {wanted}, got {value!r}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"{where}: expected a finite number, got {value!r}")
     if kind is float:
         return number
     if not number.is_integer():

@@ -208,6 +208,11 @@ def band_dry(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
             "refresh (scheduler.refresh_every), more resampling rounds (rollout.max_rounds)")
 
 
+def _level(lv) -> str:
+    """A level as written: 7, not the 7.0 of an integer column with nulls read as floats."""
+    return f"{lv:g}" if isinstance(lv, float) else str(lv)
+
+
 def heldout_regression(first: np.ndarray, now: np.ndarray, cfg: DiagnosticsConfig,
                        levels: np.ndarray | None = None) -> str | None:
     """A held-out evaluation against the starting policy's, problem by problem (`first`, `now`: each
@@ -227,7 +232,7 @@ def heldout_regression(first: np.ndarray, now: np.ndarray, cfg: DiagnosticsConfi
         known = np.array([lv is not None and lv == lv for lv in levels])  # null levels (None or NaN) left out
         by = {lv: float(diff[known & (levels == lv)].mean()) for lv in np.unique(levels[known])}
         fell = sorted((lv for lv in by if by[lv] < 0), key=lambda lv: by[lv])[:3]
-        worst = "; most on level(s) " + ", ".join(f"{lv} ({by[lv]:+.3f})" for lv in fell) if fell else ""
+        worst = "; most on level(s) " + ", ".join(f"{_level(lv)} ({by[lv]:+.3f})" for lv in fell) if fell else ""
     return (f"held-out regression: accuracy fell from {first.mean():.3f} at the start to {now.mean():.3f} ({-drop:+.3f}, "
             f"{drop / se if se else float('inf'):.1f} SE paired over {diff.size} problems){worst}. Training is "
             "unlearning what the starting policy could do. Try: a lower optim.lr or warmup (optim.warmup_steps), "

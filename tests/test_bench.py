@@ -75,6 +75,12 @@ def test_the_headline_runs_only_with_a_matching_validation_selection(tmp_path):
     path.write_text(json.dumps({**sel, "split": "test"}))
     with pytest.raises(ValueError, match="split"):
         chosen_on_validation(path, BUDGET)
+    # the headline reads the selection where e2e_select wrote it (--out-dir), and stops before it builds anything
+    from bench.e2e_bench import run
+
+    with pytest.raises(FileNotFoundError, match="run `grpo bench e2e_select` first"):
+        run(results=tmp_path / "elsewhere", workdir=str(tmp_path / "never"))
+    assert not (tmp_path / "never").exists()
     # a selection made at other training settings (the stored one: lr 1e-4) does not carry over
     path.write_text(json.dumps({**sel, "training": [*TRAINING[:-1], "optim.lr=0.0001"]}))
     with pytest.raises(ValueError, match="training settings"):

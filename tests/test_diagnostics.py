@@ -149,7 +149,11 @@ def test_heldout_regression_fires_on_a_paired_drop_beyond_the_noise():
     assert heldout_regression(first, worse[:-1], cfg) is None  # not the same problems: no comparison
     nulls = levels.astype(object)
     nulls[:50] = None  # half of level 1 has no level: left out of the per-level part, still in the total
-    assert "(-0.125," in heldout_regression(first, worse, cfg, nulls) and "level(s) 1 (-0.500)" in message
+    with_nulls = heldout_regression(first, worse, cfg, nulls)
+    assert "(-0.125," in with_nulls and "most on level(s) 1 (-0.500)" in with_nulls
+    floats = levels.astype(float)
+    floats[:50] = np.nan  # a polars integer column with nulls reads back as floats with NaN
+    assert "most on level(s) 1 (-0.500)" in heldout_regression(first, worse, cfg, floats)
 
 
 def test_the_trainer_marks_an_evaluation_that_regressed(tmp_path):

@@ -45,6 +45,8 @@ def test_config_numbers_written_without_a_dot_are_numbers_and_bad_ones_name_the_
     # inside tuples too, and integers stay exact
     cfg = load_config(None, ["optim.betas=[0.9, 1e-3]", "rollout.stop_token_ids=[1e2]", "run.seed=12345678901234567891"])
     assert cfg.optim.betas == (0.9, 0.001) and cfg.rollout.stop_token_ids == (100,) and cfg.run.seed == 12345678901234567891
+    # one stop string is one stop string (it was split into its characters downstream)
+    assert load_config(None, ["rollout.stop='###'", "rollout.stop_token_ids=7"]).rollout.stop == ("###",)
     for bad, message in [("optim.lr=fast", "optim.lr: expected a number, got 'fast'"),
                          ("optim.lr=true", "optim.lr: expected a number, got True"),
                          ("optim.lr=[1]", "optim.lr: expected a number"),
@@ -52,7 +54,10 @@ def test_config_numbers_written_without_a_dot_are_numbers_and_bad_ones_name_the_
                          ("optim.betas=[0.9]", "optim.betas: expected 2 values, got 1"),
                          ("rollout.stop_token_ids=[7, x]", "rollout.stop_token_ids[1]: expected an integer, got 'x'"),
                          ("diagnostics.enabled='false'", "diagnostics.enabled: expected true or false, got 'false'"),
-                         ("run.eval_first=0", "run.eval_first: expected true or false, got 0")]:
+                         ("run.eval_first=0", "run.eval_first: expected true or false, got 0"),
+                         ("optim.lr=.nan", "optim.lr: expected a finite number, got nan"),
+                         ("optim.betas=0.9", "optim.betas: expected a list, got 0.9"),
+                         ("run.seed=2.5", "run.seed: expected an integer, got 2.5")]:
         with pytest.raises(ValueError, match=message.replace("[", "\\[")):
             load_config(None, [bad])
 

@@ -82,7 +82,7 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
     else:
         from bench import e2e_bench
 
-        result = e2e_bench.run(quick=quick)
+        result = e2e_bench.run(quick=quick, results=out_dir)  # the selection e2e_select wrote there
     path = write_result(name, result, out_dir)
     print(f"{name}: results -> {path}")
     return result
