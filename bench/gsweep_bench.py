@@ -174,3 +174,31 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
         result["kl_grid"] = compare([{n: a for n, a in s.items() if n.startswith("kl")} for s in per_seed])["arms"]
     result["plot"] = str(plot(result, RESULTS / "gsweep.png"))
     return result
+
+
+def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), workdir: str = "runs/bench-gsweep",
+             budget: int = BUDGET) -> dict:
+    """A result from finished runs already in workdir/seedN/NAME, whatever code made them (when the
+    arms of one sweep ran in separate invocations, across library changes): each run's code hash
+    (its bench-key.json) is recorded beside it, and an unfinished run is an error. No plot."""
+    import json
+
+    from grpo_train.trainer import read_metrics
+
+    result = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "seeds": [], "arms_run": list(names),
+              "variant": f"partial, assembled from finished runs: seeds {list(seeds)}, arms {list(names)}",
+              "run_code": {}}
+    for seed in seeds:
+        res = {}
+        for name in names:
+            run_dir = Path(workdir) / f"seed{seed}" / name
+            saved = json.loads((run_dir / "bench-key.json").read_text())
+            records = read_metrics(run_dir)
+            trains = [r for r in records if r["kind"] == "train"]
+            if not trains or trains[-1]["rollouts_generated"] < budget or records[-1]["kind"] != "eval":
+                raise ValueError(f"{run_dir} is not a finished run at {budget} rollouts")
+            res[name] = arm_summary(records, saved["seconds"])
+            result["run_code"][f"seed{seed}/{name}"] = saved["key"]["code"]
+        result["seeds"].append({"seed": seed, "arms": res})
+    result["summary"] = compare([s["arms"] for s in result["seeds"]])
+    return result

@@ -296,3 +296,30 @@ def test_demo_lr_choice_is_the_best_mean_validation_final_and_flags_regressions(
     del curves[2][1e-4]
     with pytest.raises(ValueError, match="every rate needs every seed; missing \\(seed, lr\\): \\[\\('2', '0.0001'\\)\\]"):
         summarize(curves)
+
+
+
+def test_gsweep_assembles_finished_runs_with_their_code_and_refuses_unfinished_ones(tmp_path):
+    import json
+
+    from bench.gsweep_bench import BUDGET, assemble
+
+    def fake(name, final_rollouts, code):
+        d = tmp_path / "seed0" / name
+        d.mkdir(parents=True)
+        recs = [{"kind": "eval", "step": 0, "rollouts_generated": 0, "heldout_accuracy": 0.7, "heldout_accuracy_se": 0.02},
+                {"kind": "train", "step": 1, "rollouts_generated": final_rollouts, "informative_rollout_ratio": 0.8,
+                 "rounds": 2, "underfilled": False, "step_seconds": 3.0, "baseline_variance": 0.01},
+                {"kind": "eval", "step": 1, "rollouts_generated": final_rollouts, "heldout_accuracy": 0.8,
+                 "heldout_accuracy_se": 0.02}]
+        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        (d / "bench-key.json").write_text(json.dumps({"key": {"code": code}, "seconds": 60.0}))
+
+    fake("G4", BUDGET + 10, "aaa")
+    fake("allocate", BUDGET + 50, "bbb")
+    r = assemble(("G4", "allocate"), (0,), str(tmp_path))
+    assert r["run_code"] == {"seed0/G4": "aaa", "seed0/allocate": "bbb"} and "assembled" in r["variant"]
+    assert r["summary"]["best_fixed"] == "G4" and r["summary"]["arms"]["allocate"]["final_accuracy"]["mean"] == 0.8
+    fake("G8", BUDGET - 100, "ccc")  # stopped short of the budget
+    with pytest.raises(ValueError, match="not a finished run"):
+        assemble(("G8",), (0,), str(tmp_path))

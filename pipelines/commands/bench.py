@@ -20,9 +20,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", default=None, help="results folder (default bench/results)")
     parser.add_argument("--arms", default=None, help="gsweep: run only these arms (comma-separated; a partial sweep)")
     parser.add_argument("--seeds", default=None, help="gsweep: these seeds (comma-separated; default 0,1,2)")
+    parser.add_argument("--assemble", action="store_true",
+                        help="gsweep: build the result from the finished runs of --arms/--seeds, whatever code made them")
 
 
-def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None) -> dict:
+def _write(name: str, result: dict, out_dir) -> dict:
+    from bench.common import write_result
+
+    print(f"{name}: results -> {write_result(name, result, out_dir)}")
+    return result
+
+
+def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None,
+            assemble: bool = False) -> dict:
     from bench.common import write_result
 
     if name == "verify":
@@ -68,6 +78,10 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         from bench import gsweep_bench
 
         chosen = tuple(int(x) for x in seeds.split(",")) if seeds else (0,) if quick else (0, 1, 2)
+        if assemble:
+            if not arms:
+                raise ValueError("--assemble needs --arms (the finished runs to assemble)")
+            return _write(name, gsweep_bench.assemble(tuple(arms.split(",")), chosen), out_dir)
         named_kl = not arms or any(a.startswith("kl") for a in arms.split(","))
         result = gsweep_bench.run(quick=quick, seeds=chosen, kl=not quick and named_kl,
                                   only=tuple(arms.split(",")) if arms else None)
@@ -96,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     names = tuple(b for b in BENCHES if b != "demo_lr") if args.name == "all" else (args.name,)
     results = {}
     for name in names:
-        results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds)
+        results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds, args.assemble)
     if args.name == "all":
         from bench.report import write_readme
 
