@@ -88,13 +88,22 @@ def run_key(args: list[str], inputs: list[str]) -> dict:
     code = hashlib.sha256()
     for path in sorted([*root.glob("grpo_data/**/*.py"), *root.glob("grpo_train/**/*.py")]):
         code.update(path.read_bytes())
+    return {"config": tree, "code": code.hexdigest()[:16], "inputs": input_hashes(inputs)}
+
+
+def input_hashes(inputs: list[str]) -> dict[str, str]:
+    """path -> a hash of its content (a folder: its *.safetensors weights), for telling whether two
+    runs started from the same policy, data and profile."""
+    import hashlib
+    from pathlib import Path
+
     files = {}
     for name in inputs:
         digest = hashlib.sha256()
         for f in sorted(Path(name).glob("*.safetensors")) if Path(name).is_dir() else [Path(name)]:
             digest.update(f.read_bytes())
         files[name] = digest.hexdigest()[:16]
-    return {"config": tree, "code": code.hexdigest()[:16], "inputs": files}
+    return files
 
 
 def completed(run_dir, key: dict, budget: int) -> tuple[list[dict], float] | None:
@@ -114,9 +123,13 @@ def completed(run_dir, key: dict, budget: int) -> tuple[list[dict], float] | Non
         return None
     if saved.get("key") != key:
         return None
+    return (records, saved["seconds"]) if finished(records, budget) else None
+
+
+def finished(records: list[dict], budget: int) -> bool:
+    """A run's metrics records reach the budget in training rollouts and end with an evaluation."""
     trains = [r for r in records if r["kind"] == "train"]
-    done = trains and trains[-1]["rollouts_generated"] >= budget and records[-1]["kind"] == "eval"
-    return (records, saved["seconds"]) if done else None
+    return bool(trains) and trains[-1]["rollouts_generated"] >= budget and records[-1]["kind"] == "eval"
 
 
 def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inputs: list[str],

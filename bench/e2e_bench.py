@@ -125,16 +125,19 @@ def arm_args(spec: dict, seed: int, first: bool, train, filtered, profile, budge
 def run_arm(name: str, args: list[str], base: list[str], out: Path, inputs: list[str], budget: int,
             profile_samples: int) -> dict:
     """One arm's training run summarized, its evaluations charged with the profile it used."""
+    import json
+
     from bench.common import cached_train_run
 
     records, seconds = cached_train_run(name, args, base, out, inputs, budget)
+    code = json.loads((out / name / "bench-key.json").read_text())["key"]["code"]
     evals = charged([r for r in records if r["kind"] == "eval"], profile_samples)
     trains = [r for r in records if r["kind"] == "train"]
     last = trains[-1]
     return {"evals": [{k: r[k] for k in ("step", "rollouts_generated", "total_rollouts", "heldout_accuracy",
                                          "heldout_accuracy_se")} for r in evals],
             "profile_samples": profile_samples, "informative_rollout_ratio": last["informative_rollout_ratio"],
-            "steps": last["step"], "rollouts_generated": last["rollouts_generated"], "seconds": seconds,
+            "steps": last["step"], "rollouts_generated": last["rollouts_generated"], "seconds": seconds, "code": code,
             "distinct_problems_trained": last["distinct_problems_trained"],
             "final_by_level": {k.removeprefix("heldout_accuracy_level_"): v for k, v in evals[-1].items()
                                if k.startswith("heldout_accuracy_level_")}}
@@ -274,17 +277,82 @@ def chosen_on_validation(path: Path, budget: int) -> tuple[str, list[str]]:
     return sel["chosen"], CANDIDATES[sel["chosen"]]
 
 
+# what every seed of one headline must share to be pooled: seeds may run in separate invocations
+# (sessions, commits), each stored on its own in RESULTS/e2e-seeds/seedN.json
+SHARED = ("budget_total_rollouts", "profile_samples", "eval_k", "band_setting", "training", "pool",
+          "pool_after_offline_filter", "inputs")
+
+
+def seed_dir(results: Path, budget: int = BUDGET) -> Path:
+    """Where finished seeds are stored: one folder per budget, so a --quick run never meets a full one."""
+    return Path(results) / ("e2e-seeds" if budget == BUDGET else f"e2e-seeds-{budget}")
+
+
+def seed_path(results: Path, seed: int, budget: int = BUDGET) -> Path:
+    return seed_dir(results, budget) / f"seed{seed}.json"
+
+
+def stored_seed(results: Path, seed: int, shared: dict) -> dict | None:
+    """The seed's stored result when it was made with these shared settings and inputs; None when
+    there is none (run it); an error when one made with others is there (it is never overwritten)."""
+    import json
+
+    path = seed_path(results, seed, shared["budget_total_rollouts"])
+    if not path.exists():
+        return None
+    stored = json.loads(path.read_text())
+    differ = [k for k in SHARED if stored.get(k) != shared[k]]
+    if differ:
+        raise ValueError(f"{path} was made with other {differ}: move it away (or delete it) to rerun seed {seed} "
+                         "with the current settings")
+    return stored["seed_result"]
+
+
+def assemble(results: Path, plot_to: Path | None = None, budget: int = BUDGET) -> dict:
+    """The headline from every seed stored in seed_dir(results, budget): they must share SHARED (same
+    budget, selection, training settings and identical policy, data and profile), else an error names
+    the file. Each seed keeps the library code hash of each of its arms; under 3 seeds is partial."""
+    import json
+
+    folder = seed_dir(results, budget)
+    paths = sorted(folder.glob("seed*.json"), key=lambda p: int(p.stem.removeprefix("seed")))
+    if not paths:
+        raise FileNotFoundError(f"no stored seeds in {folder}: run `grpo bench e2e` first")
+    stored = [json.loads(p.read_text()) for p in paths]
+    shared = {k: stored[0].get(k) for k in SHARED}
+    for path, s in zip(paths, stored, strict=True):
+        differ = [k for k in SHARED if s.get(k) != shared[k]]
+        if differ:
+            raise ValueError(f"{path} differs from {paths[0]} in {differ}: its seed was run with other settings or "
+                             "inputs; delete it and rerun that seed (`grpo bench e2e --seeds N`)")
+    result = {**shared, "seeds": [s["seed_result"] for s in stored],
+              "run_code": {f"seed{s['seed_result']['seed']}": {a: r.get("code") for a, r in
+                                                                 s["seed_result"]["arms"].items()} for s in stored}}
+    if len(stored) < 3:
+        result["variant"] = f"partial: seeds {[s['seed_result']['seed'] for s in stored]} of the >= 3 the issue asks"
+    result["summary"] = aggregate(result["seeds"])
+    if plot_to is not None:
+        result["plot"] = str(plot(result, plot_to))
+    return result
+
+
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-e2e",
         budget: int | None = None, results: Path | None = None) -> dict:
-    """The headline; `results`: the folder holding e2e_select.json (default bench/results)."""
-    from bench.common import RESULTS
+    """The headline; `results`: the folder holding e2e_select.json (default bench/results), where
+    each finished seed is stored (results/e2e-seeds) and reused by later invocations with the same
+    shared settings and inputs. Returns every stored seed assembled, not only `seeds`."""
+    import time
+
+    from bench.common import RESULTS, input_hashes, machine
+    from grpo_data import io
     from grpo_data.profiler import read_profile
     from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
 
     budget = budget or (5_000 if quick else BUDGET)
+    results = Path(results or RESULTS)
     # before anything is built: a missing or mismatched selection stops here, not after the profile
-    chosen, setting = chosen_on_validation(Path(results or RESULTS) / "e2e_select.json", budget)
+    chosen, setting = chosen_on_validation(results / "e2e_select.json", budget)
     out = Path(workdir)
     policy = warm_policy()
     paths = write_world("runs/world")
@@ -294,22 +362,26 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     if budget <= profile_samples:
         raise ValueError(f"budget {budget} does not cover the offline profile's {profile_samples} samples")
     filtered = out / "train-filtered.parquet"
-    from grpo_data import io
-
     io.write_parquet(filtered, offline_filter(pl.read_parquet(paths["train"]), prof))
+    inputs = [str(policy), str(paths["train"]), str(paths["test"]), str(profile), str(filtered)]
     eval_k = 4
     base = [f"model={policy}", f"data.heldout={paths['test']}", *TRAINING, "optim.minibatches=1", "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}",
             f"run.eval_k={eval_k}",
             "run.save_every=0", "run.progress=false"]
-    result = {"budget_total_rollouts": budget, "profile_samples": profile_samples, "eval_k": eval_k,
+    # inputs by content, not by path: the same world, warm start and profile give the same hashes
+    shared = {"budget_total_rollouts": budget, "profile_samples": profile_samples, "eval_k": eval_k,
               "band_setting": {"chosen_on_validation": chosen, "overrides": setting}, "training": list(TRAINING),
-              "pool": prof.height, "pool_after_offline_filter": pl.read_parquet(filtered).height, "seeds": []}
+              "pool": prof.height, "pool_after_offline_filter": pl.read_parquet(filtered).height,
+              "inputs": dict(zip(("policy", "train", "test", "profile", "train_filtered"),
+                                 input_hashes(inputs).values(), strict=True))}
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
+        if stored_seed(results, seed, shared) is not None:
+            print(f"{seed_path(results, seed, budget)}: reusing the stored seed", flush=True)
+            continue
         arms, finals, start = {}, {}, None
         for name, spec in ARMS.items():
             args, charge = arm_args(spec, seed, start is None, paths["train"], filtered, profile, budget, profile_samples,
                                     setting)
-            inputs = [str(policy), str(paths["train"]), str(paths["test"]), str(profile), str(filtered)]
             arms[name] = run_arm(name, args, base, out / f"seed{seed}", inputs, budget - charge, charge)
             evals_dir = out / f"seed{seed}" / name / "evals"
             if start is None:  # every arm starts from the same policy: one start evaluation per seed
@@ -322,10 +394,9 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
         seed_res["summary"] = seed_summary(arms, start, finals)
         seed_res["per_problem_final"] = {a: per_problem(f) for a, f in finals.items()}
         seed_res["per_problem_start"] = per_problem(start)
-        result["seeds"].append(seed_res)
-    result["summary"] = aggregate(result["seeds"])
-    result["plot"] = str(plot(result, RESULTS / "e2e.png"))
-    return result
+        io.write_json(seed_path(results, seed, budget), {**shared, "seed_result": seed_res, "machine": machine(),
+                                                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    return assemble(results, plot_to=results / "e2e.png", budget=budget)
 
 
 def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: int = 0, budget: int = BUDGET,

@@ -183,6 +183,7 @@ def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), workdir: str
     (its bench-key.json) is recorded beside it, and an unfinished run is an error. No plot."""
     import json
 
+    from bench.common import finished
     from grpo_train.trainer import read_metrics
 
     result = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "seeds": [], "arms_run": list(names),
@@ -194,8 +195,7 @@ def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), workdir: str
             run_dir = Path(workdir) / f"seed{seed}" / name
             saved = json.loads((run_dir / "bench-key.json").read_text())
             records = read_metrics(run_dir)
-            trains = [r for r in records if r["kind"] == "train"]
-            if not trains or trains[-1]["rollouts_generated"] < budget or records[-1]["kind"] != "eval":
+            if not finished(records, budget):
                 raise ValueError(f"{run_dir} is not a finished run at {budget} rollouts")
             res[name] = arm_summary(records, saved["seconds"])
             result["run_code"][f"seed{seed}/{name}"] = saved["key"]["code"]

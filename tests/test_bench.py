@@ -144,6 +144,51 @@ def test_seed_summary_charges_the_profile_and_amortizes_it():
     assert not agg["goals"]["frontier A >= 0.3 and > B by >= 2 SE"]
 
 
+def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_settings_and_inputs(tmp_path):
+    """Seeds of the headline run in separate invocations (sessions): each is stored on its own, a
+    stored one is reused, one made with other settings is never overwritten, and the pooled result
+    records every arm's code hash and says when it has fewer than 3 seeds."""
+    import json
+
+    from bench.e2e_bench import BUDGET, SHARED, assemble, seed_dir, seed_path, stored_seed
+    from grpo_data import io
+
+    arms = {"A": _arm([(0, 0.40), (1000, 0.60)], 1000, 0.9), "A0": _arm([(0, 0.40), (4000, 0.60)], 0),
+            "B": _arm([(0, 0.40), (6000, 0.50)], 0), "C": _arm([(0, 0.40), (5000, 0.50)], 1000)}
+    ids = pl.DataFrame({"id": ["p", "q"], "n_correct": [0, 0], "k": [4, 4]})
+    finals = {a: ids.with_columns(pl.Series("n_correct", [2, 0] if a == "A" else [0, 0])) for a in arms}
+    shared = {k: None for k in SHARED} | {"budget_total_rollouts": BUDGET, "training": ["optim.lr=3e-5"],
+                                         "inputs": {"policy": "aa", "profile": "bb"}}
+
+    def seed_result(seed, code, a_final):
+        summary = seed_summary(arms, ids, finals)
+        summary = {**summary, "final_accuracy": {**summary["final_accuracy"], "A": a_final}}
+        return {"seed": seed, "arms": {a: {**r, "code": code} for a, r in arms.items()}, "summary": summary}
+
+    assert stored_seed(tmp_path, 0, shared) is None
+    io.write_json(seed_path(tmp_path, 0), {**shared, "seed_result": seed_result(0, "c0de0", 0.60)})
+    io.write_json(seed_path(tmp_path, 2), {**shared, "seed_result": seed_result(2, "c0de2", 0.58)})
+    assert stored_seed(tmp_path, 2, shared)["arms"]["A"]["code"] == "c0de2"
+    got = assemble(tmp_path)
+    assert [s["seed"] for s in got["seeds"]] == [0, 2]
+    assert got["run_code"] == {"seed0": dict.fromkeys(arms, "c0de0"), "seed2": dict.fromkeys(arms, "c0de2")}
+    assert "partial" in got["variant"] and got["inputs"] == {"policy": "aa", "profile": "bb"}
+    assert got["summary"]["A_minus_B"]["mean"] == pytest.approx(0.09)
+    # a seed made from another warm start (its policy hash differs): named, never pooled nor overwritten
+    other = {**shared, "inputs": {"policy": "zz", "profile": "bb"}}
+    io.write_json(seed_path(tmp_path, 1), {**other, "seed_result": seed_result(1, "c0de1", 0.6)})
+    with pytest.raises(ValueError, match=r"seed1\.json differs .*\['inputs'\]"):
+        assemble(tmp_path)
+    with pytest.raises(ValueError, match=r"seed1\.json was made with other \['inputs'\]"):
+        stored_seed(tmp_path, 1, shared)
+    assert json.loads(seed_path(tmp_path, 1).read_text())["inputs"]["policy"] == "zz"
+    # a --quick budget keeps its seeds apart from the full headline's
+    assert seed_dir(tmp_path, 5_000) != seed_dir(tmp_path) and stored_seed(tmp_path, 0, {**shared,
+                                                                           "budget_total_rollouts": 5_000}) is None
+    with pytest.raises(FileNotFoundError, match="no stored seeds"):
+        assemble(tmp_path, budget=5_000)
+
+
 def test_accuracy_at_a_budget():
     assert accuracy_at(CURVE, 2000) == pytest.approx(0.48)
     assert accuracy_at(CURVE, 4000) == pytest.approx(0.60)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, gsweep, "
         "demo_lr, "
@@ -19,9 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true", help="smaller sizes (for smoke runs)")
     parser.add_argument("--out-dir", default=None, help="results folder (default bench/results)")
     parser.add_argument("--arms", default=None, help="gsweep: run only these arms (comma-separated; a partial sweep)")
-    parser.add_argument("--seeds", default=None, help="gsweep: these seeds (comma-separated; default 0,1,2)")
+    parser.add_argument("--seeds", default=None,
+                        help="gsweep, e2e: these seeds (comma-separated; default 0,1,2). e2e stores each finished seed "
+                             "in <out-dir>/e2e-seeds and its result pools every stored seed")
     parser.add_argument("--assemble", action="store_true",
-                        help="gsweep: build the result from the finished runs of --arms/--seeds, whatever code made them")
+                        help="gsweep: build the result from the finished runs of --arms/--seeds, whatever code made "
+                             "them; e2e: from the seeds stored in <out-dir>/e2e-seeds, running nothing")
 
 
 def _write(name: str, result: dict, out_dir) -> dict:
@@ -33,8 +37,6 @@ def _write(name: str, result: dict, out_dir) -> dict:
 
 def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None,
             assemble: bool = False) -> dict:
-    from bench.common import write_result
-
     if name == "verify":
         from bench import verify_bench
 
@@ -95,16 +97,18 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         result = e2e_bench.select_on_validation(budget=5_000 if quick else e2e_bench.BUDGET)
     else:
         from bench import e2e_bench
+        from bench.common import RESULTS
 
-        result = e2e_bench.run(quick=quick, results=out_dir)  # the selection e2e_select wrote there
-    path = write_result(name, result, out_dir)
-    print(f"{name}: results -> {path}")
-    return result
+        results = Path(out_dir or RESULTS)  # the selection e2e_select wrote there; the stored seeds
+        if assemble:
+            budget = 5_000 if quick else e2e_bench.BUDGET
+            return _write(name, e2e_bench.assemble(results, plot_to=results / "e2e.png", budget=budget), out_dir)
+        chosen = tuple(int(x) for x in seeds.split(",")) if seeds else (0,) if quick else (0, 1, 2)
+        result = e2e_bench.run(quick=quick, seeds=chosen, results=results)
+    return _write(name, result, out_dir)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     out_dir = Path(args.out_dir) if args.out_dir else None
     # demo_lr trains from the demo folders (`grpo demo --seed N`), which `all` does not build
     names = tuple(b for b in BENCHES if b != "demo_lr") if args.name == "all" else (args.name,)
