@@ -137,11 +137,80 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
+def run_path(results: Path, budget: int, seed: int, name: str) -> Path:
+    """Where one finished run's summary is stored (committed with the results: run folders under
+    runs/ do not outlive a machine, and a full sweep takes several sessions)."""
+    folder = "gsweep-runs" if budget == BUDGET else f"gsweep-runs-{budget}"
+    return Path(results) / folder / f"seed{seed}" / f"{name}.json"
+
+
+def stored_run(path: Path, overrides: list[str], shared: dict) -> dict | None:
+    """The stored run when it was made with these overrides, shared settings and inputs; None when
+    there is none; an error when one made with others is there (it is never overwritten)."""
+    import json
+
+    if not path.exists():
+        return None
+    saved = json.loads(path.read_text())
+    differ = [k for k in shared if saved["shared"].get(k) != shared[k]]
+    if saved["overrides"] != overrides:
+        differ.append("overrides")
+    if differ:
+        raise ValueError(f"{path} was made with other {differ}: move it away (or delete it) to rerun this arm")
+    return saved
+
+
+def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Path | None = None,
+             budget: int = BUDGET, plot_to: Path | None = None) -> dict:
+    """The sweep's result from the stored runs of `names` x `seeds`, whatever code made each (its
+    hash is recorded beside it); they must share budget, training settings and inputs. A missing run
+    is an error that names it. Marked partial unless every arm and >= 3 seeds are there."""
+    import json
+
+    from bench.common import RESULTS
+
+    results = Path(results or RESULTS)
+    paths = {(seed, name): run_path(results, budget, seed, name) for seed in seeds for name in names}
+    missing = [f"seed{seed}/{name}" for (seed, name), p in paths.items() if not p.exists()]
+    if missing:
+        raise FileNotFoundError(f"no stored run for {missing} under {results}: run them "
+                                f"(`grpo bench gsweep --arms ... --seeds ...`)")
+    saved = {key: json.loads(p.read_text()) for key, p in paths.items()}
+    first_key = next(iter(saved))
+    for key, run in saved.items():
+        differ = [k for k in run["shared"] if run["shared"][k] != saved[first_key]["shared"].get(k)]
+        if differ:
+            raise ValueError(f"{paths[key]} differs from {paths[first_key]} in {differ}: rerun one of them")
+    result = {**saved[first_key]["shared"], "seeds": [], "arms_run": list(names),
+              "run_code": {f"seed{seed}/{name}": saved[seed, name]["code"] for seed, name in saved}}
+    every = {*arms(), *kl_arms()}
+    if set(names) < every or len(seeds) < 3 or budget != BUDGET:
+        result["variant"] = f"partial: seeds {list(seeds)}, arms {list(names)}"
+    if len(set(result["run_code"].values())) > 1:
+        result["code_note"] = (f"runs made by {len(set(result['run_code'].values()))} versions of the library "
+                               "code (run_code); a run is reused whatever code made it")
+    for seed in seeds:
+        result["seeds"].append({"seed": seed, "arms": {name: saved[seed, name]["summary"] for name in names}})
+    per_seed = [s["arms"] for s in result["seeds"]]
+    main = [{n: a for n, a in s.items() if not n.startswith("kl")} for s in per_seed]
+    if main[0]:
+        result["summary"] = compare(main)
+    if any(n.startswith("kl") for n in names):
+        result["kl_grid"] = compare([{n: a for n, a in s.items() if n.startswith("kl")} for s in per_seed])["arms"]
+    if plot_to is not None and main[0]:
+        result["plot"] = str(plot(result, plot_to))
+    return result
+
+
 def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = "runs/bench-gsweep",
-        kl: bool = True, only: tuple[str, ...] | None = None) -> dict:
+        kl: bool = True, only: tuple[str, ...] | None = None, results: Path | None = None) -> dict:
     """Every arm (and the KL grid with `kl`) on every seed; `only` runs the named arms alone (a
-    partial sweep, marked as such in the result: the best fixed G is then the best of those run)."""
-    from bench.common import RESULTS, cached_train_run
+    partial sweep, marked as such in the result: the best fixed G is then the best of those run).
+    Each finished run is stored under `results` (run_path) and reused by a later invocation."""
+    import time
+
+    from bench.common import RESULTS, cached_train_run, input_hashes, machine
+    from grpo_data import io
     from pipelines.stages import warm_policy, write_world
 
     every = {**arms(), **(kl_arms() if kl else {})}
@@ -150,7 +219,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
         if unknown:
             raise ValueError(f"unknown gsweep arm(s) {unknown}; arms: {', '.join(every)}")
         every = {name: every[name] for name in only}
-    out = Path(workdir)
+    out, results = Path(workdir), Path(results or RESULTS)
     policy = warm_policy()
     paths = write_world("runs/world")
     budget = 2_000 if quick else BUDGET
@@ -158,47 +227,27 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             *TRAINING, "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}", "run.eval_k=4",
             "run.save_every=0", "run.progress=false", f"run.max_rollouts={budget}"]
     inputs = [str(policy), str(paths["train"]), str(paths["test"])]
-    result = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "seeds": [], "arms_run": list(every)}
-    if quick or only or len(seeds) < 3:
-        result["variant"] = ("quick " if quick else "") + f"partial: seeds {list(seeds)}, arms {list(every)}"
+    # inputs by content: the same world and warm start give the same hashes on any machine or session
+    shared = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "training": list(TRAINING),
+              "eval_every": EVAL_EVERY, "inputs": dict(zip(("policy", "train", "test"), input_hashes(inputs).values(),
+                                                           strict=True))}
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
-        res = {}
         for name, overrides in every.items():
+            path = run_path(results, budget, seed, name)
+            if stored_run(path, overrides, shared) is not None:
+                print(f"{path}: reusing the stored run", flush=True)
+                continue
             records, seconds = cached_train_run(name, [*overrides, f"run.seed={seed}"], base, out / f"seed{seed}",
                                                 inputs, budget)
-            res[name] = arm_summary(records, seconds)
-        result["seeds"].append({"seed": seed, "arms": res})
-    per_seed = [s["arms"] for s in result["seeds"]]
-    result["summary"] = compare([{n: a for n, a in s.items() if not n.startswith("kl")} for s in per_seed])
-    if kl:
-        result["kl_grid"] = compare([{n: a for n, a in s.items() if n.startswith("kl")} for s in per_seed])["arms"]
-    result["plot"] = str(plot(result, RESULTS / "gsweep.png"))
-    return result
+            code = json_key(out / f"seed{seed}" / name)["code"]
+            io.write_json(path, {"arm": name, "seed": seed, "overrides": overrides, "shared": shared, "code": code,
+                                 "summary": arm_summary(records, seconds), "machine": machine(),
+                                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    return assemble(tuple(every), seeds, results, budget, plot_to=results / "gsweep.png")
 
 
-def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), workdir: str = "runs/bench-gsweep",
-             budget: int = BUDGET) -> dict:
-    """A result from finished runs already in workdir/seedN/NAME, whatever code made them (when the
-    arms of one sweep ran in separate invocations, across library changes): each run's code hash
-    (its bench-key.json) is recorded beside it, and an unfinished run is an error. No plot."""
+def json_key(run_dir: Path) -> dict:
+    """The run key (config, code hash, input hashes) cached_train_run saved beside a run."""
     import json
 
-    from bench.common import finished
-    from grpo_train.trainer import read_metrics
-
-    result = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "seeds": [], "arms_run": list(names),
-              "variant": f"partial, assembled from finished runs: seeds {list(seeds)}, arms {list(names)}",
-              "run_code": {}}
-    for seed in seeds:
-        res = {}
-        for name in names:
-            run_dir = Path(workdir) / f"seed{seed}" / name
-            saved = json.loads((run_dir / "bench-key.json").read_text())
-            records = read_metrics(run_dir)
-            if not finished(records, budget):
-                raise ValueError(f"{run_dir} is not a finished run at {budget} rollouts")
-            res[name] = arm_summary(records, saved["seconds"])
-            result["run_code"][f"seed{seed}/{name}"] = saved["key"]["code"]
-        result["seeds"].append({"seed": seed, "arms": res})
-    result["summary"] = compare([s["arms"] for s in result["seeds"]])
-    return result
+    return json.loads((Path(run_dir) / "bench-key.json").read_text())["key"]

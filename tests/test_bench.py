@@ -344,27 +344,40 @@ def test_demo_lr_choice_is_the_best_mean_validation_final_and_flags_regressions(
 
 
 
-def test_gsweep_assembles_finished_runs_with_their_code_and_refuses_unfinished_ones(tmp_path):
+def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_mismatched(tmp_path):
+    """A sweep takes several sessions: each finished run is stored as a summary (run_path); the
+    result pools the stored runs, records each one's code hash, and refuses mixing settings."""
     import json
 
-    from bench.gsweep_bench import BUDGET, assemble
+    from bench.gsweep_bench import BUDGET, arms, assemble, run_path, stored_run
+    from grpo_data import io
 
-    def fake(name, final_rollouts, code):
-        d = tmp_path / "seed0" / name
-        d.mkdir(parents=True)
-        recs = [{"kind": "eval", "step": 0, "rollouts_generated": 0, "heldout_accuracy": 0.7, "heldout_accuracy_se": 0.02},
-                {"kind": "train", "step": 1, "rollouts_generated": final_rollouts, "informative_rollout_ratio": 0.8,
-                 "rounds": 2, "underfilled": False, "step_seconds": 3.0, "baseline_variance": 0.01},
-                {"kind": "eval", "step": 1, "rollouts_generated": final_rollouts, "heldout_accuracy": 0.8,
-                 "heldout_accuracy_se": 0.02}]
-        (d / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
-        (d / "bench-key.json").write_text(json.dumps({"key": {"code": code}, "seconds": 60.0}))
+    shared = {"budget_total_rollouts": BUDGET, "step_answers": 128, "training": ["optim.lr=3e-5"], "eval_every": 1000,
+              "inputs": {"policy": "aa"}}
 
-    fake("G4", BUDGET + 10, "aaa")
-    fake("allocate", BUDGET + 50, "bbb")
-    r = assemble(("G4", "allocate"), (0,), str(tmp_path))
-    assert r["run_code"] == {"seed0/G4": "aaa", "seed0/allocate": "bbb"} and "assembled" in r["variant"]
-    assert r["summary"]["best_fixed"] == "G4" and r["summary"]["arms"]["allocate"]["final_accuracy"]["mean"] == 0.8
-    fake("G8", BUDGET - 100, "ccc")  # stopped short of the budget
-    with pytest.raises(ValueError, match="not a finished run"):
-        assemble(("G8",), (0,), str(tmp_path))
+    def store(name, code, final, shared=shared, seed=0):
+        summary = {"curve": [(0, 0.7), (BUDGET, final)], "final_accuracy": final, "final_se": 0.02,
+                   "informative_rollout_ratio": 0.8, "baseline_variance": 0.01, "kl_reached": float("nan"),
+                   "samples_per_problem": 4.0, "rounds_per_step": 2.0, "underfilled_share": 0.0, "seconds": 60.0}
+        io.write_json(run_path(tmp_path, BUDGET, seed, name), {"arm": name, "seed": seed, "overrides": arms()[name],
+                                                               "shared": shared, "code": code, "summary": summary})
+
+    store("G4", "aaa", 0.80)
+    store("allocate", "bbb", 0.82)
+    r = assemble(("G4", "allocate"), (0,), tmp_path)
+    assert r["run_code"] == {"seed0/G4": "aaa", "seed0/allocate": "bbb"} and "partial" in r["variant"]
+    assert "2 versions" in r["code_note"] and r["inputs"] == {"policy": "aa"}
+    assert r["summary"]["best_fixed"] == "G4" and r["summary"]["arms"]["allocate"]["final_accuracy"]["mean"] == 0.82
+    with pytest.raises(FileNotFoundError, match=r"\['seed0/G8'\]"):
+        assemble(("G4", "G8"), (0,), tmp_path)
+    # reused only with the same overrides, settings and inputs; one made with others is never overwritten
+    path = run_path(tmp_path, BUDGET, 0, "G4")
+    assert stored_run(path, arms()["G4"], shared)["code"] == "aaa"
+    with pytest.raises(ValueError, match=r"other \['overrides'\]"):
+        stored_run(path, arms()["G8"], shared)
+    with pytest.raises(ValueError, match=r"other \['inputs'\]"):
+        stored_run(path, arms()["G4"], {**shared, "inputs": {"policy": "zz"}})
+    store("G8", "aaa", 0.81, shared={**shared, "training": ["optim.lr=1e-4"]})
+    with pytest.raises(ValueError, match=r"G8.json differs .* in \['training'\]"):
+        assemble(("G4", "G8"), (0,), tmp_path)
+    assert json.loads(run_path(tmp_path, BUDGET, 0, "G8").read_text())["shared"]["training"] == ["optim.lr=1e-4"]

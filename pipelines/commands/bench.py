@@ -24,8 +24,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="gsweep, e2e: these seeds (comma-separated; default 0,1,2). e2e stores each finished seed "
                              "in <out-dir>/e2e-seeds and its result pools every stored seed")
     parser.add_argument("--assemble", action="store_true",
-                        help="gsweep: build the result from the finished runs of --arms/--seeds, whatever code made "
-                             "them; e2e: from the seeds stored in <out-dir>/e2e-seeds, running nothing")
+                        help="gsweep: build the result from the stored runs of --arms/--seeds (default every arm), "
+                             "running nothing; e2e: from the seeds stored in <out-dir>/e2e-seeds, running nothing")
 
 
 def _write(name: str, result: dict, out_dir) -> dict:
@@ -78,15 +78,18 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         result = variants_bench.run(quick=quick, seeds=(0,) if quick else (0, 1, 2))
     elif name == "gsweep":
         from bench import gsweep_bench
+        from bench.common import RESULTS
 
         chosen = tuple(int(x) for x in seeds.split(",")) if seeds else (0,) if quick else (0, 1, 2)
+        results = Path(out_dir or RESULTS)
         if assemble:
-            if not arms:
-                raise ValueError("--assemble needs --arms (the finished runs to assemble)")
-            return _write(name, gsweep_bench.assemble(tuple(arms.split(",")), chosen), out_dir)
+            names = tuple(arms.split(",")) if arms else (*gsweep_bench.arms(), *gsweep_bench.kl_arms())
+            budget = 2_000 if quick else gsweep_bench.BUDGET
+            return _write(name, gsweep_bench.assemble(names, chosen, results, budget,
+                                                      plot_to=results / "gsweep.png"), out_dir)
         named_kl = not arms or any(a.startswith("kl") for a in arms.split(","))
         result = gsweep_bench.run(quick=quick, seeds=chosen, kl=not quick and named_kl,
-                                  only=tuple(arms.split(",")) if arms else None)
+                                  only=tuple(arms.split(",")) if arms else None, results=results)
     elif name == "demo_lr":  # the demo's learning rate, on validation over the demo's seeds
         from bench import demo_lr_bench
 
