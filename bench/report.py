@@ -231,6 +231,9 @@ def e2e_lines(r: dict) -> list[str]:
     lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
     if r.get("seed_code_note"):
         lines.append(f"- code per seed {r['seed_code']}: {r['seed_code_note']}")
+    if r.get("run_code"):
+        lines.append("- library code hash of each seed's runs (seeds may run in separate invocations): " + "; ".join(
+            f"{seed} {', '.join(sorted(set(codes.values())))}" for seed, codes in r["run_code"].items()))
     return lines
 
 
@@ -249,9 +252,10 @@ def demo_lr_lines(r: dict) -> list[str]:
 
 def gsweep_lines(r: dict) -> list[str]:
     """The G sweep's table: per arm over seeds, equal answers per step and equal total rollouts."""
-    s = r["summary"]
+    s = r.get("summary", {"arms": {}})
     lines = [f"- {r['budget_total_rollouts']} total rollouts per arm, {r['step_answers']} answers per step, "
-             f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile)", "",
+             f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile)",
+             *([f"- {r['code_note']}"] if r.get("code_note") else []), "",
              "| arm | final test accuracy | informative ratio | baseline variance | answers per problem | rounds per step "
              "| under-filled steps | training seconds |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -294,4 +298,6 @@ def write_readme(out_dir: Path | None = None) -> Path:
                   f"Machine: {m.get('cpu_model', m.get('processor'))}, {m.get('cpus')} CPUs, {m.get('mem_total')}; "
                   f"finished {r.get('finished')}.", ""]
         parts += summary_lines(r.get("benchmark", path.stem), r) + [""]
+        if r.get("plot") and (folder / Path(r["plot"]).name).exists():
+            parts += [f"![{r.get('benchmark', path.stem)}]({folder.name}/{Path(r['plot']).name})", ""]
     return io.write_text(folder.parent / "README.md", "\n".join(parts))

@@ -163,7 +163,8 @@ def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_setting
     def seed_result(seed, code, a_final):
         summary = seed_summary(arms, ids, finals)
         summary = {**summary, "final_accuracy": {**summary["final_accuracy"], "A": a_final}}
-        return {"seed": seed, "arms": {a: {**r, "code": code} for a, r in arms.items()}, "summary": summary}
+        return {"seed": seed, "arms": {a: {**r, "code": code} for a, r in arms.items()}, "summary": summary,
+                "initial_accuracy": 0.40}
 
     assert stored_seed(tmp_path, 0, shared) is None
     io.write_json(seed_path(tmp_path, 0), {**shared, "seed_result": seed_result(0, "c0de0", 0.60)})
@@ -174,6 +175,10 @@ def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_setting
     assert got["run_code"] == {"seed0": dict.fromkeys(arms, "c0de0"), "seed2": dict.fromkeys(arms, "c0de2")}
     assert "partial" in got["variant"] and got["inputs"] == {"policy": "aa", "profile": "bb"}
     assert got["summary"]["A_minus_B"]["mean"] == pytest.approx(0.09)
+    from bench.report import e2e_lines
+
+    assert e2e_lines({**got, "pool": 800, "pool_after_offline_filter": 300, "profile_samples": 1000, "eval_k": 4,
+                      "band_setting": None})[-1].endswith("seed0 c0de0; seed2 c0de2")
     # a seed made from another warm start (its policy hash differs): named, never pooled nor overwritten
     other = {**shared, "inputs": {"policy": "zz", "profile": "bb"}}
     io.write_json(seed_path(tmp_path, 1), {**other, "seed_result": seed_result(1, "c0de1", 0.6)})
@@ -368,6 +373,9 @@ def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_m
     assert r["run_code"] == {"seed0/G4": "aaa", "seed0/allocate": "bbb"} and "partial" in r["variant"]
     assert "2 versions" in r["code_note"] and r["inputs"] == {"policy": "aa"}
     assert r["summary"]["best_fixed"] == "G4" and r["summary"]["arms"]["allocate"]["final_accuracy"]["mean"] == 0.82
+    from bench.report import gsweep_lines
+
+    assert any("2 versions of the library code" in line for line in gsweep_lines(r))
     with pytest.raises(FileNotFoundError, match=r"\['seed0/G8'\]"):
         assemble(("G4", "G8"), (0,), tmp_path)
     # reused only with the same overrides, settings and inputs; one made with others is never overwritten
