@@ -92,16 +92,28 @@ def run_key(args: list[str], inputs: list[str]) -> dict:
 
 
 def input_hashes(inputs: list[str]) -> dict[str, str]:
-    """path -> a hash of its content (a folder: its *.safetensors weights), for telling whether two
-    runs started from the same policy, data and profile."""
+    """path -> a hash of its content, for telling whether two runs started from the same policy,
+    data and profile, in any session: a folder by its *.safetensors weights, a parquet file by its
+    rows and columns (not its bytes: the footer holds a creation time, so a rebuilt profile with the
+    same rows would differ), any other file by its bytes."""
     import hashlib
+    import json
     from pathlib import Path
+
+    import polars as pl
 
     files = {}
     for name in inputs:
         digest = hashlib.sha256()
-        for f in sorted(Path(name).glob("*.safetensors")) if Path(name).is_dir() else [Path(name)]:
-            digest.update(f.read_bytes())
+        path = Path(name)
+        if path.is_dir():
+            for f in sorted(path.glob("*.safetensors")):
+                digest.update(f.read_bytes())
+        elif path.suffix == ".parquet":
+            df = pl.read_parquet(path)
+            digest.update(json.dumps([df.columns, df.rows()], default=str).encode())
+        else:
+            digest.update(path.read_bytes())
         files[name] = digest.hexdigest()[:16]
     return files
 

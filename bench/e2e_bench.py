@@ -278,9 +278,11 @@ def chosen_on_validation(path: Path, budget: int) -> tuple[str, list[str]]:
 
 
 # what every seed of one headline must share to be pooled: seeds may run in separate invocations
-# (sessions, commits), each stored on its own in RESULTS/e2e-seeds/seedN.json
+# (sessions, commits), each stored on its own in RESULTS/e2e-seeds/seedN.json. `arms` and `base` are
+# the arm definitions and every other override the runs take; the library's code is recorded per
+# arm, not required equal (a seed run after an unrelated library change still pools, and says so)
 SHARED = ("budget_total_rollouts", "profile_samples", "eval_k", "band_setting", "training", "pool",
-          "pool_after_offline_filter", "inputs")
+          "pool_after_offline_filter", "inputs", "arms", "base")
 
 
 def seed_dir(results: Path, budget: int = BUDGET) -> Path:
@@ -292,44 +294,72 @@ def seed_path(results: Path, seed: int, budget: int = BUDGET) -> Path:
     return seed_dir(results, budget) / f"seed{seed}.json"
 
 
+def _stored(folder: Path) -> dict[int, tuple[Path, dict]]:
+    """seed -> (path, content) of every seed stored in folder."""
+    import json
+
+    return {int(p.stem.removeprefix("seed")): (p, json.loads(p.read_text()))
+            for p in sorted(folder.glob("seed*.json"))}
+
+
+def _differ(a: dict, b: dict) -> list[str]:
+    """SHARED keys whose values differ, compared as JSON (tuples and lists alike, as stored)."""
+    import json
+
+    return [k for k in SHARED if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True)]
+
+
+def check_stored(results: Path, shared: dict) -> dict[int, dict]:
+    """Every seed already stored for this budget, checked against the settings and inputs about to
+    be run (before anything trains): seed -> its result. One made with others is an error that names
+    it; nothing stored is ever overwritten."""
+    stored = _stored(seed_dir(results, shared["budget_total_rollouts"]))
+    bad = {str(path): d for path, content in stored.values() if (d := _differ(content, shared))}
+    if bad:
+        raise ValueError(f"stored seeds made with other settings or inputs: {bad}; move them away (or delete them) "
+                         "to rerun those seeds with the current ones")
+    return {seed: content["seed_result"] for seed, (_, content) in stored.items()}
+
+
 def stored_seed(results: Path, seed: int, shared: dict) -> dict | None:
     """The seed's stored result when it was made with these shared settings and inputs; None when
-    there is none (run it); an error when one made with others is there (it is never overwritten)."""
-    import json
-
-    path = seed_path(results, seed, shared["budget_total_rollouts"])
-    if not path.exists():
-        return None
-    stored = json.loads(path.read_text())
-    differ = [k for k in SHARED if stored.get(k) != shared[k]]
-    if differ:
-        raise ValueError(f"{path} was made with other {differ}: move it away (or delete it) to rerun seed {seed} "
-                         "with the current settings")
-    return stored["seed_result"]
+    there is none (run it); an error when one made with others is there."""
+    return check_stored(results, shared).get(seed)
 
 
-def assemble(results: Path, plot_to: Path | None = None, budget: int = BUDGET) -> dict:
-    """The headline from every seed stored in seed_dir(results, budget): they must share SHARED (same
-    budget, selection, training settings and identical policy, data and profile), else an error names
-    the file. Each seed keeps the library code hash of each of its arms; under 3 seeds is partial."""
-    import json
-
+def assemble(results: Path, plot_to: Path | None = None, budget: int = BUDGET,
+             seeds: tuple[int, ...] | None = None) -> dict:
+    """The headline from the seeds stored in seed_dir(results, budget) (all, or `seeds`): they must
+    share SHARED (same budget, selection, training and arm settings, identical policy, data and
+    profile), else an error names the file. Each seed keeps its arms' library code hashes and the
+    machine and time it finished; under 3 seeds or another budget than BUDGET is partial."""
     folder = seed_dir(results, budget)
-    paths = sorted(folder.glob("seed*.json"), key=lambda p: int(p.stem.removeprefix("seed")))
-    if not paths:
+    stored = _stored(folder)
+    if seeds is not None:
+        missing = sorted(set(seeds) - set(stored))
+        if missing:
+            raise FileNotFoundError(f"no stored seed {missing} in {folder}: run `grpo bench e2e --seeds ...` first")
+        stored = {seed: stored[seed] for seed in seeds}
+    if not stored:
         raise FileNotFoundError(f"no stored seeds in {folder}: run `grpo bench e2e` first")
-    stored = [json.loads(p.read_text()) for p in paths]
-    shared = {k: stored[0].get(k) for k in SHARED}
-    for path, s in zip(paths, stored, strict=True):
-        differ = [k for k in SHARED if s.get(k) != shared[k]]
+    first_path, first = next(iter(stored.values()))
+    for path, content in stored.values():
+        differ = _differ(content, first)
         if differ:
-            raise ValueError(f"{path} differs from {paths[0]} in {differ}: its seed was run with other settings or "
+            raise ValueError(f"{path} differs from {first_path} in {differ}: its seed was run with other settings or "
                              "inputs; delete it and rerun that seed (`grpo bench e2e --seeds N`)")
-    result = {**shared, "seeds": [s["seed_result"] for s in stored],
-              "run_code": {f"seed{s['seed_result']['seed']}": {a: r.get("code") for a, r in
-                                                                 s["seed_result"]["arms"].items()} for s in stored}}
-    if len(stored) < 3:
-        result["variant"] = f"partial: seeds {[s['seed_result']['seed'] for s in stored]} of the >= 3 the issue asks"
+    result = {**{k: first.get(k) for k in SHARED}, "seeds": [c["seed_result"] for _, c in stored.values()],
+              "run_code": {f"seed{seed}": {a: r.get("code") for a, r in c["seed_result"]["arms"].items()}
+                           for seed, (_, c) in stored.items()},
+              "seed_provenance": {f"seed{seed}": {"finished": c.get("finished"), "machine": c.get("machine")}
+                                  for seed, (_, c) in stored.items()}}
+    codes = {code for per in result["run_code"].values() for code in per.values()}
+    if len(codes) > 1:
+        result["code_note"] = (f"runs made by {len(codes)} versions of the library code (run_code); a stored seed is "
+                               "reused whatever code made it")
+    if len(stored) < 3 or budget != BUDGET:
+        result["variant"] = (f"partial: seeds {sorted(stored)}" + (f", budget {budget}" if budget != BUDGET else "")
+                             + "; the issue asks >= 3 seeds at the full budget")
     result["summary"] = aggregate(result["seeds"])
     if plot_to is not None:
         result["plot"] = str(plot(result, plot_to))
@@ -373,9 +403,11 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
               "band_setting": {"chosen_on_validation": chosen, "overrides": setting}, "training": list(TRAINING),
               "pool": prof.height, "pool_after_offline_filter": pl.read_parquet(filtered).height,
               "inputs": dict(zip(("policy", "train", "test", "profile", "train_filtered"),
-                                 input_hashes(inputs).values(), strict=True))}
+                                 input_hashes(inputs).values(), strict=True)),
+              "arms": ARMS, "base": base}
+    stored = check_stored(results, shared)  # a mismatch stops here, before any training
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
-        if stored_seed(results, seed, shared) is not None:
+        if seed in stored:
             print(f"{seed_path(results, seed, budget)}: reusing the stored seed", flush=True)
             continue
         arms, finals, start = {}, {}, None

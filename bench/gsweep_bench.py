@@ -152,12 +152,24 @@ def stored_run(path: Path, overrides: list[str], shared: dict) -> dict | None:
     if not path.exists():
         return None
     saved = json.loads(path.read_text())
-    differ = [k for k in shared if saved["shared"].get(k) != shared[k]]
-    if saved["overrides"] != overrides:
+    differ = _differ(saved["shared"], shared)
+    if not _same(saved["overrides"], overrides):
         differ.append("overrides")
     if differ:
         raise ValueError(f"{path} was made with other {differ}: move it away (or delete it) to rerun this arm")
     return saved
+
+
+def _same(a, b) -> bool:
+    """Equal as stored (JSON: tuples and lists alike)."""
+    import json
+
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _differ(a: dict, b: dict) -> list[str]:
+    """Keys of either dict whose values differ (a key missing on one side differs)."""
+    return [k for k in sorted({*a, *b}) if not _same(a.get(k), b.get(k))]
 
 
 def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Path | None = None,
@@ -170,6 +182,12 @@ def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Pat
     from bench.common import RESULTS
 
     results = Path(results or RESULTS)
+    if len(set(seeds)) != len(seeds) or len(set(names)) != len(names):
+        raise ValueError(f"repeated seeds or arms ({list(seeds)}, {list(names)}): each counts once")
+    every = {**arms(), **kl_arms()}
+    unknown = sorted(set(names) - set(every))
+    if unknown:
+        raise ValueError(f"unknown gsweep arm(s) {unknown}; arms: {', '.join(every)}")
     paths = {(seed, name): run_path(results, budget, seed, name) for seed in seeds for name in names}
     missing = [f"seed{seed}/{name}" for (seed, name), p in paths.items() if not p.exists()]
     if missing:
@@ -178,13 +196,18 @@ def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Pat
     saved = {key: json.loads(p.read_text()) for key, p in paths.items()}
     first_key = next(iter(saved))
     for key, run in saved.items():
-        differ = [k for k in run["shared"] if run["shared"][k] != saved[first_key]["shared"].get(k)]
+        differ = _differ(run["shared"], saved[first_key]["shared"])
         if differ:
             raise ValueError(f"{paths[key]} differs from {paths[first_key]} in {differ}: rerun one of them")
+        if not _same(run["overrides"], every[key[1]]):
+            raise ValueError(f"{paths[key]} was run with overrides {run['overrides']}, but arm {key[1]} is now "
+                             f"{every[key[1]]}: move it away and rerun it")
     result = {**saved[first_key]["shared"], "seeds": [], "arms_run": list(names),
-              "run_code": {f"seed{seed}/{name}": saved[seed, name]["code"] for seed, name in saved}}
-    every = {*arms(), *kl_arms()}
-    if set(names) < every or len(seeds) < 3 or budget != BUDGET:
+              "run_code": {f"seed{seed}/{name}": saved[seed, name]["code"] for seed, name in saved},
+              "run_provenance": {f"seed{seed}/{name}": {"finished": saved[seed, name].get("finished"),
+                                                         "cpu": (saved[seed, name].get("machine") or {}).get("cpu_model")}
+                                 for seed, name in saved}}
+    if not set(every) <= set(names) or len(seeds) < 3 or budget != BUDGET:
         result["variant"] = f"partial: seeds {list(seeds)}, arms {list(names)}"
     if len(set(result["run_code"].values())) > 1:
         result["code_note"] = (f"runs made by {len(set(result['run_code'].values()))} versions of the library "
@@ -213,6 +236,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     from grpo_data import io
     from pipelines.stages import warm_policy, write_world
 
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"repeated seeds {list(seeds)}: each counts once")
     every = {**arms(), **(kl_arms() if kl else {})}
     if only:
         unknown = sorted(set(only) - set(every))
@@ -230,7 +255,11 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     # inputs by content: the same world and warm start give the same hashes on any machine or session
     shared = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "training": list(TRAINING),
               "eval_every": EVAL_EVERY, "inputs": dict(zip(("policy", "train", "test"), input_hashes(inputs).values(),
-                                                           strict=True))}
+                                                           strict=True)), "base": base}
+    # every run already stored for these seeds and arms is checked before anything trains
+    for seed in seeds:
+        for name, overrides in every.items():
+            stored_run(run_path(results, budget, seed, name), overrides, shared)
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         for name, overrides in every.items():
             path = run_path(results, budget, seed, name)

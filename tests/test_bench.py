@@ -157,8 +157,10 @@ def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_setting
             "B": _arm([(0, 0.40), (6000, 0.50)], 0), "C": _arm([(0, 0.40), (5000, 0.50)], 1000)}
     ids = pl.DataFrame({"id": ["p", "q"], "n_correct": [0, 0], "k": [4, 4]})
     finals = {a: ids.with_columns(pl.Series("n_correct", [2, 0] if a == "A" else [0, 0])) for a in arms}
-    shared = {k: None for k in SHARED} | {"budget_total_rollouts": BUDGET, "training": ["optim.lr=3e-5"],
-                                         "inputs": {"policy": "aa", "profile": "bb"}}
+    # as run() builds it: tuples in memory, lists once stored as JSON; the two must compare equal
+    shared = {k: None for k in SHARED} | {"budget_total_rollouts": BUDGET, "training": ("optim.lr=3e-5",),
+                                         "inputs": {"policy": "aa", "profile": "bb"}, "arms": ARMS,
+                                         "band_setting": {"chosen_on_validation": "x", "overrides": ("lo=0.2",)}}
 
     def seed_result(seed, code, a_final):
         summary = seed_summary(arms, ids, finals)
@@ -174,6 +176,7 @@ def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_setting
     assert [s["seed"] for s in got["seeds"]] == [0, 2]
     assert got["run_code"] == {"seed0": dict.fromkeys(arms, "c0de0"), "seed2": dict.fromkeys(arms, "c0de2")}
     assert "partial" in got["variant"] and got["inputs"] == {"policy": "aa", "profile": "bb"}
+    assert "2 versions" in got["code_note"] and set(got["seed_provenance"]) == {"seed0", "seed2"}
     assert got["summary"]["A_minus_B"]["mean"] == pytest.approx(0.09)
     from bench.report import e2e_lines
 
@@ -184,9 +187,13 @@ def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_setting
     io.write_json(seed_path(tmp_path, 1), {**other, "seed_result": seed_result(1, "c0de1", 0.6)})
     with pytest.raises(ValueError, match=r"seed1\.json differs .*\['inputs'\]"):
         assemble(tmp_path)
-    with pytest.raises(ValueError, match=r"seed1\.json was made with other \['inputs'\]"):
-        stored_seed(tmp_path, 1, shared)
+    # checked before anything trains, whichever seed is asked for: run() would stop here
+    with pytest.raises(ValueError, match=r"seed1\.json': \['inputs'\]"):
+        stored_seed(tmp_path, 0, shared)
     assert json.loads(seed_path(tmp_path, 1).read_text())["inputs"]["policy"] == "zz"
+    assert [s["seed"] for s in assemble(tmp_path, seeds=(0, 2))["seeds"]] == [0, 2]  # only the named seeds
+    with pytest.raises(FileNotFoundError, match=r"no stored seed \[3\]"):
+        assemble(tmp_path, seeds=(0, 3))
     # a --quick budget keeps its seeds apart from the full headline's
     assert seed_dir(tmp_path, 5_000) != seed_dir(tmp_path) and stored_seed(tmp_path, 0, {**shared,
                                                                            "budget_total_rollouts": 5_000}) is None
@@ -253,7 +260,7 @@ def test_variants_reuse_a_finished_run_only_under_the_same_key(tmp_path):
 
     from bench.common import completed, run_key
 
-    (tmp_path / "w.parquet").write_bytes(b"data")
+    pl.DataFrame({"id": ["a"], "n_correct": [1]}).write_parquet(tmp_path / "w.parquet", metadata={"created": "1"})
     key = run_key(["algo.tau=0.5", "run.eval_first=false"], [str(tmp_path / "w.parquet")])
     assert key == run_key(["algo.tau=0.5", "run.eval_first=true", "run.out=elsewhere"], [str(tmp_path / "w.parquet")])
     run = tmp_path / "arm"
@@ -266,7 +273,10 @@ def test_variants_reuse_a_finished_run_only_under_the_same_key(tmp_path):
     assert completed(run, key, 100) == (records, 12.5)
     assert completed(run, key, 200) is None  # stopped before the budget
     assert completed(run, run_key(["algo.tau=0.3"], [str(tmp_path / "w.parquet")]), 100) is None
-    (tmp_path / "w.parquet").write_bytes(b"other data")  # same path, new content
+    # the same rows written again (another creation time in the footer): the same input
+    pl.DataFrame({"id": ["a"], "n_correct": [1]}).write_parquet(tmp_path / "w.parquet", metadata={"created": "2"})
+    assert completed(run, run_key(["algo.tau=0.5"], [str(tmp_path / "w.parquet")]), 100) == (records, 12.5)
+    pl.DataFrame({"id": ["a"], "n_correct": [2]}).write_parquet(tmp_path / "w.parquet")  # same path, new content
     assert completed(run, run_key(["algo.tau=0.5"], [str(tmp_path / "w.parquet")]), 100) is None
 
 
@@ -389,3 +399,62 @@ def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_m
     with pytest.raises(ValueError, match=r"G8.json differs .* in \['training'\]"):
         assemble(("G4", "G8"), (0,), tmp_path)
     assert json.loads(run_path(tmp_path, BUDGET, 0, "G8").read_text())["shared"]["training"] == ["optim.lr=1e-4"]
+
+
+def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_training(tmp_path, monkeypatch):
+    """run() with the engines replaced: a second invocation trains nothing, a stored run made with
+    other settings stops the next invocation before it trains, and nothing stored is rewritten."""
+    import json
+
+    import pipelines.stages
+    from bench import common, gsweep_bench
+
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    (policy / "model.safetensors").write_bytes(b"weights")
+    world = {}
+    for split in ("train", "test"):
+        world[split] = tmp_path / f"{split}.parquet"
+        pl.DataFrame({"id": ["a", "b"], "x": [1, 2]}).write_parquet(world[split])
+    monkeypatch.setattr(pipelines.stages, "warm_policy", lambda: policy)
+    monkeypatch.setattr(pipelines.stages, "write_world", lambda out: world)
+    trained = []
+
+    def fake_train(name, args, base, out, inputs, budget):
+        trained.append(name)
+        (out / name).mkdir(parents=True, exist_ok=True)
+        (out / name / "bench-key.json").write_text(json.dumps({"key": {"code": "fake"}, "seconds": 5.0}))
+        ev = {"kind": "eval", "heldout_accuracy": 0.7 + 0.01 * len(trained), "heldout_accuracy_se": 0.02}
+        return [{**ev, "rollouts_generated": 0},
+                {"kind": "train", "rollouts_generated": budget, "informative_rollout_ratio": 0.8, "rounds": 2,
+                 "underfilled": False, "step_seconds": 1.0},
+                {**ev, "rollouts_generated": budget}], 5.0
+
+    monkeypatch.setattr(common, "cached_train_run", fake_train)
+    kw = {"seeds": (0,), "only": ("G4", "allocate"), "kl": False, "workdir": str(tmp_path / "w"),
+          "results": tmp_path / "r"}
+    first = gsweep_bench.run(**kw)
+    assert trained == ["G4", "allocate"] and first["run_code"] == {"seed0/G4": "fake", "seed0/allocate": "fake"}
+    stored = gsweep_bench.run_path(tmp_path / "r", gsweep_bench.BUDGET, 0, "G4")
+    before = stored.read_text()
+    again = gsweep_bench.run(**kw)
+    assert trained == ["G4", "allocate"]  # both reused
+    same = json.dumps(again["summary"], sort_keys=True) == json.dumps(first["summary"], sort_keys=True)  # NaN-safe
+    assert same and stored.read_text() == before
+    # another learning rate: the stored G4 is named and nothing trains, allocate included
+    monkeypatch.setattr(gsweep_bench, "TRAINING", (*gsweep_bench.TRAINING[:-2], "optim.lr=1e-4", "optim.minibatches=1"))
+    with pytest.raises(ValueError, match=r"G4\.json was made with other \['base', 'training'\]"):
+        gsweep_bench.run(**kw)
+    assert trained == ["G4", "allocate"] and stored.read_text() == before
+    with pytest.raises(ValueError, match="repeated seeds"):
+        gsweep_bench.run(**{**kw, "seeds": (0, 0, 0)})
+
+
+def test_bench_seeds_argument_rejects_repeats_and_names_the_format():
+    from pipelines.commands.bench import parse_seeds
+
+    assert parse_seeds("2,0", (0, 1, 2)) == (2, 0) and parse_seeds(None, (0,)) == (0,)
+    with pytest.raises(ValueError, match="repeats a seed"):
+        parse_seeds("1,1", (0,))
+    with pytest.raises(ValueError, match="comma-separated integers"):
+        parse_seeds("0;1", (0,))

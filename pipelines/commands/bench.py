@@ -17,8 +17,10 @@ BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", choices=[*BENCHES, "all"], help="which benchmark")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (for smoke runs)")
-    parser.add_argument("--out-dir", default=None, help="results folder (default bench/results)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller sizes (for smoke runs; results to runs/bench-quick/results unless --out-dir)")
+    parser.add_argument("--out-dir", default=None,
+                        help="results folder (default bench/results; with --quick, runs/bench-quick/results)")
     parser.add_argument("--arms", default=None, help="gsweep: run only these arms (comma-separated; a partial sweep)")
     parser.add_argument("--seeds", default=None,
                         help="gsweep, e2e: these seeds (comma-separated; default 0,1,2). e2e stores each finished seed "
@@ -26,6 +28,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assemble", action="store_true",
                         help="gsweep: build the result from the stored runs of --arms/--seeds (default every arm), "
                              "running nothing; e2e: from the seeds stored in <out-dir>/e2e-seeds, running nothing")
+
+
+QUICK_RESULTS = Path("runs/bench-quick/results")  # a smoke run never overwrites the committed results
+
+
+def parse_seeds(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    """`--seeds 0,1,2` as a tuple; a repeated seed is an error (it would count as a replicate)."""
+    if not text:
+        return default
+    try:
+        seeds = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise ValueError(f"--seeds {text!r}: comma-separated integers, e.g. 0,1,2") from None
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds {text!r} repeats a seed: each seed counts once")
+    return seeds
 
 
 def _write(name: str, result: dict, out_dir) -> dict:
@@ -80,10 +98,10 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         from bench import gsweep_bench
         from bench.common import RESULTS
 
-        chosen = tuple(int(x) for x in seeds.split(",")) if seeds else (0,) if quick else (0, 1, 2)
+        chosen = parse_seeds(seeds, (0,) if quick else (0, 1, 2))
         results = Path(out_dir or RESULTS)
-        if assemble:
-            names = tuple(arms.split(",")) if arms else (*gsweep_bench.arms(), *gsweep_bench.kl_arms())
+        if assemble:  # by default every arm the same command would have run (no KL grid with --quick)
+            names = tuple(arms.split(",")) if arms else (*gsweep_bench.arms(), *({} if quick else gsweep_bench.kl_arms()))
             budget = 2_000 if quick else gsweep_bench.BUDGET
             return _write(name, gsweep_bench.assemble(names, chosen, results, budget,
                                                       plot_to=results / "gsweep.png"), out_dir)
@@ -103,16 +121,16 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         from bench.common import RESULTS
 
         results = Path(out_dir or RESULTS)  # the selection e2e_select wrote there; the stored seeds
-        if assemble:
+        if assemble:  # every stored seed, or those named
             budget = 5_000 if quick else e2e_bench.BUDGET
-            return _write(name, e2e_bench.assemble(results, plot_to=results / "e2e.png", budget=budget), out_dir)
-        chosen = tuple(int(x) for x in seeds.split(",")) if seeds else (0,) if quick else (0, 1, 2)
-        result = e2e_bench.run(quick=quick, seeds=chosen, results=results)
+            return _write(name, e2e_bench.assemble(results, plot_to=results / "e2e.png", budget=budget,
+                                                   seeds=parse_seeds(seeds, None) if seeds else None), out_dir)
+        result = e2e_bench.run(quick=quick, seeds=parse_seeds(seeds, (0,) if quick else (0, 1, 2)), results=results)
     return _write(name, result, out_dir)
 
 
 def run(args: argparse.Namespace) -> int:
-    out_dir = Path(args.out_dir) if args.out_dir else None
+    out_dir = Path(args.out_dir) if args.out_dir else QUICK_RESULTS if args.quick else None
     # demo_lr trains from the demo folders (`grpo demo --seed N`), which `all` does not build
     names = tuple(b for b in BENCHES if b != "demo_lr") if args.name == "all" else (args.name,)
     results = {}
