@@ -239,9 +239,11 @@ class OptimConfig:
     recompute the decoder's activations in the backward pass (less memory, about a third more time);
     lr_schedule: constant | linear | cosine (decay to lr * min_lr_ratio at the run's last optimizer
     step: run.steps x minibatches, or fewer when run.max_rollouts bounds the run, see
-    `schedule_steps`), after warmup_steps optimizer steps of linear warmup (`controllers.lr_factor`)."""
+    `schedule_steps`), after warmup_steps optimizer steps of linear warmup (`controllers.lr_factor`).
+    lr: the default 1e-6 is for the models this trains in earnest (1.5B-70B; TRL's and verl's default
+    too); a tiny policy needs more: the embedded demo trains at 3e-5, chosen on validation."""
 
-    lr: float = 2e-4
+    lr: float = 1e-6
     lr_schedule: str = "constant"
     warmup_steps: int = 0
     min_lr_ratio: float = 0.0
