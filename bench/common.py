@@ -17,10 +17,14 @@ def machine() -> dict:
             "processor": platform.processor() or platform.machine()}
     try:
         with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    info["cpu_model"] = line.split(":", 1)[1].strip()
-                    break
+            fields = dict(line.split(":", 1) for line in fh.read().split("\n\n", 1)[0].splitlines() if ":" in line)
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        info["cpu_model"] = fields.get("model name")
+        # a "model name" can hide the generation (AMD EPYC): family/model and the vector ISA decide
+        # which kernels torch runs, so float results (and a warm start) can differ between them
+        info["cpu_family_model"] = f"{fields.get('cpu family')}/{fields.get('model')}"
+        info["cpu_isa"] = sorted(f for f in fields.get("flags", "").split()
+                                 if f.startswith(("avx512f", "avx512_bf16", "amx")) or f in ("avx2", "fma"))
         with open("/proc/meminfo") as fh:
             info["mem_total"] = fh.readline().split(":", 1)[1].strip()
     except OSError:
