@@ -191,22 +191,39 @@ def test_vllm_weight_sync_generates_with_new_weights(tmp_path, warm_policy):
                for i in range(24)]
     greedy = SamplingConfig(temperature=0.0, max_tokens=24)
     texts_a = [g[0].text for g in HFEngine(str(quick_policy)).generate(prompts, 1, greedy)]
-    texts_b = [g[0].text for g in HFEngine(str(b_dir)).generate(prompts, 1, greedy)]
+    hf_b = [g[0] for g in HFEngine(str(b_dir)).generate(prompts, 1, greedy)]
+    texts_b = [g.text for g in hf_b]
     engine = make_engine("vllm", str(quick_policy), seed=0, dtype="float32")  # compare with fp32 transformers
     before = [g[0].text for g in engine.generate(prompts, 1, greedy)]
     engine.load_weights(model_b.state_dict().items())
-    after = [g[0].text for g in engine.generate(prompts, 1, greedy)]
+    after = [g[0] for g in engine.generate(prompts, 1, greedy)]
     engine.close()
     def agree(x, y):
         return float(np.mean([u == v for u, v in zip(x, y, strict=True)]))
 
-    # A and B answer differently; vLLM follows A before the sync and B after it. Near-tied logits
-    # let the two engines' fp32 kernels differ on a few prompts (measured 0.83-1.0 agreement on
-    # two machines), so the test asks for most answers and for A's and B's to be told apart.
+    # A and B answer differently; vLLM follows A before the sync and B after it.
     assert agree(texts_a, texts_b) <= 0.25
-    agreements = (agree(before, texts_a), agree(before, texts_b), agree(after, texts_b), agree(after, texts_a))
-    assert agreements[0] >= 0.7 and agreements[2] >= 0.7, agreements
+    agreements = (agree(before, texts_a), agree(before, texts_b), agree([g.text for g in after], texts_b),
+                  agree([g.text for g in after], texts_a))
+    assert agreements[0] >= 0.7 and agreements[2] >= 0.5, agreements
     assert agreements[1] <= 0.25 and agreements[3] <= 0.25, agreements
+    # Where vLLM's answer leaves B's (HF), it must be at a near-tie of B's own logits: the CPU
+    # kernels differ (measured agreement 0.83-1.0 on two machines, 0.625 on an AVX-512 one, every
+    # split at a top-2 gap under 0.07), while a stale or half-synced model leaves B's argmax by more
+    tok = AutoTokenizer.from_pretrained(quick_policy)
+    gaps = []
+    for prompt, hf, vl in zip(prompts, hf_b, after, strict=True):
+        if hf.token_ids == vl.token_ids:
+            continue
+        j = next((i for i, (x, y) in enumerate(zip(hf.token_ids, vl.token_ids)) if x != y),
+                 min(len(hf.token_ids), len(vl.token_ids)))
+        if j >= min(len(hf.token_ids), len(vl.token_ids)):
+            continue  # one is a prefix of the other: a stop decision, not a token choice
+        ctx = torch.tensor([tok(prompt, add_special_tokens=False)["input_ids"] + list(hf.token_ids[:j])])
+        with torch.no_grad():
+            logits = model_b(ctx).logits[0, -1]
+        gaps.append(float(logits[hf.token_ids[j]] - logits[vl.token_ids[j]]))
+    assert all(0 <= g < 0.15 for g in gaps), gaps
 
 
 @pytest.mark.slow
