@@ -344,16 +344,28 @@ def test_cpu_vllm_weight_sync_goes_through_reload_weights():
     if not current_platform.is_cpu():
         pytest.skip("GPU vLLM: TRL's own sync is kept")
     calls = []
-    llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=SimpleNamespace(dtype=torch.bfloat16)),
-                          collective_rpc=lambda name, kwargs: calls.append((name, kwargs["weights_iterator"])),
+    dtype = torch.bfloat16
+    llm = SimpleNamespace(llm_engine=SimpleNamespace(model_config=SimpleNamespace(dtype=dtype)),
+                          # vLLM consumes the iterator inside the call (collective_rpc runs the worker in-process)
+                          collective_rpc=lambda name, kwargs: calls.append((name, list(kwargs["weights_iterator"]))),
                           reset_prefix_cache=lambda: calls.append(("reset", None)))
-    params = [("model.embed_tokens.weight", torch.ones(3, 2)), ("lm_head.weight", torch.full((3, 2), 0.5))]
-    gen = SimpleNamespace(mode="colocate", enable_sleep_mode=False, llm=llm, _iter_named_params=lambda: iter(params))
+    # already in vLLM's dtype, so a cast alone would not copy them
+    params = [("model.embed_tokens.weight", torch.ones(3, 2, dtype=dtype)),
+              ("lm_head.weight", torch.full((3, 2), 0.5, dtype=dtype))]
+
+    def merged_then_unmerged():  # as TRL's iterator does with a PEFT adapter: merged while yielding, undone after
+        for _, t in params:
+            t += 1.0
+        yield from params
+        for _, t in params:
+            t -= 1.0
+
+    gen = SimpleNamespace(mode="colocate", enable_sleep_mode=False, llm=llm, _iter_named_params=merged_then_unmerged)
     assert reload_weights_on_cpu_vllm(SimpleNamespace(vllm_generation=gen))
     gen.sync_weights()
     (name, weights), reset = calls
     assert name == "reload_weights" and reset == ("reset", None)
-    assert [n for n, _ in weights] == [n for n, _ in params] and all(t.dtype == torch.bfloat16 for _, t in weights)
-    assert torch.equal(weights[1][1].float(), params[1][1])
+    assert [n for n, _ in weights] == [n for n, _ in params] and all(t.dtype == dtype for _, t in weights)
+    assert torch.equal(weights[1][1], params[1][1] + 1.0)  # the merged values, copied before the unmerge
     assert not reload_weights_on_cpu_vllm(SimpleNamespace(vllm_generation=SimpleNamespace(mode="server")))
     assert not reload_weights_on_cpu_vllm(SimpleNamespace())  # no vLLM: plain generate

@@ -366,7 +366,9 @@ def reload_weights_on_cpu_vllm(trainer) -> bool:
             gen.llm.wake_up(tags=["weights"])
             gen._llm_weights_sleeping = False
         dtype = gen.llm.llm_engine.model_config.dtype
-        weights = [(name, tensor.detach().to("cpu", dtype)) for name, tensor in gen._iter_named_params()]
+        # consumed inside TRL's iterator (while a PEFT adapter is merged or ZeRO-3 parameters are
+        # gathered), each one copied: the iterator changes or frees the tensors it yielded afterwards
+        weights = ((name, tensor.detach().to("cpu", dtype, copy=True)) for name, tensor in gen._iter_named_params())
         gen.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         gen.llm.reset_prefix_cache()
 
