@@ -95,6 +95,19 @@ def run_key(args: list[str], inputs: list[str]) -> dict:
     return {"config": tree, "code": code.hexdigest()[:16], "inputs": input_hashes(inputs)}
 
 
+def same_as_stored(a, b) -> bool:
+    """Equal as stored (JSON: tuples and lists alike, keys in any order)."""
+    import json
+
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def differing_keys(a: dict, b: dict, keys=None) -> list[str]:
+    """`keys` (default: every key of either dict) whose values differ as stored; a key missing on
+    one side differs. How a stored benchmark result is checked against the run about to be made."""
+    return [k for k in (keys if keys is not None else sorted({*a, *b})) if not same_as_stored(a.get(k), b.get(k))]
+
+
 def input_hashes(inputs: list[str]) -> dict[str, str]:
     """path -> a hash of its content, for telling whether two runs started from the same policy,
     data and profile, in any session: a folder by its *.safetensors weights, a parquet file by its

@@ -303,10 +303,9 @@ def _stored(folder: Path) -> dict[int, tuple[Path, dict]]:
 
 
 def _differ(a: dict, b: dict) -> list[str]:
-    """SHARED keys whose values differ, compared as JSON (tuples and lists alike, as stored)."""
-    import json
+    from bench.common import differing_keys
 
-    return [k for k in SHARED if json.dumps(a.get(k), sort_keys=True) != json.dumps(b.get(k), sort_keys=True)]
+    return differing_keys(a, b, SHARED)
 
 
 def check_stored(results: Path, shared: dict) -> dict[int, dict]:

@@ -152,24 +152,14 @@ def stored_run(path: Path, overrides: list[str], shared: dict) -> dict | None:
     if not path.exists():
         return None
     saved = json.loads(path.read_text())
-    differ = _differ(saved["shared"], shared)
-    if not _same(saved["overrides"], overrides):
+    from bench.common import differing_keys, same_as_stored
+
+    differ = differing_keys(saved["shared"], shared)
+    if not same_as_stored(saved["overrides"], overrides):
         differ.append("overrides")
     if differ:
         raise ValueError(f"{path} was made with other {differ}: move it away (or delete it) to rerun this arm")
     return saved
-
-
-def _same(a, b) -> bool:
-    """Equal as stored (JSON: tuples and lists alike)."""
-    import json
-
-    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-
-
-def _differ(a: dict, b: dict) -> list[str]:
-    """Keys of either dict whose values differ (a key missing on one side differs)."""
-    return [k for k in sorted({*a, *b}) if not _same(a.get(k), b.get(k))]
 
 
 def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Path | None = None,
@@ -179,7 +169,7 @@ def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Pat
     is an error that names it. Marked partial unless every arm and >= 3 seeds are there."""
     import json
 
-    from bench.common import RESULTS
+    from bench.common import RESULTS, differing_keys, same_as_stored
 
     results = Path(results or RESULTS)
     if len(set(seeds)) != len(seeds) or len(set(names)) != len(names):
@@ -196,10 +186,10 @@ def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Pat
     saved = {key: json.loads(p.read_text()) for key, p in paths.items()}
     first_key = next(iter(saved))
     for key, run in saved.items():
-        differ = _differ(run["shared"], saved[first_key]["shared"])
+        differ = differing_keys(run["shared"], saved[first_key]["shared"])
         if differ:
             raise ValueError(f"{paths[key]} differs from {paths[first_key]} in {differ}: rerun one of them")
-        if not _same(run["overrides"], every[key[1]]):
+        if not same_as_stored(run["overrides"], every[key[1]]):
             raise ValueError(f"{paths[key]} was run with overrides {run['overrides']}, but arm {key[1]} is now "
                              f"{every[key[1]]}: move it away and rerun it")
     result = {**saved[first_key]["shared"], "seeds": [], "arms_run": list(names),
