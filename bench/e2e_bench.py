@@ -277,6 +277,19 @@ def chosen_on_validation(path: Path, budget: int) -> tuple[str, list[str]]:
     return sel["chosen"], CANDIDATES[sel["chosen"]]
 
 
+def selected_on_same_inputs(path: Path, inputs: dict[str, str]) -> None:
+    """Raise unless the band was chosen from the same warm start, pool and profile as the headline
+    uses (a setting chosen for another starting policy is not a choice made on validation)."""
+    import json
+
+    sel = json.loads(path.read_text()).get("inputs", {})
+    differ = [k for k in ("policy", "train", "profile") if sel.get(k) != inputs[k]]
+    if differ:
+        raise ValueError(f"{path} was selected with other inputs ({', '.join(differ)}: "
+                         f"{[sel.get(k) for k in differ]} here {[inputs[k] for k in differ]}); "
+                         "rerun `grpo bench e2e_select` on this warm start first")
+
+
 # what every seed of one headline must share to be pooled: seeds may run in separate invocations
 # (sessions, commits), each stored on its own in RESULTS/e2e-seeds/seedN.json. `arms` and `base` are
 # the arm definitions and every other override the runs take; the library's code is recorded per
@@ -404,6 +417,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
               "inputs": dict(zip(("policy", "train", "test", "profile", "train_filtered"),
                                  input_hashes(inputs).values(), strict=True)),
               "arms": ARMS, "base": base}
+    selected_on_same_inputs(results / "e2e_select.json", shared["inputs"])
     stored = check_stored(results, shared)  # a mismatch stops here, before any training
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         if seed in stored:
@@ -434,6 +448,7 @@ def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: i
                          workdir: str = "runs/bench-e2e-select") -> dict:
     """Arm A under each candidate setting, scored on the validation split (never the test split):
     the setting with the best final validation accuracy is the one the headline should use."""
+    from bench.common import input_hashes
     from grpo_data.profiler import read_profile
     from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
@@ -448,12 +463,13 @@ def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: i
             "run.eval_every=100000", "run.eval_k=4", "run.save_every=0", "run.progress=false", f"run.seed={seed}",
             f"run.max_rollouts={budget - profile_samples}"]
     runs = {}
+    inputs = [str(policy), str(paths["train"]), str(paths["val"]), str(profile)]
     for name, overrides in candidates.items():
-        arm = run_arm(name, overrides, base, Path(workdir), [str(policy), str(paths["train"]), str(paths["val"]),
-                                                             str(profile)], budget - profile_samples, profile_samples)
+        arm = run_arm(name, overrides, base, Path(workdir), inputs, budget - profile_samples, profile_samples)
         runs[name] = {"final_val_accuracy": arm["evals"][-1]["heldout_accuracy"],
                       "final_val_se": arm["evals"][-1]["heldout_accuracy_se"],
                       "informative_rollout_ratio": arm["informative_rollout_ratio"]}
     best = max(runs, key=lambda n: runs[n]["final_val_accuracy"])
     return {"split": "val", "seed": seed, "budget_total_rollouts": budget, "candidates": candidates, "runs": runs,
-            "chosen": best, "training": list(TRAINING)}
+            "chosen": best, "training": list(TRAINING),
+            "inputs": dict(zip(("policy", "train", "val", "profile"), input_hashes(inputs).values(), strict=True))}

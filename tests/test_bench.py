@@ -87,6 +87,23 @@ def test_the_headline_runs_only_with_a_matching_validation_selection(tmp_path):
         chosen_on_validation(path, BUDGET)
 
 
+def test_the_headline_refuses_a_band_chosen_on_another_warm_start(tmp_path):
+    import json
+
+    from bench.e2e_bench import selected_on_same_inputs
+
+    inputs = {"policy": "p1", "train": "t1", "test": "x", "profile": "f1", "train_filtered": "y"}
+    path = tmp_path / "e2e_select.json"
+    path.write_text(json.dumps({"inputs": {"policy": "p1", "train": "t1", "val": "v", "profile": "f1"}}))
+    selected_on_same_inputs(path, inputs)  # the validation split is not the headline's input: no clash
+    path.write_text(json.dumps({"inputs": {"policy": "p0", "train": "t1", "val": "v", "profile": "f0"}}))
+    with pytest.raises(ValueError, match=r"other inputs \(policy, profile.*rerun `grpo bench e2e_select`"):
+        selected_on_same_inputs(path, inputs)
+    path.write_text(json.dumps({"chosen": "band_0.2_0.8"}))  # made before selections recorded their inputs
+    with pytest.raises(ValueError, match="policy, train, profile"):
+        selected_on_same_inputs(path, inputs)
+
+
 def test_offline_filter_drops_problems_profiled_all_right_or_all_wrong():
     train = pl.DataFrame({"id": ["a", "b", "c", "d", "e"]})
     profile = pl.DataFrame({"id": ["a", "b", "c", "d"], "n_correct": [0, 2, 1, 5], "k": [2, 2, 4, 8]})

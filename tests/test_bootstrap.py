@@ -8,13 +8,17 @@ import pytest
 import torch
 
 from grpo_data.world import solution as world_solution
+from grpo_train import bootstrap as bootstrap_module
 from grpo_train.bootstrap import (
+    PINNED_KERNELS,
     BootstrapConfig,
     SFTExample,
     batch_order,
     bootstrap,
+    can_pin_kernels,
     collate,
     encode_examples,
+    kernels_pinned,
     lr_at,
 )
 
@@ -106,6 +110,49 @@ def test_deterministic_and_cached(tmp_path, world_tables):
     assert (a / "bootstrap.json").stat().st_mtime_ns == stamp, "unchanged inputs reuse the cached policy"
     bootstrap(world_tables["sft"], a, BootstrapConfig(steps=16, batch_size=32), progress=False)
     assert json.loads((a / "bootstrap.json").read_text())["config"]["steps"] == 16
+
+
+def test_config_round_trips_through_json():
+    cfg = BootstrapConfig(seed=3, steps=7, pin_kernels=False)
+    assert BootstrapConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+
+
+def test_kernels_pinned_only_with_every_variable_set(monkeypatch):
+    for key, value in PINNED_KERNELS.items():
+        monkeypatch.setenv(key, value)
+    assert kernels_pinned()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE")
+    assert not kernels_pinned()
+
+
+def test_a_failed_pinned_child_names_the_way_out(monkeypatch, tmp_path, world_tables):
+    monkeypatch.setattr(bootstrap_module, "can_pin_kernels", lambda: True)
+    for key in PINNED_KERNELS:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(bootstrap_module.sys, "executable", "/bin/false")
+    with pytest.raises(RuntimeError, match="pin_kernels=False"):
+        bootstrap(world_tables["sft"], tmp_path / "p", BootstrapConfig(steps=1, batch_size=4), progress=False)
+    assert not (tmp_path / "p").exists(), "nothing is left behind as if it were a warm start"
+
+
+@pytest.mark.slow
+def test_warm_start_pins_cpu_kernels_where_the_cpu_has_avx2(tmp_path, world_tables):
+    """The child trains on the AVX2 paths whatever this process uses; unpinned trains in-process."""
+    import dataclasses
+    import hashlib
+
+    if not can_pin_kernels():
+        pytest.skip("no AVX2 x86-64 CPU: the warm start runs unpinned here")
+    cfg = BootstrapConfig(steps=2, batch_size=8)
+    pinned = bootstrap(world_tables["sft"], tmp_path / "pinned", cfg, progress=False)
+    meta = json.loads((pinned / "bootstrap.json").read_text())
+    assert meta["kernels"] == {"pinned": True, "aten_capability": "AVX2", "env": PINNED_KERNELS}
+    assert meta["weights_sha256"] == hashlib.sha256((pinned / "model.safetensors").read_bytes()).hexdigest()
+    free = bootstrap(world_tables["sft"], tmp_path / "free", dataclasses.replace(cfg, pin_kernels=False),
+                     progress=False)
+    kernels = json.loads((free / "bootstrap.json").read_text())["kernels"]
+    assert kernels["pinned"] is False
+    assert kernels["aten_capability"] == torch.backends.cpu.get_cpu_capability()
 
 
 @pytest.mark.slow
