@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+import torch
+from transformers import TrainerCallback
 
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
 from grpo_data.integrations.trl import ScheduledRepeatSampler
@@ -154,13 +156,31 @@ def test_trl_grpo_trainer_with_vllm_is_driven_by_the_scheduler(untrained_policy,
     args = GRPOConfig(output_dir=str(tmp_path / "run"), use_cpu=True, num_generations=4, per_device_train_batch_size=8,
                       gradient_accumulation_steps=2, max_completion_length=12, max_steps=3, save_strategy="no",
                       logging_steps=1, report_to=[], temperature=0.6, use_vllm=True, vllm_mode="colocate",
-                      vllm_gpu_memory_utilization=0.3, vllm_enable_sleep_mode=False)
+                      vllm_gpu_memory_utilization=0.3, vllm_enable_sleep_mode=False, learning_rate=1e-2)
     trainer = GRPOTrainer(model=str(untrained_policy), reward_funcs=[reward], args=args, train_dataset=ds)
     cur.attach(trainer)
     sched = cur.curriculum.scheduler
     a0, b0 = sched.successes.copy(), sched.failures.copy()
+    snapshots = Snapshots()
+    trainer.add_callback(snapshots)
+    initial = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
     trainer.train()
-    assert any("sampling/sampling_logp_difference/mean" in h for h in trainer.state.log_history)  # vLLM sampled
+    gaps = [h["sampling/sampling_logp_difference/mean"] for h in trainer.state.log_history
+            if "sampling/sampling_logp_difference/mean" in h]  # |vLLM's log-prob - the learner's|, per step
+    # vLLM sampled every step, and its log-probs were compared (TRL logs 0 when it has none to compare)
+    assert len(gaps) == 3 and min(gaps) > 0, gaps
+
+    # the weight sync reached vLLM: the third step samples after two updates at lr 1e-2, which moved
+    # the policy's log-probs far from the initial ones (what a vLLM left with stale weights would give),
+    # yet vLLM's log-probs of its own samples still match the learner's. The probe is random tokens,
+    # much as this untrained policy's samples are.
+    probe = torch.randint(0, 200, (4, 24), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        trainer.model.load_state_dict(snapshots.states[2])
+        updated = token_logprobs(trainer.model, probe)
+        trainer.model.load_state_dict(initial)
+        moved = (updated - token_logprobs(trainer.model, probe)).abs().mean().item()
+    assert gaps[-1] < moved / 5, (gaps, moved)
 
     # the prompts TRL trained on, as TRL handed them to the reward function, are the scheduler's blocks
     trained = [ids.index(i) for call_ids, _ in reward.calls for i in call_ids]
@@ -176,6 +196,22 @@ def test_trl_grpo_trainer_with_vllm_is_driven_by_the_scheduler(untrained_policy,
     logged = [h for h in trainer.state.log_history if "curriculum/band_lo" in h]
     assert logged and logged[-1]["curriculum/lag_batches"] == 1
     assert sched.step == 3  # one tick per optimizer step
+
+
+class Snapshots(TrainerCallback):
+    """Keeps the weights after each optimizer step."""
+
+    def __init__(self):
+        self.states = {}
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        self.states[state.global_step] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def token_logprobs(model, ids):
+    """(B, T-1) log-probs the model gives each next token of ids."""
+    logits = model(input_ids=ids).logits.float()
+    return torch.log_softmax(logits[:, :-1], dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
 
 
 @pytest.mark.slow
@@ -369,3 +405,16 @@ def test_cpu_vllm_weight_sync_goes_through_reload_weights():
     assert torch.equal(weights[1][1], params[1][1] + 1.0)  # the merged values, copied before the unmerge
     assert not reload_weights_on_cpu_vllm(SimpleNamespace(vllm_generation=SimpleNamespace(mode="server")))
     assert not reload_weights_on_cpu_vllm(SimpleNamespace())  # no vLLM: plain generate
+
+    # tied embeddings: named_parameters holds the shared matrix once; vLLM gets it under both names
+    from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
+
+    model = build_model(build_tokenizer(), TinyModelConfig(num_layers=1), seed=0)
+    calls.clear()
+    gen = SimpleNamespace(mode="colocate", enable_sleep_mode=False, llm=llm, model=model,
+                          _iter_named_params=lambda: ((n, p.data) for n, p in model.named_parameters()))
+    assert reload_weights_on_cpu_vllm(SimpleNamespace(vllm_generation=gen))
+    gen.sync_weights()
+    weights = dict(calls[0][1])
+    assert "lm_head.weight" not in dict(model.named_parameters()) and len(weights) == len(model.state_dict())
+    assert torch.equal(weights["lm_head.weight"], model.model.embed_tokens.weight.to(dtype))

