@@ -15,12 +15,13 @@ Design, chosen for learnability on 2 CPU cores:
   No attention mask is passed: with right padding and causal attention no real token attends to a
   pad, so the loss is the same and SDPA takes its faster causal path.
 - deterministic for a seed and a thread count (torch's CPU kernels reduce in a thread-dependent order),
-  and across x86-64 CPUs: torch's vector kernels, oneDNN and MKL each choose code by the CPU's vector
+  and across x86-64 CPUs with AVX2: torch's vector kernels, oneDNN and MKL each choose code by the CPU's vector
   ISA, and 600 SFT steps amplify their rounding differences into another policy (one seed gave test
   accuracy 0.670 on AVX-512 machines and 0.777 on an earlier one). So the SFT runs in a child
-  process with those kernels pinned to their AVX2 paths (`PINNED_KERNELS`), which every x86-64 CPU
-  of the last decade has; it costs about 3% of the time. Elsewhere (ARM, no AVX2) it runs unpinned
-  and bootstrap.json says so.
+  process with those kernels pinned to their AVX2 paths (`PINNED_KERNELS`); it costs about 3% of the time. Elsewhere (ARM, no AVX2, or no /proc/cpuinfo to
+  tell: macOS, Windows) it runs unpinned and bootstrap.json says so. Measured: the pinned build on an
+  AVX-512 AMD EPYC equals, bit for bit, an AVX2-only machine's unpinned one; other torch versions
+  build other weights (the version is part of the cache key).
 
 The result is cached: `bootstrap.json` beside the weights records a hash of every input (SFT
 table, config, code version); a rerun with the same inputs returns at once, changed inputs rebuild.
@@ -45,6 +46,7 @@ from pathlib import Path
 import polars as pl
 
 from grpo_data import io
+from grpo_data.profiler import weights_hash
 from grpo_data.world import solution
 from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
 
@@ -108,6 +110,16 @@ def can_pin_kernels() -> bool:
 def kernels_pinned() -> bool:
     """True when this process started with `PINNED_KERNELS` in its environment."""
     return all(os.environ.get(k) == v for k, v in PINNED_KERNELS.items())
+
+
+def kernels_in_use() -> dict:
+    """What bootstrap.json records: pinned only when the environment asks for the AVX2 paths and
+    torch's kernels run them (variables set after torch loaded would not count)."""
+    import torch
+
+    capability = torch.backends.cpu.get_cpu_capability()
+    return {"pinned": kernels_pinned() and capability == "AVX2", "aten_capability": capability,
+            "env": {k: os.environ.get(k) for k in PINNED_KERNELS}}
 
 
 def completion_text(expr: str) -> str:
@@ -178,8 +190,11 @@ def lr_at(step: int, cfg: BootstrapConfig) -> float:
 
 def input_hash(sft: pl.DataFrame, cfg: BootstrapConfig) -> str:
     h = hashlib.sha256()
+    import torch  # another torch version builds other weights, pinned or not
+
     pinned = cfg.pin_kernels and can_pin_kernels()
-    h.update(json.dumps({"cfg": cfg.to_dict(), "version": BOOTSTRAP_VERSION, "pinned": pinned}, sort_keys=True).encode())
+    h.update(json.dumps({"cfg": cfg.to_dict(), "version": BOOTSTRAP_VERSION, "pinned": pinned,
+                         "torch": torch.__version__}, sort_keys=True).encode())
     for col in ("id", "meta", "level"):
         h.update(str(sft[col].to_list()).encode())
     return h.hexdigest()[:20]
@@ -275,9 +290,8 @@ def bootstrap(sft: pl.DataFrame, out_dir: str | Path, cfg: BootstrapConfig = Boo
         "sft_ids_sha256": hashlib.sha256("\n".join(sorted(sft["id"].to_list())).encode()).hexdigest(),
         "final_loss": sum(losses[-20:]) / max(1, len(losses[-20:])), "seconds": time.monotonic() - start,
         "version": BOOTSTRAP_VERSION,
-        "kernels": {"pinned": kernels_pinned(), "aten_capability": torch.backends.cpu.get_cpu_capability(),
-                    "env": {k: os.environ.get(k) for k in PINNED_KERNELS}},
-        "weights_sha256": hashlib.sha256((tmp / "model.safetensors").read_bytes()).hexdigest(),
+        "kernels": kernels_in_use(), "torch": torch.__version__,
+        "weights_hash": weights_hash(str(tmp)),  # the hash profiles, cards and the demo's summary print
     })
     if out.exists():
         import shutil
@@ -299,10 +313,12 @@ def train_in_pinned_child(sft: pl.DataFrame, out: Path, cfg: BootstrapConfig, pr
             cmd.append("--quiet")
         logger.info("warm start: training in a child process with CPU kernels pinned (%s)",
                     " ".join(f"{k}={v}" for k, v in PINNED_KERNELS.items()))
+        start = time.monotonic()
         done = subprocess.run(cmd, env={**os.environ, **PINNED_KERNELS}, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the warm start's child process failed (exit {done.returncode}; its error is above). "
                            "BootstrapConfig(pin_kernels=False) trains in this process, unpinned.")
+    logger.info("warm start: the pinned child took %.0fs in all (start-up included)", time.monotonic() - start)
     return out
 
 

@@ -254,6 +254,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     after = profile_stage(str(final), paths["train"], spec.get("profile", {}), out / "profile-after.parquet")
     summary = summarize(run_dir, profile, after, paths["train"], (cfg.scheduler.lo, cfg.scheduler.hi))
     summary["timings_s"] = timings
+    summary["warm_start"] = warm_start_identity(model)
     summary["card"] = str(card)
     summary["plots"] = [str(p) for p in write_plots(run_dir, profile, after, out)]
     summary["report"] = str(write_report(run_dir, profile, after))
@@ -320,6 +321,19 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
     }
 
 
+def warm_start_identity(model: str | Path) -> dict | None:
+    """A built warm start's weights hash (the one profiles and cards print) and whether its CPU
+    kernels were pinned (bootstrap.json), so a user can tell whether the policy their machine built
+    is the one the README's figures started from; None for a model given by the user."""
+    from grpo_data.profiler import weights_hash
+
+    meta = Path(model) / "bootstrap.json"
+    if not meta.exists():
+        return None
+    kernels = json.loads(meta.read_text()).get("kernels") or {}
+    return {"weights_hash": weights_hash(str(model)), "kernels_pinned": kernels.get("pinned")}
+
+
 def summary_table(s: dict) -> str:
     lines = ["| test accuracy | before | after |", "| --- | --- | --- |",
              f"| all | {s['heldout_before']:.3f} | {s['heldout_after']:.3f} (+- {s.get('heldout_se_after') or 0:.3f} SE) |"]
@@ -330,4 +344,8 @@ def summary_table(s: dict) -> str:
               f"training pool, mean estimated pass rate: {s['train_pass_rate_before']:.3f} -> "
               f"{s['train_pass_rate_after']:.3f}; share in the band {s['band']}: {s['in_band_share_before']:.3f} -> "
               f"{s['in_band_share_after']:.3f}"]
+    ws = s.get("warm_start") or {}
+    if ws.get("weights_hash"):
+        lines.append(f"warm start: weights hash {ws['weights_hash']}, CPU kernels "
+                     f"{'pinned to their AVX2 paths' if ws['kernels_pinned'] else 'not pinned (weights depend on this CPU)'}")
     return "\n".join(lines) + "\n"

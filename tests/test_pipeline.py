@@ -74,6 +74,9 @@ def test_gpu_example_is_a_valid_pipeline_and_train_config():
 
 @pytest.mark.slow
 def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
+    from grpo_data.profiler import weights_hash
+    from grpo_train.bootstrap import can_pin_kernels
+
     spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())
     spec["out"] = str(tmp_path / "demo")
     # smaller than --quick itself: this checks stages, files and reruns, not what the policy learns
@@ -100,6 +103,11 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     assert set(summary["heldout_by_level"]) == {str(i) for i in range(1, 11)}
     assert summary["band"] == [0.2, 0.8] and 0 <= summary["in_band_share_before"] <= 1
     assert "| test accuracy | before | after |" in first.stdout
+    # the warm start's identity, so a user can compare the policy their machine built with the README's
+    weights = weights_hash(str(out / "policy-warm"))  # the hash the profile and the card print
+    assert summary["warm_start"] == {"weights_hash": weights, "kernels_pinned": can_pin_kernels()}
+    assert f"warm start: weights hash {weights}" in first.stdout
+    assert f"weights sha256 (first 16 hex) `{weights}`" in (out / "card" / "arith-world-profiled.md").read_text()
 
     stamps = {rel: (out / rel).stat().st_mtime_ns for rel in
               ("world/train.parquet", "policy-warm/model.safetensors", "profile.parquet", "train/metrics.jsonl")}
