@@ -260,6 +260,38 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
+PROFILE_OUT = Path("runs/world-profile.parquet")
+
+
+def profile_files(profile: Path) -> list[Path]:
+    """A profile's table, its metadata and the inputs it was made from (`profile_stage`'s files)."""
+    return [profile, profile.with_suffix(".json"), profile.with_suffix(".inputs.json")]
+
+
+def shared_profile(policy: Path, train: Path, results: Path, out: Path = PROFILE_OUT) -> Path:
+    """The offline profile e2e and e2e_select share: the one stored in results/e2e-profile when it
+    was made from these inputs (warm start, pool, settings), else a fresh one, stored there when
+    none is. Why stored: vLLM's CPU kernels differ by CPU, so on another machine the same warm
+    start profiles to other samples, and a headline spread over sessions needs one profile."""
+    import shutil
+
+    from pipelines.pipeline import profile_stage
+
+    stored = results / "e2e-profile" / out.name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if stored.exists():  # profile_stage reuses it when its inputs match, else profiles afresh
+        for src, dst in zip(profile_files(stored), profile_files(out), strict=True):
+            shutil.copyfile(src, dst)
+    profile_stage(str(policy), train, PROFILE, out)
+    if not stored.exists():
+        stored.parent.mkdir(parents=True, exist_ok=True)
+        for src, dst in zip(profile_files(out), profile_files(stored), strict=True):
+            shutil.copyfile(src, dst)
+    elif stored.with_suffix(".inputs.json").read_bytes() != out.with_suffix(".inputs.json").read_bytes():
+        print(f"{stored} was made from other inputs: profiled afresh into {out} (the stored one is kept)", flush=True)
+    return out
+
+
 def chosen_on_validation(path: Path, budget: int) -> tuple[str, list[str]]:
     """The band arms' setting chosen by `grpo bench e2e_select` (its result file); the headline never
     picks a setting on its own test split, nor runs without the selection."""
@@ -279,11 +311,12 @@ def chosen_on_validation(path: Path, budget: int) -> tuple[str, list[str]]:
 
 def selected_on_same_inputs(path: Path, inputs: dict[str, str]) -> None:
     """Raise unless the band was chosen from the same warm start, pool and profile as the headline
-    uses (a setting chosen for another starting policy is not a choice made on validation)."""
+    uses (a setting chosen for another starting policy is not a choice made on validation); checks
+    the keys `inputs` holds, so the policy and pool can be checked before the profile is made."""
     import json
 
     sel = json.loads(path.read_text()).get("inputs", {})
-    differ = [k for k in ("policy", "train", "profile") if sel.get(k) != inputs[k]]
+    differ = [k for k in ("policy", "train", "profile") if k in inputs and sel.get(k) != inputs[k]]
     if differ:
         raise ValueError(f"{path} was selected with other inputs ({', '.join(differ)}: "
                          f"{[sel.get(k) for k in differ]} here {[inputs[k] for k in differ]}); "
@@ -388,7 +421,6 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     from bench.common import RESULTS, input_hashes, machine
     from grpo_data import io
     from grpo_data.profiler import read_profile
-    from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
 
     budget = budget or (5_000 if quick else BUDGET)
@@ -398,7 +430,10 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     out = Path(workdir)
     policy = warm_policy()
     paths = write_world("runs/world")
-    profile = profile_stage(str(policy), paths["train"], PROFILE, Path("runs/world-profile.parquet"))
+    # the band was chosen for this warm start and pool: checked before the profile is paid for
+    selected_on_same_inputs(results / "e2e_select.json", dict(zip(
+        ("policy", "train"), input_hashes([str(policy), str(paths["train"])]).values(), strict=True)))
+    profile = shared_profile(policy, paths["train"], results)
     prof, _ = read_profile(profile)
     profile_samples = int(prof["k"].sum())
     if budget <= profile_samples:
@@ -445,18 +480,17 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
 
 
 def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: int = 0, budget: int = BUDGET,
-                         workdir: str = "runs/bench-e2e-select") -> dict:
+                         workdir: str = "runs/bench-e2e-select", results: Path | None = None) -> dict:
     """Arm A under each candidate setting, scored on the validation split (never the test split):
     the setting with the best final validation accuracy is the one the headline should use."""
-    from bench.common import input_hashes
+    from bench.common import RESULTS, input_hashes
     from grpo_data.profiler import read_profile
-    from pipelines.pipeline import profile_stage
     from pipelines.stages import warm_policy, write_world
 
     candidates = candidates or CANDIDATES
     policy = warm_policy()
     paths = write_world("runs/world")
-    profile = profile_stage(str(policy), paths["train"], PROFILE, Path("runs/world-profile.parquet"))
+    profile = shared_profile(policy, paths["train"], Path(results or RESULTS))
     profile_samples = int(read_profile(profile)[0]["k"].sum())
     base = [f"model={policy}", f"data.heldout={paths['val']}", f"data.train={paths['train']}", f"data.profile={profile}",
             "scheduler.name=band", *TRAINING, "run.steps=100000",

@@ -99,9 +99,46 @@ def test_the_headline_refuses_a_band_chosen_on_another_warm_start(tmp_path):
     path.write_text(json.dumps({"inputs": {"policy": "p0", "train": "t1", "val": "v", "profile": "f0"}}))
     with pytest.raises(ValueError, match=r"other inputs \(policy, profile.*rerun `grpo bench e2e_select`"):
         selected_on_same_inputs(path, inputs)
+    # the policy and pool alone, checked before the profile is made
+    with pytest.raises(ValueError, match=r"other inputs \(policy:"):
+        selected_on_same_inputs(path, {"policy": "p1", "train": "t1"} | {"policy": "p2"})
+    selected_on_same_inputs(path, {"policy": "p0", "train": "t1"})
     path.write_text(json.dumps({"chosen": "band_0.2_0.8"}))  # made before selections recorded their inputs
     with pytest.raises(ValueError, match="policy, train, profile"):
         selected_on_same_inputs(path, inputs)
+
+
+def test_the_offline_profile_is_stored_once_and_reused_while_its_inputs_match(tmp_path, monkeypatch, capsys):
+    """vLLM samples differently on another CPU: e2e keeps one profile for a warm start, in results."""
+    import json
+    from pathlib import Path
+
+    from bench import e2e_bench
+    from pipelines import pipeline
+
+    made = []
+
+    def fake_profile_stage(model, train, pcfg, out, **_):  # profile_stage's reuse rule, with a key
+        stamp = out.with_suffix(".inputs.json")
+        if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
+            return out
+        made.append(len(made))
+        out.write_text(f"profile {len(made)}"), out.with_suffix(".json").write_text("{}"), stamp.write_text(json.dumps(key))
+        return out
+
+    monkeypatch.setattr(pipeline, "profile_stage", fake_profile_stage)
+    results, out = tmp_path / "results", tmp_path / "runs" / "world-profile.parquet"
+    key = {"weights": "w1"}
+    e2e_bench.shared_profile(Path("policy"), Path("train"), results, out)
+    stored = results / "e2e-profile" / "world-profile.parquet"
+    assert made == [0] and stored.read_text() == "profile 1"  # the first profile is stored
+    out.write_text("a profile drawn on another machine")  # same inputs, other samples
+    e2e_bench.shared_profile(Path("policy"), Path("train"), results, out)
+    assert made == [0] and out.read_text() == "profile 1"  # the stored one wins and is not redrawn
+    key = {"weights": "w2"}  # another warm start: profiled afresh, the stored profile kept
+    e2e_bench.shared_profile(Path("policy"), Path("train"), results, out)
+    assert made == [0, 1] and out.read_text() == "profile 2" and stored.read_text() == "profile 1"
+    assert "made from other inputs: profiled afresh" in capsys.readouterr().out
 
 
 def test_offline_filter_drops_problems_profiled_all_right_or_all_wrong():
@@ -334,6 +371,7 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
         cfg = config_from_tree({}, overrides)  # every arm is a valid train config
         assert cfg.rollout.batch_groups * cfg.rollout.group_size == STEP_ANSWERS, name
     assert config_from_tree({}, arms()["allocate"]).rollout.sizing == "allocate"
+    assert config_from_tree({}, arms()["sequential"]).rollout.group_sizing().mode == "sequential"
     with pytest.raises(ValueError, match="does not divide"):
         fixed(3)
 

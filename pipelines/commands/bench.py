@@ -114,8 +114,11 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         result = demo_lr_bench.run(seeds=(0,) if quick else demo_lr_bench.SEEDS)
     elif name == "e2e_select":  # settings chosen on the validation split, before the headline
         from bench import e2e_bench
+        from bench.common import RESULTS
 
-        result = e2e_bench.select_on_validation(budget=5_000 if quick else e2e_bench.BUDGET)
+        # the profile it makes is stored there (results/e2e-profile) for the headline and later sessions
+        result = e2e_bench.select_on_validation(budget=5_000 if quick else e2e_bench.BUDGET,
+                                                results=Path(out_dir or RESULTS))
     else:
         from bench import e2e_bench
         from bench.common import RESULTS
