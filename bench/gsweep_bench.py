@@ -10,6 +10,9 @@ rollouts; test accuracy is evaluated every EVAL_EVERY training rollouts. Arms:
 - allocate: per-problem group sizes from the posterior (rollout.sizing=allocate, the knapsack),
   offered 2 candidates per G answers (about 4 answers each: compare it with G4) and, as
   allocate_c1, 1 candidate per G answers (about 8 each);
+- sequential: answers in rounds of 4, a problem stopped at its first right-and-wrong mix or at 16
+  (rollout.sizing=sequential, the issue's sequential sampling), budgeted at the same answers per
+  step (what a step spends still varies with its resampling rounds, as in every arm; all charged);
 and a KL grid, beta in KL_BETAS x G in KL_GROUP_SIZES, each reporting the KL it reached.
 Known differences, reported rather than hidden: a sized step keeps every informative group it drew
 (a fixed-G step keeps batch_groups and drops the surplus it paid for); the best fixed G is picked on
@@ -51,6 +54,7 @@ def arms() -> dict[str, list[str]]:
                        f"rollout.g_max={max(FIXED_G)}", "rollout.g_window=10"]
     out["allocate"] = [*fixed(8), "rollout.sizing=allocate", f"rollout.size_max={max(FIXED_G)}"]
     out["allocate_c1"] = [*out["allocate"], "rollout.size_candidates=1"]
+    out["sequential"] = [*fixed(8), "rollout.sizing=sequential", "rollout.size_round=4", "rollout.size_max=16"]
     return out
 
 

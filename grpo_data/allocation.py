@@ -69,6 +69,8 @@ class Sizing:
     def plan(self, weights: np.ndarray, values: np.ndarray, budget: int) -> Allocation:
         """The `allocate` mode's sizes for these candidates' posteriors within `budget` answers, by
         `objective`: `allocate_marginal` or `allocate` (see `expected_informative` for the arrays)."""
+        if self.mode != "allocate":
+            raise ValueError(f"Sizing.plan sizes from posteriors in the `allocate` mode only; this sizing is {self.mode!r}")
         if self.objective == "marginal":
             return allocate_marginal(weights, values, budget, self.n_min, self.n_max)
         return allocate(weights, values, budget, self.target, self.n_min, self.n_max)

@@ -76,6 +76,18 @@ def length_penalty(answer: Answer, free_tokens: int = 0) -> float:
     return -min(1.0, over / max(1, answer.max_tokens - free_tokens))
 
 
+def as_number(value, kind: type):
+    """value as a `kind` number when it is text that reads as one: YAML 1.1 reads 1e-2 and 1e3
+    (no dot) as strings. Anything else comes back unchanged, for the checks to name."""
+    if isinstance(value, str) and kind in (int, float):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if kind is int and number.is_integer() else number
+    return value
+
+
 def check_terms(terms) -> tuple[dict, ...]:
     """Reward terms as {"name", "weight", options...} mappings, checked: a known name, a finite
     weight, options the reward accepts. Raises ValueError naming the term and what to change."""
@@ -88,11 +100,13 @@ def check_terms(terms) -> tuple[dict, ...]:
         name = term["name"]
         if name not in REWARDS:
             raise ValueError(f"reward.terms[{i}]: unknown reward {name!r}; choose one of: {', '.join(REWARDS)}")
-        weight = term.get("weight", 1.0)
-        if not isinstance(weight, (int, float)) or not math.isfinite(weight):
+        weight = as_number(term.get("weight", 1.0), float)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not math.isfinite(weight):
             raise ValueError(f"reward.terms[{i}] ({name}): weight must be a finite number, got {weight!r}")
-        options = {k: v for k, v in term.items() if k not in ("name", "weight")}
-        accepted = set(inspect.signature(REWARDS[name]).parameters) - {"answer"}
+        params = inspect.signature(REWARDS[name]).parameters
+        options = {k: as_number(v, type(params[k].default)) if k in params else v
+                   for k, v in term.items() if k not in ("name", "weight")}
+        accepted = set(params) - {"answer"}
         unknown = sorted(set(options) - accepted)
         if unknown:
             raise ValueError(f"reward.terms[{i}] ({name}): unknown option(s) {', '.join(unknown)}; "

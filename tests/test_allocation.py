@@ -126,6 +126,9 @@ def test_sizing_plan_follows_its_objective():
     assert marginal.sizes.tolist() == [4, 4]  # the hand-computed knapsack above
     target = Sizing("allocate", target=0.8, n_min=2, n_max=32, objective="target").plan(w, v, 64)
     assert target.sizes.tolist() == allocate(w, v, 64, 0.8, 2, 32).sizes.tolist() != marginal.sizes.tolist()
+    with pytest.raises(ValueError, match="`allocate` mode only; this sizing is 'sequential'"):
+        Sizing("sequential", n_min=2, n_max=32).plan(w, v, 8)
+
 
 def test_marginal_allocations_grow_toward_0_and_1_and_never_pass_the_budget():
     w, v = point([0.5, 0.7, 0.9, 0.3, 0.1])

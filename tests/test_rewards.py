@@ -72,6 +72,7 @@ def test_weighted_sum_and_no_score_propagates():
     ([{"name": "brevity"}], "unknown reward 'brevity'; choose one of: correctness"),
     ([{"weight": 1.0}], r"reward.terms\[0\] must be a mapping with a name"),
     ([{"name": "format", "weight": "high"}], "weight must be a finite number"),
+    ([{"name": "format", "weight": True}], "weight must be a finite number"),
     ([{"name": "length_penalty", "free": 3}], "unknown option.*free; accepted: free_tokens"),
     ([], "reward.terms is empty"),
 ])
@@ -83,6 +84,11 @@ def test_bad_terms_name_the_term_and_the_fix(terms, message):
 def test_train_config_checks_reward_terms():
     cfg = load_config(None, ["reward.terms=[{name: correctness, weight: 0.9}, {name: format, weight: 0.1}]"])
     assert [t["name"] for t in cfg.reward.terms] == ["correctness", "format"]
+    # YAML 1.1 reads 1e-2 (no dot) as text; the weight is still the number
+    cfg = load_config(None, ["reward.terms=[{name: correctness}, {name: format, weight: 1e-2}, "
+                             "{name: length_penalty, weight: 1e-1, free_tokens: 1e3}]"])
+    assert cfg.reward.terms[1]["weight"] == 0.01 and cfg.reward.terms[2]["free_tokens"] == 1000
+    assert isinstance(cfg.reward.terms[2]["free_tokens"], int)
     with pytest.raises(ValueError, match="unknown reward"):
         load_config(None, ["reward.terms=[{name: style}]"])
     assert set(REWARDS) >= {"correctness", "format", "length_penalty"}
