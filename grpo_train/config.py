@@ -39,9 +39,10 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class SchedulerSection:
-    """name: band | uniform | offline_band; lo/hi: target band (0.2-0.8, chosen on the chain world's
-    validation split by `grpo bench e2e_select` over 0.2-0.95: equal validation accuracy, 0.8125 vs
-    0.8108 with SE 0.018, so a tie, and an informative-rollout ratio of 0.74 vs 0.66);
+    """name: band | uniform | offline_band; lo/hi: target band (default 0.2-0.8; `grpo bench
+    e2e_select` on the chain world's validation split has chosen it over 0.2-0.95 once, tied once,
+    and lost once (0.808 vs 0.844 for the demo's pinned warm start, which trains in 0.2-0.95); it
+    keeps more informative groups: choose on validation data where there is some);
     decay: forgetting per step; max_prior_k: cap on the offline profile's weight in samples (null:
     full weight, so the scheduler's first band decisions are the profiler's own); refresh_every:
     steps between re-estimates of a subset (0 = never); refresh_drift: also refresh when a batch's
