@@ -418,3 +418,15 @@ def test_cpu_vllm_weight_sync_goes_through_reload_weights():
     weights = dict(calls[0][1])
     assert "lm_head.weight" not in dict(model.named_parameters()) and len(weights) == len(model.state_dict())
     assert torch.equal(weights["lm_head.weight"], model.model.embed_tokens.weight.to(dtype))
+
+    # a vLLM model with no such layer (Gemma 2 computes logits from the embedding): synced without it
+    def no_lm_head(name, kwargs):
+        sent = list(kwargs["weights_iterator"])
+        if "lm_head.weight" in dict(sent):
+            raise ValueError("There is no module or parameter named 'lm_head' in Gemma2ForCausalLM")
+        calls.append((name, sent))
+
+    calls.clear()
+    llm.collective_rpc = no_lm_head
+    gen.sync_weights()
+    assert [n for n, _ in calls[0][1]] == [n for n, _ in model.named_parameters()]

