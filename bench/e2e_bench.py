@@ -273,22 +273,24 @@ def shared_profile(policy: Path, train: Path, results: Path, out: Path = PROFILE
     was made from these inputs (warm start, pool, settings), else a fresh one, stored there when
     none is. Why stored: vLLM's CPU kernels differ by CPU, so on another machine the same warm
     start profiles to other samples, and a headline spread over sessions needs one profile."""
+    import json
     import shutil
 
-    from pipelines.pipeline import profile_stage
+    from pipelines import pipeline
 
     stored = results / "e2e-profile" / out.name
     out.parent.mkdir(parents=True, exist_ok=True)
-    if stored.exists():  # profile_stage reuses it when its inputs match, else profiles afresh
-        for src, dst in zip(profile_files(stored), profile_files(out), strict=True):
-            shutil.copyfile(src, dst)
-    profile_stage(str(policy), train, PROFILE, out)
+    if stored.exists():
+        if json.loads(stored.with_suffix(".inputs.json").read_text()) == pipeline.profile_key(str(policy), train, PROFILE):
+            for src, dst in zip(profile_files(stored), profile_files(out), strict=True):
+                shutil.copyfile(src, dst)
+        else:  # a local profile of these inputs (or its resumable parts) is kept and used
+            print(f"{stored} was made from other inputs: profiling {out} afresh (the stored one is kept)", flush=True)
+    pipeline.profile_stage(str(policy), train, PROFILE, out)
     if not stored.exists():
         stored.parent.mkdir(parents=True, exist_ok=True)
         for src, dst in zip(profile_files(out), profile_files(stored), strict=True):
             shutil.copyfile(src, dst)
-    elif stored.with_suffix(".inputs.json").read_bytes() != out.with_suffix(".inputs.json").read_bytes():
-        print(f"{stored} was made from other inputs: profiled afresh into {out} (the stored one is kept)", flush=True)
     return out
 
 

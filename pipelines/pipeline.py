@@ -124,25 +124,29 @@ def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
     return {**paths, "train": out}
 
 
+def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int | None = None) -> dict:
+    """What a profile depends on (stored beside it as OUT.inputs.json): the model and its weights,
+    the data, the settings."""
+    from grpo_data.profiler import profile_options, weights_hash
+
+    cfg, _ = profile_options({"seed": seed, **pcfg})
+    rows = pl.read_parquet(train).height
+    key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": min(rows, limit or rows),
+           "cfg": cfg.to_dict()}
+    return json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
+
+
 def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
     from grpo_data.engines import engine_settings, make_engine
-    from grpo_data.profiler import (
-        merge_parts,
-        parts_dir,
-        profile_options,
-        profile_problems,
-        run_metadata,
-        weights_hash,
-    )
+    from grpo_data.profiler import merge_parts, parts_dir, profile_options, profile_problems, run_metadata
     from grpo_data.verify_pool import VerifierPool
 
     cfg, choice = profile_options({"seed": seed, **pcfg})
     problems = pl.read_parquet(train)
     if limit:
         problems = problems.sort("id").head(limit)
-    key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": problems.height, "cfg": cfg.to_dict()}
-    key = json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
+    key = profile_key(model, train, pcfg, seed, limit)
     stamp = out.with_suffix(".inputs.json")
     if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
         print(f"profile {out} is up to date")

@@ -127,6 +127,7 @@ def test_the_offline_profile_is_stored_once_and_reused_while_its_inputs_match(tm
         return out
 
     monkeypatch.setattr(pipeline, "profile_stage", fake_profile_stage)
+    monkeypatch.setattr(pipeline, "profile_key", lambda *a, **k: key)
     results, out = tmp_path / "results", tmp_path / "runs" / "world-profile.parquet"
     key = {"weights": "w1"}
     e2e_bench.shared_profile(Path("policy"), Path("train"), results, out)
@@ -138,7 +139,9 @@ def test_the_offline_profile_is_stored_once_and_reused_while_its_inputs_match(tm
     key = {"weights": "w2"}  # another warm start: profiled afresh, the stored profile kept
     e2e_bench.shared_profile(Path("policy"), Path("train"), results, out)
     assert made == [0, 1] and out.read_text() == "profile 2" and stored.read_text() == "profile 1"
-    assert "made from other inputs: profiled afresh" in capsys.readouterr().out
+    assert "made from other inputs: profiling" in capsys.readouterr().out
+    e2e_bench.shared_profile(Path("policy"), Path("train"), results, out)  # e2e after e2e_select
+    assert made == [0, 1] and out.read_text() == "profile 2", "the local profile of these inputs is kept"
 
 
 def test_offline_filter_drops_problems_profiled_all_right_or_all_wrong():
@@ -390,6 +393,10 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
     out = compare([seed, seed])
     assert out["best_fixed"] == "G8"
     assert out["allocate_fewer_rollouts_than_best_fixed"]["mean"] == pytest.approx(2.0)
+    assert all(v is None for v in out["goals"].values()), "two seeds: no goal is judged"
+    assert any("not judged yet" in line for line in gsweep_lines({"summary": out, "budget_total_rollouts": 4000,
+                                                                  "step_answers": 128, "seeds": [0, 1]}))
+    out = compare([seed, seed, seed])
     assert all(out["goals"].values())
     lines = gsweep_lines({"summary": out, "budget_total_rollouts": 4000, "step_answers": 128, "seeds": [0, 1]})
     assert any(line.startswith("| allocate | 0.62") for line in lines)
