@@ -269,7 +269,8 @@ def gsweep_lines(r: dict) -> list[str]:
         lines += ["", f"- best fixed G (picked on this test split: optimistic for it): {s['best_fixed']}; rollouts to "
                   f"its final accuracy, best / allocate: {reached} (reached in {x['reached_in_seeds']} of "
                   f"{x['seeds']} seeds)"]
-        lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
+        lines += [f"- goal {g}: {'not judged yet (fewer than 3 seeds)' if ok is None else 'met' if ok else 'MISSED'}"
+                  for g, ok in s["goals"].items()]
     if r.get("kl_grid"):
         lines += ["", "| KL arm | final test accuracy | KL reached (last quarter of steps) |", "| --- | --- | --- |"]
         lines += [f"| {n} | {_spread(a['final_accuracy'])} | {_spread(a['kl_reached'])} |" for n, a in r["kl_grid"].items()]
