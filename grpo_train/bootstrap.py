@@ -318,6 +318,8 @@ def train_in_pinned_child(sft: pl.DataFrame, out: Path, cfg: BootstrapConfig, pr
     if done.returncode != 0:
         raise RuntimeError(f"the warm start's child process failed (exit {done.returncode}; its error is above). "
                            "BootstrapConfig(pin_kernels=False) trains in this process, unpinned.")
+    if not cached(out, input_hash(sft, cfg)):
+        raise RuntimeError(f"the warm start's child process exited cleanly but left no finished warm start in {out}")
     logger.info("warm start: the pinned child took %.0fs in all (start-up included)", time.monotonic() - start)
     return out
 
