@@ -110,7 +110,7 @@ def differing_keys(a: dict, b: dict, keys=None) -> list[str]:
 
 def input_hashes(inputs: list[str]) -> dict[str, str]:
     """path -> a hash of its content, for telling whether two runs started from the same policy,
-    data and profile, in any session: a folder by its *.safetensors weights, a parquet file by its
+    data and profile, in any session: a model folder by `weights_hash`, a parquet file by its
     rows and columns (not its bytes: the footer holds a creation time, so a rebuilt profile with the
     same rows would differ), any other file by its bytes."""
     import hashlib
@@ -120,13 +120,15 @@ def input_hashes(inputs: list[str]) -> dict[str, str]:
     import polars as pl
 
     files = {}
+    from grpo_data.profiler import weights_hash
+
     for name in inputs:
         digest = hashlib.sha256()
         path = Path(name)
-        if path.is_dir():
-            for f in sorted(path.glob("*.safetensors")):
-                digest.update(f.read_bytes())
-        elif path.suffix == ".parquet":
+        if path.is_dir():  # a model: the weights hash profiles, cards and the demo print
+            files[name] = weights_hash(str(path))
+            continue
+        if path.suffix == ".parquet":
             df = pl.read_parquet(path)
             digest.update(json.dumps([df.columns, df.rows()], default=str).encode())
         else:
