@@ -145,11 +145,58 @@ def plot(result: dict, path: Path) -> Path:
     return path
 
 
-def run_path(results: Path, budget: int, seed: int, name: str) -> Path:
+WARM_START = "gsweep-warm-start"  # under the results folder: the warm start every sweep run starts from
+MODEL_ARG = "model=<the warm start, inputs.policy>"  # the model's place in a stored `base`: its path is per machine
+
+
+def sweep_warm_start(results: Path) -> Path:
+    """The warm start the sweep trains from: the one stored under `results` (WARM_START, committed),
+    else the one this machine builds, which is then stored there. An Intel and an AMD CPU build other
+    warm starts (README, "One warm start across CPUs") and a full sweep takes several sessions on
+    whatever CPU each gets, so every session continues from the stored copy."""
+    import shutil
+
+    from grpo_data import io
+    from grpo_data.profiler import weights_hash
+    from pipelines.stages import warm_policy
+
+    stored = Path(results) / WARM_START
+    if (stored / "model.safetensors").exists():
+        print(f"gsweep: warm start {weights_hash(str(stored))} from {stored}", flush=True)
+        return stored
+    built = warm_policy()
+    with io.atomic_folder(stored) as tmp:
+        for f in built.iterdir():
+            if f.is_file():
+                shutil.copy2(f, tmp / f.name)
+    print(f"gsweep: stored this machine's warm start {weights_hash(str(stored))} at {stored}", flush=True)
+    return stored
+
+
+def run_path(results: Path, budget: int, seed: int, name: str, warm_start: str) -> Path:
     """Where one finished run's summary is stored (committed with the results: run folders under
-    runs/ do not outlive a machine, and a full sweep takes several sessions)."""
+    runs/ do not outlive a machine, and a full sweep takes several sessions), under the warm start's
+    weights hash: an Intel and an AMD CPU build other warm starts (README, "One warm start across
+    CPUs"), so each keeps its own sweep and a session continues the one its CPU builds."""
     folder = "gsweep-runs" if budget == BUDGET else f"gsweep-runs-{budget}"
-    return Path(results) / folder / f"seed{seed}" / f"{name}.json"
+    return Path(results) / folder / f"warm-{warm_start}" / f"seed{seed}" / f"{name}.json"
+
+
+def stored_warm_starts(results: Path, budget: int = BUDGET) -> list[str]:
+    """The warm starts (weights hashes) with stored runs under `results`."""
+    folder = Path(results) / ("gsweep-runs" if budget == BUDGET else f"gsweep-runs-{budget}")
+    return sorted(p.name.removeprefix("warm-") for p in folder.glob("warm-*") if p.is_dir())
+
+
+def pick_warm_start(results: Path, budget: int, warm_start: str | None) -> str:
+    """`warm_start` when given, else the only one stored; several stored is an error naming them."""
+    if warm_start:
+        return warm_start
+    stored = stored_warm_starts(results, budget)
+    if len(stored) != 1:
+        raise ValueError(f"{len(stored)} warm starts have stored gsweep runs under {results} ({stored}): "
+                         "name one (--warm-start HASH)")
+    return stored[0]
 
 
 def stored_run(path: Path, overrides: list[str], shared: dict) -> dict | None:
@@ -171,10 +218,11 @@ def stored_run(path: Path, overrides: list[str], shared: dict) -> dict | None:
 
 
 def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Path | None = None,
-             budget: int = BUDGET, plot_to: Path | None = None) -> dict:
-    """The sweep's result from the stored runs of `names` x `seeds`, whatever code made each (its
-    hash is recorded beside it); they must share budget, training settings and inputs. A missing run
-    is an error that names it. Marked partial unless every arm and >= 3 seeds are there."""
+             budget: int = BUDGET, plot_to: Path | None = None, warm_start: str | None = None) -> dict:
+    """The sweep's result from the stored runs of `names` x `seeds` from one warm start (pick_warm_start),
+    whatever code made each (its hash is recorded beside it); they must share budget, training settings
+    and inputs. A missing run is an error that names it. Marked partial unless every arm and >= 3
+    seeds are there."""
     import json
 
     from bench.common import RESULTS, differing_keys, same_as_stored
@@ -186,10 +234,11 @@ def assemble(names: tuple[str, ...], seeds: tuple[int, ...] = (0,), results: Pat
     unknown = sorted(set(names) - set(every))
     if unknown:
         raise ValueError(f"unknown gsweep arm(s) {unknown}; arms: {', '.join(every)}")
-    paths = {(seed, name): run_path(results, budget, seed, name) for seed in seeds for name in names}
+    warm_start = pick_warm_start(results, budget, warm_start)
+    paths = {(seed, name): run_path(results, budget, seed, name, warm_start) for seed in seeds for name in names}
     missing = [f"seed{seed}/{name}" for (seed, name), p in paths.items() if not p.exists()]
     if missing:
-        raise FileNotFoundError(f"no stored run for {missing} under {results}: run them "
+        raise FileNotFoundError(f"no stored run for {missing} from warm start {warm_start} under {results}: run them "
                                 f"(`grpo bench gsweep --arms ... --seeds ...`)")
     saved = {key: json.loads(p.read_text()) for key, p in paths.items()}
     first_key = next(iter(saved))
@@ -232,7 +281,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
 
     from bench.common import RESULTS, cached_train_run, input_hashes, machine
     from grpo_data import io
-    from pipelines.stages import warm_policy, write_world
+    from pipelines.stages import write_world
 
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"repeated seeds {list(seeds)}: each counts once")
@@ -243,7 +292,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             raise ValueError(f"unknown gsweep arm(s) {unknown}; arms: {', '.join(every)}")
         every = {name: every[name] for name in only}
     out, results = Path(workdir), Path(results or RESULTS)
-    policy = warm_policy()
+    policy = sweep_warm_start(results)
     paths = write_world("runs/world")
     budget = 2_000 if quick else BUDGET
     base = [f"model={policy}", f"data.train={paths['train']}", f"data.heldout={paths['test']}", "data.profile=null",
@@ -253,14 +302,16 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     # inputs by content: the same world and warm start give the same hashes on any machine or session
     shared = {"budget_total_rollouts": budget, "step_answers": STEP_ANSWERS, "training": list(TRAINING),
               "eval_every": EVAL_EVERY, "inputs": dict(zip(("policy", "train", "test"), input_hashes(inputs).values(),
-                                                           strict=True)), "base": base}
+                                                           strict=True)),
+              "base": [MODEL_ARG if arg.startswith("model=") else arg for arg in base]}
     # every run already stored for these seeds and arms is checked before anything trains
+    warm = shared["inputs"]["policy"]
     for seed in seeds:
         for name, overrides in every.items():
-            stored_run(run_path(results, budget, seed, name), overrides, shared)
+            stored_run(run_path(results, budget, seed, name, warm), overrides, shared)
     for seed in seeds:  # seeds outermost: a stopped benchmark still has whole seeds
         for name, overrides in every.items():
-            path = run_path(results, budget, seed, name)
+            path = run_path(results, budget, seed, name, warm)
             if stored_run(path, overrides, shared) is not None:
                 print(f"{path}: reusing the stored run", flush=True)
                 continue
@@ -270,7 +321,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             io.write_json(path, {"arm": name, "seed": seed, "overrides": overrides, "shared": shared, "code": code,
                                  "summary": arm_summary(records, seconds), "machine": machine(),
                                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-    return assemble(tuple(every), seeds, results, budget, plot_to=results / "gsweep.png")
+    return assemble(tuple(every), seeds, results, budget, plot_to=results / "gsweep.png", warm_start=warm)
 
 
 def json_key(run_dir: Path) -> dict:

@@ -436,7 +436,7 @@ def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_m
         summary = {"curve": [(0, 0.7), (BUDGET, final)], "final_accuracy": final, "final_se": 0.02,
                    "informative_rollout_ratio": 0.8, "baseline_variance": 0.01, "kl_reached": float("nan"),
                    "samples_per_problem": 4.0, "rounds_per_step": 2.0, "underfilled_share": 0.0, "seconds": 60.0}
-        io.write_json(run_path(tmp_path, BUDGET, seed, name), {"arm": name, "seed": seed, "overrides": arms()[name],
+        io.write_json(run_path(tmp_path, BUDGET, seed, name, "aa"), {"arm": name, "seed": seed, "overrides": arms()[name],
                                                                "shared": shared, "code": code, "summary": summary})
 
     store("G4", "aaa", 0.80)
@@ -451,7 +451,7 @@ def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_m
     with pytest.raises(FileNotFoundError, match=r"\['seed0/G8'\]"):
         assemble(("G4", "G8"), (0,), tmp_path)
     # reused only with the same overrides, settings and inputs; one made with others is never overwritten
-    path = run_path(tmp_path, BUDGET, 0, "G4")
+    path = run_path(tmp_path, BUDGET, 0, "G4", "aa")
     assert stored_run(path, arms()["G4"], shared)["code"] == "aaa"
     with pytest.raises(ValueError, match=r"other \['overrides'\]"):
         stored_run(path, arms()["G8"], shared)
@@ -460,7 +460,14 @@ def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_m
     store("G8", "aaa", 0.81, shared={**shared, "training": ["optim.lr=1e-4"]})
     with pytest.raises(ValueError, match=r"G8.json differs .* in \['training'\]"):
         assemble(("G4", "G8"), (0,), tmp_path)
-    assert json.loads(run_path(tmp_path, BUDGET, 0, "G8").read_text())["shared"]["training"] == ["optim.lr=1e-4"]
+    assert json.loads(run_path(tmp_path, BUDGET, 0, "G8", "aa").read_text())["shared"]["training"] == ["optim.lr=1e-4"]
+    # runs from another warm start are kept apart; with two stored, assembling must name one
+    io.write_json(run_path(tmp_path, BUDGET, 0, "G4", "bb"), {"arm": "G4", "seed": 0, "overrides": arms()["G4"],
+                                                              "shared": {**shared, "inputs": {"policy": "bb"}},
+                                                              "code": "ccc", "summary": {}})
+    with pytest.raises(ValueError, match=r"2 warm starts .*\['aa', 'bb'\].*--warm-start"):
+        assemble(("G4", "allocate"), (0,), tmp_path)
+    assert assemble(("G4", "allocate"), (0,), tmp_path, warm_start="aa")["run_code"]["seed0/G4"] == "aaa"
 
 
 def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_training(tmp_path, monkeypatch):
@@ -482,8 +489,11 @@ def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_tra
     monkeypatch.setattr(pipelines.stages, "write_world", lambda out: world)
     trained = []
 
+    models = []
+
     def fake_train(name, args, base, out, inputs, budget):
         trained.append(name)
+        models.append(base[0])
         (out / name).mkdir(parents=True, exist_ok=True)
         (out / name / "bench-key.json").write_text(json.dumps({"key": {"code": "fake"}, "seconds": 5.0}))
         ev = {"kind": "eval", "heldout_accuracy": 0.7 + 0.01 * len(trained), "heldout_accuracy_se": 0.02}
@@ -497,7 +507,19 @@ def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_tra
           "results": tmp_path / "r"}
     first = gsweep_bench.run(**kw)
     assert trained == ["G4", "allocate"] and first["run_code"] == {"seed0/G4": "fake", "seed0/allocate": "fake"}
-    stored = gsweep_bench.run_path(tmp_path / "r", gsweep_bench.BUDGET, 0, "G4")
+    from grpo_data.profiler import weights_hash
+
+    warm = weights_hash(str(policy))
+    stored = gsweep_bench.run_path(tmp_path / "r", gsweep_bench.BUDGET, 0, "G4", warm)
+    assert json.loads(stored.read_text())["shared"]["base"][0] == gsweep_bench.MODEL_ARG  # no machine's path
+    # the warm start was stored with the results; a later run trains from it and builds none
+    kept = tmp_path / "r" / gsweep_bench.WARM_START
+    assert (kept / "model.safetensors").read_bytes() == b"weights" and set(models) == {f"model={kept}"}
+
+    def no_build():
+        raise AssertionError("a stored warm start is there: nothing is built")
+
+    monkeypatch.setattr(pipelines.stages, "warm_policy", no_build)
     before = stored.read_text()
     again = gsweep_bench.run(**kw)
     assert trained == ["G4", "allocate"]  # both reused

@@ -28,6 +28,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assemble", action="store_true",
                         help="gsweep: build the result from the stored runs of --arms/--seeds (default every arm), "
                              "running nothing; e2e: from the seeds stored in <out-dir>/e2e-seeds, running nothing")
+    parser.add_argument("--warm-start", default=None,
+                        help="gsweep --assemble: the warm start (weights hash) whose stored runs to assemble, when "
+                             "runs from more than one are stored")
 
 
 QUICK_RESULTS = Path("runs/bench-quick/results")  # a smoke run never overwrites the committed results
@@ -54,7 +57,7 @@ def _write(name: str, result: dict, out_dir) -> dict:
 
 
 def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None,
-            assemble: bool = False) -> dict:
+            assemble: bool = False, warm_start: str | None = None) -> dict:
     if name == "verify":
         from bench import verify_bench
 
@@ -103,8 +106,8 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         if assemble:  # by default every arm the same command would have run (no KL grid with --quick)
             names = tuple(arms.split(",")) if arms else (*gsweep_bench.arms(), *({} if quick else gsweep_bench.kl_arms()))
             budget = 2_000 if quick else gsweep_bench.BUDGET
-            return _write(name, gsweep_bench.assemble(names, chosen, results, budget,
-                                                      plot_to=results / "gsweep.png"), out_dir)
+            return _write(name, gsweep_bench.assemble(names, chosen, results, budget, plot_to=results / "gsweep.png",
+                                                      warm_start=warm_start), out_dir)
         named_kl = not arms or any(a.startswith("kl") for a in arms.split(","))
         result = gsweep_bench.run(quick=quick, seeds=chosen, kl=not quick and named_kl,
                                   only=tuple(arms.split(",")) if arms else None, results=results)
@@ -138,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     names = tuple(b for b in BENCHES if b != "demo_lr") if args.name == "all" else (args.name,)
     results = {}
     for name in names:
-        results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds, args.assemble)
+        results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds, args.assemble,
+                                args.warm_start)
     if args.name == "all":
         from bench.report import write_readme
 
