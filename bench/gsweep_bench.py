@@ -162,7 +162,15 @@ def sweep_warm_start(results: Path) -> Path:
 
     stored = Path(results) / WARM_START
     if (stored / "model.safetensors").exists():
-        print(f"gsweep: warm start {weights_hash(str(stored))} from {stored}", flush=True)
+        import json
+
+        recorded = json.loads((stored / "bootstrap.json").read_text()).get("weights_hash")
+        if weights_hash(str(stored)) != recorded:
+            raise ValueError(f"{stored}: its weights hash {weights_hash(str(stored))} is not the {recorded} its "
+                             "bootstrap.json records (a damaged copy, or a Git LFS pointer): restore it from git")
+        others = [w for w in stored_warm_starts(results) if w != recorded]
+        print(f"gsweep: warm start {recorded} from {stored}"
+              + (f" (runs from other warm starts are kept apart: {others})" if others else ""), flush=True)
         return stored
     built = warm_policy()
     with io.atomic_folder(stored) as tmp:
@@ -193,6 +201,8 @@ def pick_warm_start(results: Path, budget: int, warm_start: str | None) -> str:
     if warm_start:
         return warm_start
     stored = stored_warm_starts(results, budget)
+    if not stored:
+        raise FileNotFoundError(f"no stored gsweep runs under {results}: run them (`grpo bench gsweep`)")
     if len(stored) != 1:
         raise ValueError(f"{len(stored)} warm starts have stored gsweep runs under {results} ({stored}): "
                          "name one (--warm-start HASH)")
@@ -291,7 +301,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
         if unknown:
             raise ValueError(f"unknown gsweep arm(s) {unknown}; arms: {', '.join(every)}")
         every = {name: every[name] for name in only}
-    out, results = Path(workdir), Path(results or RESULTS)
+    out, results = Path(workdir), Path(results or ("runs/bench-quick/results" if quick else RESULTS))
     policy = sweep_warm_start(results)
     paths = write_world("runs/world")
     budget = 2_000 if quick else BUDGET

@@ -481,6 +481,9 @@ def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_tra
     policy = tmp_path / "policy"
     policy.mkdir()
     (policy / "model.safetensors").write_bytes(b"weights")
+    from grpo_data.profiler import weights_hash
+
+    (policy / "bootstrap.json").write_text(json.dumps({"weights_hash": weights_hash(str(policy))}))
     world = {}
     for split in ("train", "test"):
         world[split] = tmp_path / f"{split}.parquet"
@@ -507,8 +510,6 @@ def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_tra
           "results": tmp_path / "r"}
     first = gsweep_bench.run(**kw)
     assert trained == ["G4", "allocate"] and first["run_code"] == {"seed0/G4": "fake", "seed0/allocate": "fake"}
-    from grpo_data.profiler import weights_hash
-
     warm = weights_hash(str(policy))
     stored = gsweep_bench.run_path(tmp_path / "r", gsweep_bench.BUDGET, 0, "G4", warm)
     assert json.loads(stored.read_text())["shared"]["base"][0] == gsweep_bench.MODEL_ARG  # no machine's path
@@ -532,6 +533,10 @@ def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_tra
     assert trained == ["G4", "allocate"] and stored.read_text() == before
     with pytest.raises(ValueError, match="repeated seeds"):
         gsweep_bench.run(**{**kw, "seeds": (0, 0, 0)})
+    (kept / "model.safetensors").write_bytes(b"other weights")  # a damaged copy is named, never trained from
+    with pytest.raises(ValueError, match=r"gsweep-warm-start: its weights hash \w+ is not the \w+ its bootstrap"):
+        gsweep_bench.run(**kw)
+    assert trained == ["G4", "allocate"]
 
 
 def test_bench_seeds_argument_rejects_repeats_and_names_the_format():
@@ -542,3 +547,14 @@ def test_bench_seeds_argument_rejects_repeats_and_names_the_format():
         parse_seeds("1,1", (0,))
     with pytest.raises(ValueError, match="comma-separated integers"):
         parse_seeds("0;1", (0,))
+
+
+def test_gsweep_warm_start_argument_only_assembles(tmp_path):
+    """--warm-start picks stored runs to assemble; a sweep that would train is told where its warm
+    start comes from instead of silently ignoring it, and assembling nothing says so."""
+    from pipelines.commands.bench import run_one
+
+    with pytest.raises(ValueError, match="with --assemble"):
+        run_one("gsweep", False, tmp_path, warm_start="caedf446027e3e25")
+    with pytest.raises(FileNotFoundError, match="no stored gsweep runs"):
+        run_one("gsweep", False, tmp_path, arms="G4", seeds="0", assemble=True)

@@ -108,6 +108,9 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
             budget = 2_000 if quick else gsweep_bench.BUDGET
             return _write(name, gsweep_bench.assemble(names, chosen, results, budget, plot_to=results / "gsweep.png",
                                                       warm_start=warm_start), out_dir)
+        if warm_start:
+            raise ValueError("--warm-start names the stored runs to assemble (with --assemble); a sweep trains "
+                             "from the warm start stored under <out-dir>/gsweep-warm-start")
         named_kl = not arms or any(a.startswith("kl") for a in arms.split(","))
         result = gsweep_bench.run(quick=quick, seeds=chosen, kl=not quick and named_kl,
                                   only=tuple(arms.split(",")) if arms else None, results=results)
