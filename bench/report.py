@@ -96,7 +96,7 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 + ", ".join(f"{k} {_fmt(v)}" for k, v in (a.get('agreement_on_sure_reference') or {}).items())]
     if name == "e2e":
         return e2e_lines(r)
-    if name == "gsweep":
+    if name == "gsweep" or name.startswith("gsweep-warm-"):  # the latter: runs from an earlier warm start
         return gsweep_lines(r)
     if name == "demo_lr":
         return demo_lr_lines(r)
@@ -255,6 +255,8 @@ def gsweep_lines(r: dict) -> list[str]:
     s = r.get("summary", {"arms": {}})
     lines = [f"- {r['budget_total_rollouts']} total rollouts per arm, {r['step_answers']} answers per step, "
              f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile)",
+             *([f"- warm start (weights hash) {r['inputs']['policy']}; runs from another warm start are not pooled "
+             "(`bench/results/gsweep-runs/warm-HASH/`)"] if "inputs" in r else []),
              *([f"- {r['code_note']}"] if r.get("code_note") else []), "",
              "| arm | final test accuracy | informative ratio | baseline variance | answers per problem | rounds per step "
              "| under-filled steps | training seconds |",
