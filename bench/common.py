@@ -59,7 +59,6 @@ def mean_se(values: list[float]) -> dict:
 def train_run(name: str, overrides: list[str], base: list[str], out: Path) -> tuple[list[dict], float]:
     """One training run in its own process (`grpo train`, engines and process groups start clean),
     its log in out/NAME.log; returns its metrics.jsonl records and its wall seconds."""
-    import subprocess
     import sys
 
     args = [a for item in base + overrides + [f"run.out={out / name}"] for a in ("-o", item)]
@@ -67,12 +66,40 @@ def train_run(name: str, overrides: list[str], base: list[str], out: Path) -> tu
     log = out / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as fh:
-        proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", *args], stdout=fh, stderr=subprocess.STDOUT)
-    if proc.returncode != 0:
-        raise RuntimeError(f"run {name} failed (exit {proc.returncode}); see {log}")
+        returncode = run_child([sys.executable, "-m", "pipelines.cli", "train", *args], fh)
+    if returncode != 0:
+        raise RuntimeError(f"run {name} failed (exit {returncode}); see {log}")
     from grpo_train.trainer import read_metrics
 
     return read_metrics(out / name), time.monotonic() - start
+
+
+def run_child(cmd: list[str], log) -> int:
+    """`cmd` with its output to the open file `log`, in its own process group, which is killed whole
+    (engines, verifier workers) when this process stops first: Ctrl-C, SIGTERM or an error. A stopped
+    benchmark leaves no run behind to hold the CPU and the DeepSpeed port. Returns the exit code."""
+    import os
+    import signal
+    import subprocess
+    import threading
+
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if main:
+        signal.signal(signal.SIGTERM, stop)
+    try:
+        return proc.wait()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if main:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run_key(args: list[str], inputs: list[str]) -> dict:

@@ -558,3 +558,40 @@ def test_gsweep_warm_start_argument_only_assembles(tmp_path):
         run_one("gsweep", False, tmp_path, warm_start="caedf446027e3e25")
     with pytest.raises(FileNotFoundError, match="no stored gsweep runs"):
         run_one("gsweep", False, tmp_path, arms="G4", seeds="0", assemble=True)
+
+
+def test_a_stopped_benchmark_kills_its_training_run_and_what_that_started(tmp_path):
+    """SIGTERM to the benchmark (`pkill`, a job scheduler) ends the child and its own children: a
+    killed sweep once left its `grpo train` running, holding the CPU and the DeepSpeed port."""
+    import os
+    import signal
+    import sys
+    import threading
+    import time
+
+    from bench.common import run_child
+
+    pids = tmp_path / "pids"
+    script = (f"import subprocess, os, time; p = subprocess.Popen(['sleep', '60']); "
+              f"open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{p.pid}}'); time.sleep(60)")
+
+    def stop_when_started():
+        while not pids.exists() or not pids.read_text():
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=stop_when_started, daemon=True).start()
+    with open(tmp_path / "log", "w") as log, pytest.raises(SystemExit) as stopped:
+        run_child([sys.executable, "-c", script], log)
+    assert stopped.value.code == 128 + signal.SIGTERM
+    def running(pid: int) -> bool:  # a killed grandchild may stay a zombie where PID 1 does not reap
+        try:
+            return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    time.sleep(0.2)
+    assert [pid for pid in map(int, pids.read_text().split()) if running(pid)] == []
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
+    with open(tmp_path / "log2", "w") as log:
+        assert run_child([sys.executable, "-c", "raise SystemExit(3)"], log) == 3
