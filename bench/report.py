@@ -273,6 +273,20 @@ def gsweep_lines(r: dict) -> list[str]:
                   f"{x['seeds']} seeds)"]
         lines += [f"- goal {g}: {'not judged yet (fewer than 3 seeds)' if ok is None else 'met' if ok else 'MISSED'}"
                   for g, ok in s["goals"].items()]
+    for name in s["arms"]:
+        paths = [(x["seed"], x["arms"][name].get("g_path", [])) for x in r["seeds"] if isinstance(x, dict)]
+        if any(len(path) > 1 for _, path in paths):
+            lines.append(f"- {name}: G over the run (G from the rollouts count shown), "
+                         + "; ".join(f"seed {seed}: " + " -> ".join(f"{g} at {x:,}" for x, g in path)
+                                     for seed, path in paths))
+    if s.get("pareto"):
+        front = s["pareto"]["front_rollouts"]
+        lines += ["", "- Pareto front, test accuracy against rollouts (mean over seeds; no other arm's evaluation is "
+                  "cheaper and at least as accurate): "
+                  + ", ".join(f"{p['arm']} at {p['rollouts']:,.0f} ({_fmt(p['accuracy'])})" for p in front),
+                  "- Pareto front, final accuracy against training seconds: "
+                  + ", ".join(f"{p['arm']} at {p['seconds']:,.0f} s ({_fmt(p['final_accuracy'])})"
+                              for p in s["pareto"]["front_seconds"])]
     if r.get("kl_grid"):
         lines += ["", "| KL arm | final test accuracy | KL reached (last quarter of steps) |", "| --- | --- | --- |"]
         lines += [f"| {n} | {_spread(a['final_accuracy'])} | {_spread(a['kl_reached'])} |" for n, a in r["kl_grid"].items()]

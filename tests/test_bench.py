@@ -402,6 +402,50 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
     assert any(line.startswith("| allocate | 0.62") for line in lines)
 
 
+def test_gsweep_pareto_front_keeps_only_points_nothing_cheaper_beats():
+    from bench.gsweep_bench import mean_curve, pareto, pareto_front
+    from bench.report import gsweep_lines
+
+    pts = [("a", 1000, 0.70), ("b", 1000, 0.72), ("c", 2000, 0.71), ("d", 2500, 0.75), ("e", 3000, 0.75),
+           ("f", 500, 0.60)]
+    # f is cheapest; b beats a at equal cost; c is beaten by b (cheaper, higher); e ties d but costs more
+    assert [p[0] for p in pareto_front(pts)] == ["f", "b", "d"]
+    assert pareto_front([("x", 1, 0.5), ("y", 1, 0.5)]) == [("x", 1, 0.5)]
+
+    # the k-th evaluations of each seed pool; the curve is as long as the shortest seed's
+    curve = mean_curve([[(0, 0.5), (1000, 0.6), (2000, 0.7)], [(0, 0.7), (1200, 0.8)]])
+    assert [c["rollouts"] for c in curve] == [0, 1100]
+    assert [c["accuracy"] for c in curve] == pytest.approx([0.6, 0.7])
+    assert curve[1]["se"] == pytest.approx(0.1)  # sample std of (0.6, 0.8) is 0.1414, over sqrt 2
+
+    seed = {"G4": {"curve": [(0, 0.9), (1000, 0.5), (2000, 0.6)], "seconds": 100.0, "final_accuracy": 0.6},
+            "G8": {"curve": [(0, 0.4), (1000, 0.55), (2000, 0.58)], "seconds": 80.0, "final_accuracy": 0.58}}
+    out = pareto([seed, seed])
+    # the step-0 evaluation (the shared warm start) is never on the front, however high
+    assert [(p["arm"], p["rollouts"]) for p in out["front_rollouts"]] == [("G8", 1000), ("G4", 2000)]
+    assert [p["arm"] for p in out["front_seconds"]] == ["G8", "G4"]
+    lines = gsweep_lines({"summary": {"arms": {}, "pareto": out}, "budget_total_rollouts": 2000,
+                          "step_answers": 128, "seeds": [0, 1]})
+    assert any("Pareto front, test accuracy against rollouts" in line and "G8 at 1,000 (0.55), G4 at 2,000 (0.6)" in line
+               for line in lines)
+
+
+def test_gsweep_records_where_the_variance_schedule_moved_g():
+    from bench.gsweep_bench import arm_summary, compare
+    from bench.report import gsweep_lines
+
+    trains = [{"kind": "train", "rollouts_generated": 128 * (i + 1), "group_size": g, "informative_rollout_ratio": 0.5,
+               "rounds": 1, "underfilled": False, "step_seconds": 1.0} for i, g in enumerate([8, 8, 4, 4, 8])]
+    evals = [{"kind": "eval", "rollouts_generated": 0, "heldout_accuracy": 0.5, "heldout_accuracy_se": 0.01}]
+    summary = arm_summary(evals + trains, 5.0)
+    assert summary["g_path"] == [[128, 8], [384, 4], [640, 8]]
+    fixed = arm_summary(evals + [{**t, "group_size": 8} for t in trains], 5.0)
+    r = {"summary": compare([{"variance": summary, "G8": fixed}]), "budget_total_rollouts": 640, "step_answers": 128,
+         "seeds": [{"seed": 0, "arms": {"variance": summary, "G8": fixed}}]}
+    moved = [line for line in gsweep_lines(r) if "G over the run" in line]
+    assert moved == ["- variance: G over the run (G from the rollouts count shown), seed 0: 8 at 128 -> 4 at 384 -> 8 at 640"]
+
+
 def test_demo_lr_choice_is_the_best_mean_validation_final_and_flags_regressions():
     from bench.demo_lr_bench import summarize
 
