@@ -254,42 +254,57 @@ def gsweep_lines(r: dict) -> list[str]:
     """The G sweep's table: per arm over seeds, equal answers per step and equal total rollouts."""
     s = r.get("summary", {"arms": {}})
     lines = [f"- {r['budget_total_rollouts']} total rollouts per arm, {r['step_answers']} answers per step, "
-             f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile)",
+             f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile); a run stops at the first "
+             "step past the budget, so every arm is read at exactly the budget (linear between evaluations)",
              *([f"- warm start (weights hash) {r['inputs']['policy']}; runs from another warm start are not pooled "
              "(`bench/results/gsweep-runs/warm-HASH/`)"] if "inputs" in r else []),
              *([f"- {r['code_note']}"] if r.get("code_note") else []), "",
-             "| arm | final test accuracy | informative ratio | baseline variance | answers per problem | rounds per step "
-             "| under-filled steps | training seconds |",
+             f"| arm | test accuracy at {r['budget_total_rollouts']:,} rollouts | informative ratio | baseline variance "
+             "| answers per problem | rounds per step | under-filled steps | training seconds |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, a in s["arms"].items():
-        lines.append(f"| {name} | {_spread(a['final_accuracy'])} | {_spread(a['informative_rollout_ratio'])} | "
+        at = a.get("accuracy_at_budget", a["final_accuracy"])  # results before the common grid: the last evaluation
+        lines.append(f"| {name} | {_spread(at)} | {_spread(a['informative_rollout_ratio'])} | "
                      f"{_spread(a['baseline_variance'])} | {_spread(a['samples_per_problem'])} | {_spread(a['rounds_per_step'])} | "
                      f"{_spread(a['underfilled_share'])} | {_spread(a['seconds'])} |")
     if "best_fixed" in s:
         x = s["allocate_fewer_rollouts_than_best_fixed"]
-        reached = _spread(x) if x["reached_in_seeds"] else "not reached"
-        lines += ["", f"- best fixed G (picked on this test split: optimistic for it): {s['best_fixed']}; rollouts to "
-                  f"its final accuracy, best / allocate: {reached} (reached in {x['reached_in_seeds']} of "
-                  f"{x['seeds']} seeds)"]
+        if "mean_curve" in x:
+            seeds = ", ".join("not reached" if v is None else f"{v:.2f}x" for v in x["per_seed"])
+            lines += ["", f"- best fixed G (picked on this test split: optimistic for it): {s['best_fixed']}, "
+                      f"{_fmt(s['best_fixed_accuracy_at_budget'])} at the budget; rollouts it spent / rollouts allocate "
+                      "needs to reach that accuracy and stay at or above it to the end, on the seed-mean curves: "
+                      + ("not reached" if x["mean_curve"] is None else f"{x['mean_curve']:.2f}x")
+                      + f"; seed by seed (against that seed's best fixed G): {seeds or 'no allocate arm'}"]
+        else:  # a result assembled before the common grid
+            reached = _spread(x) if x["reached_in_seeds"] else "not reached"
+            lines += ["", f"- best fixed G (picked on this test split: optimistic for it): {s['best_fixed']}; rollouts "
+                      f"to its final accuracy, best / allocate: {reached} (reached in {x['reached_in_seeds']} of "
+                      f"{x['seeds']} seeds)"]
         lines += [f"- goal {g}: {'not judged yet (fewer than 3 seeds)' if ok is None else 'met' if ok else 'MISSED'}"
                   for g, ok in s["goals"].items()]
-    for name in s["arms"]:
-        paths = [(x["seed"], x["arms"][name].get("g_path", [])) for x in r["seeds"] if isinstance(x, dict)]
-        if any(len(path) > 1 for _, path in paths):
-            lines.append(f"- {name}: G over the run (G from the rollouts count shown), "
-                         + "; ".join(f"seed {seed}: " + " -> ".join(f"{g} at {x:,}" for x, g in path)
-                                     for seed, path in paths))
+    for key, what, show in (("g_path", "G", lambda v: f"{v[0]}"), ("band_path", "band", lambda v: f"[{v[0]:g}, {v[1]:g}]")):
+        for name in s["arms"]:
+            paths = [(x["seed"], x["arms"][name].get(key, [])) for x in r["seeds"] if isinstance(x, dict)]
+            if any(len(path) > 1 for _, path in paths):
+                lines.append(f"- {name}: {what} over the run (from the rollouts count shown), "
+                             + "; ".join(f"seed {seed}: " + " -> ".join(f"{show(v)} at {x:,}" for x, *v in path)
+                                         for seed, path in paths))
     if s.get("pareto"):
-        front = s["pareto"]["front_rollouts"]
-        lines += ["", "- Pareto front, test accuracy against rollouts (mean over seeds; no other arm's evaluation is "
+        par = s["pareto"]
+        lines += ["", "- Pareto front, test accuracy against rollouts (seed means on a common grid; no other arm is "
                   "cheaper and at least as accurate): "
-                  + ", ".join(f"{p['arm']} at {p['rollouts']:,.0f} ({_fmt(p['accuracy'])})" for p in front),
-                  "- Pareto front, final accuracy against training seconds: "
-                  + ", ".join(f"{p['arm']} at {p['seconds']:,.0f} s ({_fmt(p['final_accuracy'])})"
-                              for p in s["pareto"]["front_seconds"])]
+                  + ", ".join(f"{p['arm']} at {p['rollouts']:,.0f} ({_fmt(p['accuracy'])})" for p in par["front_rollouts"])
+                  + (f"; its points' SE is up to {_fmt(par['front_se'])}, so a gap smaller than that is noise"
+                     if par.get("front_se") is not None else ""),
+                  "- Pareto front, accuracy at the budget against training seconds: "
+                  + ", ".join(f"{p['arm']} at {p['seconds']:,.0f} s ({_fmt(p.get('accuracy_at_budget', p.get('final_accuracy')))})"
+                              for p in par["front_seconds"])]
     if r.get("kl_grid"):
-        lines += ["", "| KL arm | final test accuracy | KL reached (last quarter of steps) |", "| --- | --- | --- |"]
-        lines += [f"| {n} | {_spread(a['final_accuracy'])} | {_spread(a['kl_reached'])} |" for n, a in r["kl_grid"].items()]
+        lines += ["", f"| KL arm | test accuracy at {r['budget_total_rollouts']:,} rollouts | KL reached (last quarter "
+                  "of steps) |", "| --- | --- | --- |"]
+        lines += [f"| {n} | {_spread(a.get('accuracy_at_budget', a['final_accuracy']))} | {_spread(a['kl_reached'])} |"
+                  for n, a in r["kl_grid"].items()]
     return lines
 
 

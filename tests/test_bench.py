@@ -386,23 +386,54 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
                    "step_seconds": 3.0}]
         return evals + trains
 
-    # G8 ends best at 0.6 after 4,000; allocate reaches 0.6 at 2,000 (2x fewer) in both seeds
-    seed = {"G4": arm_summary(records([(0, 0.4), (4000, 0.5)]), 10.0),
-            "G8": arm_summary(records([(0, 0.4), (2000, 0.5), (4000, 0.6)]), 10.0),
-            "allocate": arm_summary(records([(0, 0.4), (2000, 0.6), (4000, 0.62)], ratio=0.95), 12.0)}
-    out = compare([seed, seed])
-    assert out["best_fixed"] == "G8"
-    assert out["allocate_fewer_rollouts_than_best_fixed"]["mean"] == pytest.approx(2.0)
+    # every arm is read at exactly 4,000 rollouts: G8's last evaluation is at 4,200, so its accuracy
+    # there is 0.5 + 0.1 x 2000 / 2200 = 0.5909 (not its 0.6); G4 ends at 0.5
+    g8 = arm_summary(records([(0, 0.4), (2000, 0.5), (4200, 0.6)]), 10.0)
+    target = 0.5 + 0.1 * 2000 / 2200
+    steady = arm_summary(records([(0, 0.4), (2000, 0.6), (4000, 0.62)], ratio=0.95), 12.0)
+    # on the grid 0.4, 0.5, 0.6, 0.61, 0.62: it reaches the target between 1,000 and 2,000 and stays
+    steady_at = 1000 + (target - 0.5) / 0.1 * 1000
+    # a noisy seed touches the target early (0.7 at 1,000), falls back and ends below it: not reached
+    noisy = arm_summary(records([(0, 0.4), (1000, 0.7), (2000, 0.5), (4000, 0.58)], ratio=0.95), 12.0)
+    seed = {"G4": arm_summary(records([(0, 0.4), (4000, 0.5)]), 10.0), "G8": g8, "allocate": steady}
+    out = compare([seed, seed], budget=4000)
+    assert out["best_fixed"] == "G8" and out["best_fixed_accuracy_at_budget"] == pytest.approx(target)
+    assert out["arms"]["G8"]["accuracy_at_budget"]["mean"] == pytest.approx(target)
+    assert out["arms"]["G8"]["final_accuracy"]["mean"] == pytest.approx(0.6)  # the last evaluation, kept beside it
+    x = out["allocate_fewer_rollouts_than_best_fixed"]
+    assert x["mean_curve"] == pytest.approx(4000 / steady_at) and x["per_seed"] == pytest.approx([4000 / steady_at] * 2)
     assert all(v is None for v in out["goals"].values()), "two seeds: no goal is judged"
     assert any("not judged yet" in line for line in gsweep_lines({"summary": out, "budget_total_rollouts": 4000,
                                                                   "step_answers": 128, "seeds": [0, 1]}))
-    out = compare([seed, seed, seed])
+    out = compare([seed, seed, seed], budget=4000)
     assert all(out["goals"].values())
-    lines = gsweep_lines({"summary": out, "budget_total_rollouts": 4000, "step_answers": 128, "seeds": [0, 1]})
+    lines = gsweep_lines({"summary": out, "budget_total_rollouts": 4000, "step_answers": 128, "seeds": [0, 1, 2]})
     assert any(line.startswith("| allocate | 0.62") for line in lines)
+    assert any(f"on the seed-mean curves: {4000 / steady_at:.2f}x" in line for line in lines)
+
+    # with the noisy seed: the seed-mean curve (0.4, 0.567, 0.567, 0.587, 0.607) crosses the target
+    # only between 3,000 and 4,000; the noisy seed counts as not reached, it is not dropped
+    out = compare([seed, seed, {**seed, "allocate": noisy}], budget=4000)
+    x = out["allocate_fewer_rollouts_than_best_fixed"]
+    mean_at_3000, mean_at_4000 = (0.61 * 2 + 0.54) / 3, (0.62 * 2 + 0.58) / 3
+    crossing = 3000 + (target - mean_at_3000) / (mean_at_4000 - mean_at_3000) * 1000
+    assert x["mean_curve"] == pytest.approx(4000 / crossing)
+    assert x["per_seed"][:2] == pytest.approx([4000 / steady_at] * 2) and x["per_seed"][2] is None
+    assert x["reached_in_seeds"] == 2
+    assert out["goals"] == {"allocate reaches the best fixed G's accuracy with >= 1.3x fewer rollouts": False,
+                            "allocate informative ratio >= 0.9": True}
+    lines = gsweep_lines({"summary": out, "budget_total_rollouts": 4000, "step_answers": 128, "seeds": [0, 1, 2]})
+    assert any("goal allocate reaches the best fixed G's accuracy with >= 1.3x fewer rollouts: MISSED" in line
+               for line in lines)
+    assert any(line.endswith("seed by seed (against that seed's best fixed G): 2.10x, 2.10x, not reached")
+               for line in lines)
+    with pytest.raises(ValueError, match="a curve ending at 3,000 rollouts cannot be read at 4,000"):
+        compare([{**seed, "G4": arm_summary(records([(0, 0.4), (3000, 0.5)]), 10.0)}], budget=4000)
 
 
 def test_gsweep_pareto_front_keeps_only_points_nothing_cheaper_beats():
+    import numpy as np
+
     from bench.gsweep_bench import mean_curve, pareto, pareto_front
     from bench.report import gsweep_lines
 
@@ -412,15 +443,16 @@ def test_gsweep_pareto_front_keeps_only_points_nothing_cheaper_beats():
     assert [p[0] for p in pareto_front(pts)] == ["f", "b", "d"]
     assert pareto_front([("x", 1, 0.5), ("y", 1, 0.5)]) == [("x", 1, 0.5)]
 
-    # the k-th evaluations of each seed pool; the curve is as long as the shortest seed's
-    curve = mean_curve([[(0, 0.5), (1000, 0.6), (2000, 0.7)], [(0, 0.7), (1200, 0.8)]])
-    assert [c["rollouts"] for c in curve] == [0, 1100]
-    assert [c["accuracy"] for c in curve] == pytest.approx([0.6, 0.7])
-    assert curve[1]["se"] == pytest.approx(0.1)  # sample std of (0.6, 0.8) is 0.1414, over sqrt 2
+    # each seed is read on the grid (linear between its evaluations), then pooled
+    curve = mean_curve([[(0, 0.5), (1000, 0.6), (2000, 0.7)], [(0, 0.7), (1200, 0.8), (2000, 0.8)]],
+                       np.array([0.0, 1000.0, 2000.0]))
+    assert [c["rollouts"] for c in curve] == [0, 1000, 2000]
+    assert [c["accuracy"] for c in curve] == pytest.approx([0.6, (0.6 + 0.7 + 0.1 * 1000 / 1200) / 2, 0.75])
+    assert curve[0]["se"] == pytest.approx(0.1)  # sample std of (0.5, 0.7) is 0.1414, over sqrt 2
 
     seed = {"G4": {"curve": [(0, 0.9), (1000, 0.5), (2000, 0.6)], "seconds": 100.0, "final_accuracy": 0.6},
             "G8": {"curve": [(0, 0.4), (1000, 0.55), (2000, 0.58)], "seconds": 80.0, "final_accuracy": 0.58}}
-    out = pareto([seed, seed])
+    out = pareto([seed, seed], budget=2000)
     # the step-0 evaluation (the shared warm start) is never on the front, however high
     assert [(p["arm"], p["rollouts"]) for p in out["front_rollouts"]] == [("G8", 1000), ("G4", 2000)]
     assert [p["arm"] for p in out["front_seconds"]] == ["G8", "G4"]
@@ -436,14 +468,21 @@ def test_gsweep_records_where_the_variance_schedule_moved_g():
 
     trains = [{"kind": "train", "rollouts_generated": 128 * (i + 1), "group_size": g, "informative_rollout_ratio": 0.5,
                "rounds": 1, "underfilled": False, "step_seconds": 1.0} for i, g in enumerate([8, 8, 4, 4, 8])]
-    evals = [{"kind": "eval", "rollouts_generated": 0, "heldout_accuracy": 0.5, "heldout_accuracy_se": 0.01}]
+    evals = [{"kind": "eval", "rollouts_generated": x, "heldout_accuracy": 0.5, "heldout_accuracy_se": 0.01}
+             for x in (0, 640)]
     summary = arm_summary(evals + trains, 5.0)
     assert summary["g_path"] == [[128, 8], [384, 4], [640, 8]]
     fixed = arm_summary(evals + [{**t, "group_size": 8} for t in trains], 5.0)
-    r = {"summary": compare([{"variance": summary, "G8": fixed}]), "budget_total_rollouts": 640, "step_answers": 128,
+    r = {"summary": compare([{"variance": summary, "G8": fixed}], budget=640), "budget_total_rollouts": 640, "step_answers": 128,
          "seeds": [{"seed": 0, "arms": {"variance": summary, "G8": fixed}}]}
     moved = [line for line in gsweep_lines(r) if "G over the run" in line]
-    assert moved == ["- variance: G over the run (G from the rollouts count shown), seed 0: 8 at 128 -> 4 at 384 -> 8 at 640"]
+    assert moved == ["- variance: G over the run (from the rollouts count shown), seed 0: 8 at 128 -> 4 at 384 -> 8 at 640"]
+    widened = [{**t, "band_lo": lo, "band_hi": 1 - lo} for t, lo in zip(trains, [0.2, 0.2, 0.2, 0.15, 0.15], strict=True)]
+    summary = arm_summary(evals + widened, 5.0)
+    assert summary["band_path"] == [[128, 0.2, 0.8], [512, 0.15, 0.85]]
+    r["seeds"][0]["arms"]["variance"] = summary
+    assert [line for line in gsweep_lines(r) if "band over the run" in line] == [
+        "- variance: band over the run (from the rollouts count shown), seed 0: [0.2, 0.8] at 128 -> [0.15, 0.85] at 512"]
 
 
 def test_demo_lr_choice_is_the_best_mean_validation_final_and_flags_regressions():
