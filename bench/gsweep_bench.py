@@ -20,7 +20,10 @@ rollouts; test accuracy is evaluated every EVAL_EVERY training rollouts. Arms:
 and a KL grid, beta in KL_BETAS x G in KL_GROUP_SIZES, each reporting the KL it reached.
 Known differences, reported rather than hidden: a sized step keeps every informative group it drew
 (a fixed-G step keeps batch_groups and drops the surplus it paid for); the best fixed G is picked on
-the same test split it is reported on (optimistic for that arm, so conservative for allocate).
+the same test split it is reported on (optimistic for that arm, so conservative for allocate); the
+scheduler widens its band when fewer problems are likely in it than a step asks for, so arms that
+ask for more distinct problems per step (small G; allocate, offered 2 candidates per G answers)
+train on a wider band sooner (each run's band_path says when).
 
 Reported per arm over seeds (mean, SE, spread): final test accuracy, the curve against rollouts,
 the informative-rollout ratio, the group baseline's variance (the noise a group's mean reward puts

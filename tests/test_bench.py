@@ -524,7 +524,10 @@ def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_m
 
     store("G4", "aaa", 0.80)
     store("allocate", "bbb", 0.82)
-    r = assemble(("G4", "allocate"), (0,), tmp_path)
+    r = assemble(("G4", "allocate"), (0,), tmp_path, plot_to=tmp_path / "sweep.png")
+    assert (tmp_path / "sweep.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and r["plot"] == str(tmp_path / "sweep.png")
+    # allocate is ahead at every grid point: the front is allocate's alone
+    assert {p["arm"] for p in r["summary"]["pareto"]["front_rollouts"]} == {"allocate"}
     assert r["run_code"] == {"seed0/G4": "aaa", "seed0/allocate": "bbb"} and "partial" in r["variant"]
     assert "2 versions" in r["code_note"] and r["inputs"] == {"policy": "aa"}
     assert r["summary"]["best_fixed"] == "G4" and r["summary"]["arms"]["allocate"]["final_accuracy"]["mean"] == 0.82
