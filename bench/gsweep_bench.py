@@ -253,7 +253,7 @@ def plot(result: dict, path: Path) -> Path:
     right.scatter(sx, sy, s=160, facecolors="none", edgecolors="black", label="Pareto front")
     n = len(result["seeds"])
     left.set(xlabel="total rollouts (every generated answer)", ylabel="test accuracy (mean@4)",
-             title=f"accuracy vs rollouts, mean of {n} seed(s) +- SE (front: gaps under its SE are noise)")
+             title=f"accuracy vs rollouts, mean of {n} seed(s) +- SE")
     right.set(xlabel="training seconds (generation, verification, update)",
               ylabel=f"test accuracy at {result['budget_total_rollouts']:,} rollouts",
               title=f"accuracy vs wall-clock, mean of {n} seed(s) +- SE")

@@ -96,7 +96,8 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 + ", ".join(f"{k} {_fmt(v)}" for k, v in (a.get('agreement_on_sure_reference') or {}).items())]
     if name == "e2e":
         return e2e_lines(r)
-    if name == "gsweep" or name.startswith("gsweep-warm-"):  # the latter: runs from an earlier warm start
+    # gsweep-warm-HASH: runs from an earlier warm start; gsweep-kl: the KL grid (its own seeds)
+    if name in ("gsweep", "gsweep-kl") or name.startswith("gsweep-warm-"):
         return gsweep_lines(r)
     if name == "demo_lr":
         return demo_lr_lines(r)
@@ -258,10 +259,11 @@ def gsweep_lines(r: dict) -> list[str]:
              "step past the budget, so every arm is read at exactly the budget (linear between evaluations)",
              *([f"- warm start (weights hash) {r['inputs']['policy']}; runs from another warm start are not pooled "
              "(`bench/results/gsweep-runs/warm-HASH/`)"] if "inputs" in r else []),
-             *([f"- {r['code_note']}"] if r.get("code_note") else []), "",
-             f"| arm | test accuracy at {r['budget_total_rollouts']:,} rollouts | informative ratio | baseline variance "
-             "| answers per problem | rounds per step | under-filled steps | training seconds |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             *([f"- {r['code_note']}"] if r.get("code_note") else [])]
+    if s["arms"]:  # none in a KL-only result
+        lines += ["", f"| arm | test accuracy at {r['budget_total_rollouts']:,} rollouts | informative ratio | "
+                  "baseline variance | answers per problem | rounds per step | under-filled steps | training seconds |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, a in s["arms"].items():
         at = a.get("accuracy_at_budget", a["final_accuracy"])  # results before the common grid: the last evaluation
         lines.append(f"| {name} | {_spread(at)} | {_spread(a['informative_rollout_ratio'])} | "
