@@ -241,11 +241,9 @@ def plot(result: dict, path: Path) -> Path:
         se = np.nan_to_num(np.array([p["se"] for p in curve]))
         left.plot(x, y, color=f"C{j % 10}", marker="o", ms=3, label=name)
         left.fill_between(x, y - se, y + se, color=f"C{j % 10}", alpha=0.12)
-        final = [on_grid(s[name]["curve"], budget_grid(result["budget_total_rollouts"]))[-1] for s in per_seed]
-        secs = [s[name]["seconds"] for s in per_seed]
-        err = np.std(final, ddof=1) / np.sqrt(len(final)) if len(final) > 1 else 0.0
-        right.errorbar(np.mean(secs), np.mean(final), yerr=err, color=f"C{j % 10}", marker="o", capsize=3)
-        right.annotate(name, (np.mean(secs), np.mean(final)), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        secs = np.mean([s[name]["seconds"] for s in per_seed])  # the budget's point: the curve's last, with its SE
+        right.errorbar(secs, y[-1], yerr=se[-1], color=f"C{j % 10}", marker="o", capsize=3)
+        right.annotate(name, (secs, y[-1]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     fx, fy = [p["rollouts"] for p in par["front_rollouts"]], [p["accuracy"] for p in par["front_rollouts"]]
     left.step(fx, fy, where="post", color="black", lw=1.2, ls="--", label="Pareto front")
     sx, sy = [p["seconds"] for p in par["front_seconds"]], [p["accuracy_at_budget"] for p in par["front_seconds"]]
