@@ -184,11 +184,14 @@ def allocate_marginal(weights: np.ndarray, values: np.ndarray, budget: int, n_mi
     return Allocation(chosen[order], sizes[chosen][order], expected[order])
 
 
-def needs_more(n_correct: np.ndarray, n: np.ndarray, cap: int) -> np.ndarray:
+def needs_more(n_correct: np.ndarray, n: np.ndarray, cap: int, spent: np.ndarray | None = None) -> np.ndarray:
     """Sequential sampling's stopping rule, (M,) bool: True while a problem has only right or only
-    wrong answers so far and fewer than `cap`; it stops at its first mix (Reinforce-Ada, AR3PO)."""
+    wrong answers so far and fewer than `cap` sampled; it stops at its first mix (Reinforce-Ada,
+    AR3PO). n_correct and n count the answers the loss trains on (one kept out of it, e.g. a
+    truncated answer under overlong=mask, makes no mix); spent: answers sampled (default n)."""
     n_correct, n = np.asarray(n_correct), np.asarray(n)
-    return ((n_correct == 0) | (n_correct == n)) & (n < cap)
+    spent = n if spent is None else np.asarray(spent)
+    return ((n_correct == 0) | (n_correct == n)) & (spent < cap)
 
 
 @dataclass

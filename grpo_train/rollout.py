@@ -83,8 +83,14 @@ class Group:
 
     @property
     def informative(self) -> bool:
-        """Right and wrong answers both present (DAPO's accuracy filter)."""
-        return bool(self.correct.std() > 0)
+        """The rewards the loss trains on differ (DAPO's filter, judged on what trains): the finite
+        rewards of the answers in the loss. With correctness rewards that is a right and a wrong
+        answer; with overlong=mask a truncated answer does not count (a group whose only wrong
+        answer was cut off trains as all-right: no signal); a shaped reward (a length penalty,
+        reward terms) can make an all-right group informative."""
+        trained = np.isfinite(self.rewards) if self.train_mask is None else self.train_mask & np.isfinite(self.rewards)
+        rewards = self.rewards[trained]
+        return rewards.size > 1 and bool(rewards.std() > 0)
 
 
 CORRECTNESS = build_reward("correctness")
@@ -221,15 +227,21 @@ class RolloutBatcher:
     def _share(self, idx: np.ndarray) -> np.ndarray:
         return idx[self.rank :: self.world_size]
 
-    def _gather_outcomes(self, mine: list[Group], idx: np.ndarray) -> np.ndarray:
-        """n_correct for every problem in idx (all ranks' shares), in idx order."""
-        local = {g.problem: int(g.correct.sum()) for g in mine}
-        if self.world_size > 1 and self.all_gather is not None:
-            merged: dict[int, int] = {}
-            for part in self.all_gather(local):
-                merged.update(part)
-            local = merged
-        return np.array([local[int(i)] for i in idx])
+    def _gather_outcomes(self, mine: list[Group], interleaved: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """(n_correct, informative) for every group of the round over all ranks, in the round's order:
+        rank r's groups are idx[r::world] (`_share`, interleaved) or the r-th block (allocate's per-rank
+        plans). Gathered as lists in order, never keyed by problem: a pool smaller than the ranks
+        repeats a problem within a round, and each repeat is its own outcome."""
+        local = [(int(g.correct.sum()), g.informative) for g in mine]
+        parts = self.all_gather(local) if self.world_size > 1 and self.all_gather is not None else [local]
+        if interleaved:
+            merged: list = [None] * sum(len(part) for part in parts)
+            for r, part in enumerate(parts):
+                merged[r :: len(parts)] = part
+        else:
+            merged = [outcome for part in parts for outcome in part]
+        n_correct = np.array([c for c, _ in merged], dtype=np.int64)
+        return n_correct, np.array([i for _, i in merged], dtype=bool)
 
     def _quota(self, mine: int, want_total: int) -> int:
         """How many of its kept groups this rank trains: the batch is want_total groups over all
@@ -251,9 +263,8 @@ class RolloutBatcher:
             ask = max(ask, self.world_size)  # every rank gets a share: engines generate in lock-step
             idx = self.scheduler.sample(ask)
             mine = self._generate_groups(self._share(idx), batch)
-            n_correct = self._gather_outcomes(mine, idx)
+            n_correct, informative = self._gather_outcomes(mine)
             self.scheduler.update(idx, n_correct, self.group_size)  # every outcome, kept or dropped
-            informative = (n_correct > 0) & (n_correct < self.group_size)
             batch.rounds += 1
             self._count(batch, mine)
             if self.dynamic:
@@ -292,11 +303,10 @@ class RolloutBatcher:
                 my_idx = idx
             mine = [make_group(int(i), self.prompt_ids(int(i)), sg, self.overlong, self.reward)
                     for i, sg in zip(my_idx, scored, strict=True)]
-            n_correct = self._gather_outcomes(mine, idx)
+            n_correct, informative = self._gather_outcomes(mine, interleaved=False)
             self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
             batch.rounds += 1
             self._count(batch, mine)
-            informative = (n_correct > 0) & (n_correct < sizes)
             if self.dynamic:
                 batch.groups += [g for g in mine if g.informative]
                 kept += int(sizes[informative].sum())
@@ -345,8 +355,11 @@ class RolloutBatcher:
         left = budget
         start = max(1, math.ceil(budget / (2 * r)))
         while left >= r:
-            have = np.array([int(g.correct.sum()) for g in groups]), np.array([len(g.completions) for g in groups])
-            more = np.flatnonzero(needs_more(*have, cap - r + 1)) if groups else np.array([], dtype=np.int64)
+            if groups:
+                n_correct, n_trained, spent = self._trained_counts(problems, groups)
+                more = np.flatnonzero(needs_more(n_correct, n_trained, cap - r + 1, spent))
+            else:
+                more = np.array([], dtype=np.int64)
             more = more[: left // r]
             if more.size:
                 for j, sg in zip(more, self._sample(np.array(problems)[more], batch, r), strict=True):
@@ -363,6 +376,15 @@ class RolloutBatcher:
             left -= fresh.size * r
         sizes = np.array([len(g.completions) for g in groups], dtype=np.int64)
         return np.array(problems, dtype=np.int64), sizes, groups
+
+
+    def _trained_counts(self, problems: list[int], groups: list[ScoredGroup]) -> tuple[np.ndarray, ...]:
+        """(right answers, answers) among those the loss trains on, and answers sampled, per group."""
+        made = [make_group(p, self.prompt_ids(p), g, self.overlong, self.reward) for p, g in zip(problems, groups,
+                                                                                                  strict=True)]
+        trained = [np.ones(len(g.completions), dtype=bool) if g.train_mask is None else g.train_mask for g in made]
+        return (np.array([int(g.correct[m].sum()) for g, m in zip(made, trained, strict=True)]),
+                np.array([int(m.sum()) for m in trained]), np.array([len(g.completions) for g in made]))
 
 
 def rank_quotas(available: np.ndarray, total: int) -> np.ndarray:
@@ -391,5 +413,5 @@ def refresh_estimates(batcher: RolloutBatcher, size: int, k: int) -> int:
     if idx.size < batcher.world_size:  # every rank must generate (vLLM's data parallelism steps in lock-step)
         return 0
     groups = batcher._generate_groups(batcher._share(idx), RolloutBatch(), n=k)
-    batcher.scheduler.update(idx, batcher._gather_outcomes(groups, idx), k)
+    batcher.scheduler.update(idx, batcher._gather_outcomes(groups)[0], k)
     return int(idx.size) * k

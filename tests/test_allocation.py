@@ -85,6 +85,8 @@ def test_sequential_sampling_stops_at_the_first_mix_or_the_cap():
     n_correct = np.array([0, 4, 2, 0, 8])
     n = np.array([4, 4, 4, 8, 8])
     assert needs_more(n_correct, n, cap=8).tolist() == [True, True, False, False, False]
+    # counted over trained answers: 3 right of 3 trained (a 4th, wrong, was cut off and masked) is no mix
+    assert needs_more(np.array([3, 3]), np.array([3, 3]), cap=8, spent=np.array([4, 8])).tolist() == [True, False]
 
 
 def test_the_sample_variance_a_group_reports_does_not_depend_on_its_size():

@@ -293,7 +293,15 @@ def test_make_group_overlong_modes():
     assert mask.train_mask.tolist() == [True, False, True] and mask.rewards.tolist() == [1.0, 1.0, 0.0]
     pen = make_group(0, [1], scored, Overlong("penalty", 16, buffer=4, penalty=1.0))
     assert pen.rewards.tolist() == pytest.approx([1.0, 0.0, -0.5])  # 16 tokens: -1; 14 of 16: -0.5
-    assert pen.correct.tolist() == [1.0, 1.0, 0.0] and pen.informative  # dropping looks at correctness
+    assert pen.correct.tolist() == [1.0, 1.0, 0.0] and pen.informative
+    # dropping looks at what trains: with the only wrong answer cut off and masked, the group trains as all right
+    cut_wrong = ScoredGroup([comps[0], comps[0], Completion("x", tuple(range(16)), "length")], verdicts)
+    assert make_group(0, [1], cut_wrong, Overlong("keep", 16)).informative
+    assert not make_group(0, [1], cut_wrong, Overlong("mask", 16)).informative
+    # a shaped reward makes an all-right group informative: the penalty tells a cut-off right answer apart
+    all_right = ScoredGroup([comps[0], comps[1]], verdicts[:2])
+    assert not make_group(0, [1], all_right, Overlong("keep", 16)).informative
+    assert make_group(0, [1], all_right, Overlong("penalty", 16, buffer=4, penalty=1.0)).informative
 
 
 def test_rank_quotas_fill_the_global_batch():

@@ -122,6 +122,46 @@ def test_dynamic_resampling_drops_zero_variance_and_reports_every_group():
     assert not batch.underfilled
 
 
+def test_masked_answers_do_not_make_a_group_informative():
+    """overlong=mask: a group whose wrong answers were all cut off trains as all right, so dynamic
+    resampling drops it (judged on what trains, not on correctness); kept, the same groups teach."""
+    from grpo_data.engines import Completion
+    from grpo_train.rollout import Overlong
+
+    batcher, sched = make_batcher([2], max_rounds=2)  # 2 right of 4 in every group
+    inner = batcher.sampler.engine.generate
+
+    def cut_wrong(prompts, n, sampling):
+        return [[Completion(c.text, c.token_ids, "stop" if c.text == "\\boxed{1}" else "length") for c in g]
+                for g in inner(prompts, n, sampling)]
+
+    batcher.sampler.engine.generate = cut_wrong
+    assert len(batcher.next_batch().groups) == 4  # overlong=keep: every group has a right and a wrong answer
+    batcher.overlong = Overlong("mask", 16)
+    batch = batcher.next_batch()
+    assert batch.groups == [] and batch.underfilled and batch.informative_groups == 0 and batch.rounds == 2
+    assert all((c == 2).all() for _, c in sched.updates)  # the scheduler still hears the right-answer counts
+
+
+def test_gathered_outcomes_keep_repeated_problems_apart():
+    """A pool smaller than the ranks repeats a problem within a round (problem 7 on both ranks): each
+    rank's outcome stays its own, in the round's order; keyed by problem id one overwrote the other."""
+    from grpo_train.rollout import Group
+
+    batcher, _ = make_batcher([4])
+
+    def group(problem, rewards):
+        return Group(problem, [1], [None] * len(rewards), np.array(rewards, dtype=float))
+
+    mine = [group(7, [1, 1, 1, 1]), group(3, [1, 0, 0, 0])]
+    theirs = [(0, False)]  # rank 1's one group: problem 7 again, all wrong
+    batcher.world_size, batcher.all_gather = 2, lambda local: [local, theirs]
+    n_correct, informative = batcher._gather_outcomes(mine)  # rank r has idx[r::2]: idx = [7, 7, 3]
+    assert n_correct.tolist() == [4, 0, 1] and informative.tolist() == [False, False, True]
+    n_correct, informative = batcher._gather_outcomes(mine, interleaved=False)  # allocate: rank 0's block, then 1's
+    assert n_correct.tolist() == [4, 1, 0] and informative.tolist() == [False, True, False]
+
+
 def test_underfilled_batch_trains_on_what_is_there(caplog):
     batcher, _ = make_batcher([4, 4, 4, 2], max_rounds=2)
     with caplog.at_level("WARNING"):
@@ -341,9 +381,9 @@ def test_variance_schedule_resumes_its_group_size(tmp_path, warm_policy):
 def test_variable_groups_resume(tmp_path, warm_policy, sizing):
     """A run with allocated or sequential group sizes stopped after step 2 resumes from its
     checkpoint: steps, rollout counts and the scheduler's state continue, and the resumed steps still
-    draw variable groups within [size_min, size_max]. (It does not resume bit-exactly: on this
-    machine a resumed allocate run generated 33 answers at step 3 where an unstopped one generated
-    36; not yet traced.)"""
+    draw variable groups within [size_min, size_max]. (Not bit-exactly, with any sizing: the engine's
+    sampling RNG is not checkpointed, and the resumed engine is seeded from (seed, rank, step), so it
+    draws other answers; here a resumed allocate run generated 33 answers at step 3, an unstopped 36.)"""
     quick_policy, world_tables = warm_policy
     train, held = tmp_path / "train.parquet", tmp_path / "held.parquet"
     world_tables["train"].write_parquet(train)
