@@ -310,16 +310,6 @@ def gsweep_lines(r: dict) -> list[str]:
     return lines
 
 
-def accuracy_at(evals: list[dict], rollouts: float) -> float | None:
-    """Held-out accuracy after `rollouts` rollouts, linear between evaluations (None past the last)."""
-    for prev, cur in zip(evals, evals[1:]):
-        x0, x1 = prev["rollouts_generated"], cur["rollouts_generated"]
-        if x0 <= rollouts <= x1:
-            w = (rollouts - x0) / max(x1 - x0, 1)
-            return prev["heldout_accuracy"] + w * (cur["heldout_accuracy"] - prev["heldout_accuracy"])
-    return None
-
-
 def write_readme(out_dir: Path | None = None) -> Path:
     folder = out_dir or RESULTS
     parts = ["# Benchmarks", "", "Written by `grpo bench all` (`make bench`) from `bench/results/*.json`.",

@@ -1,6 +1,7 @@
 """Benchmark arithmetic: where a learning curve crosses a target, its value at a budget, and the
 e2e benchmark's full accounting (profile charged, offline filter, frontier movement)."""
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -16,7 +17,6 @@ from bench.e2e_bench import (
     rollouts_to_reach,
     seed_summary,
 )
-from bench.report import accuracy_at
 
 CURVE = [{"rollouts_generated": 0, "heldout_accuracy": 0.40}, {"rollouts_generated": 1000, "heldout_accuracy": 0.50},
          {"rollouts_generated": 3000, "heldout_accuracy": 0.46}, {"rollouts_generated": 4000, "heldout_accuracy": 0.60}]
@@ -256,12 +256,6 @@ def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_setting
                                                                            "budget_total_rollouts": 5_000}) is None
     with pytest.raises(FileNotFoundError, match="no stored seeds"):
         assemble(tmp_path, budget=5_000)
-
-
-def test_accuracy_at_a_budget():
-    assert accuracy_at(CURVE, 2000) == pytest.approx(0.48)
-    assert accuracy_at(CURVE, 4000) == pytest.approx(0.60)
-    assert accuracy_at(CURVE, 5000) is None
 
 
 def test_data_bench_finds_every_planted_and_broken_row():
@@ -681,3 +675,13 @@ def test_a_stopped_benchmark_kills_its_training_run_and_what_that_started(tmp_pa
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
     with open(tmp_path / "log2", "w") as log:
         assert run_child([sys.executable, "-c", "raise SystemExit(3)"], log) == 3
+
+
+def test_a_curve_is_read_on_the_budget_grid_linearly_between_evaluations():
+    from bench.gsweep_bench import budget_grid, on_grid
+
+    curve = [(c["rollouts_generated"], c["heldout_accuracy"]) for c in CURVE]
+    assert on_grid(curve, np.array([2000.0, 4000.0])) == pytest.approx([0.48, 0.60])  # 0.50 -> 0.46 halfway: 0.48
+    assert budget_grid(2_500).tolist() == [0, 1000, 2000, 2500]  # every EVAL_EVERY, and the budget itself
+    with pytest.raises(ValueError, match="ending at 4,000 rollouts cannot be read at 5,000"):
+        on_grid(curve, np.array([5000.0]))
