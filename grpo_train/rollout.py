@@ -82,15 +82,19 @@ class Group:
         return len(set(wrong)) / len(wrong) if len(wrong) >= 2 else None
 
     @property
+    def trained(self) -> np.ndarray:
+        """(G,) bool: the answers the loss trains on (a reward, and not masked, e.g. by overlong=mask)."""
+        scored = np.isfinite(self.rewards)
+        return scored if self.train_mask is None else scored & self.train_mask
+
+    @property
     def informative(self) -> bool:
-        """The rewards the loss trains on differ (DAPO's filter, judged on what trains): the finite
-        rewards of the answers in the loss. With correctness rewards that is a right and a wrong
-        answer; with overlong=mask a truncated answer does not count (a group whose only wrong
-        answer was cut off trains as all-right: no signal); a shaped reward (a length penalty,
-        reward terms) can make an all-right group informative."""
-        trained = np.isfinite(self.rewards) if self.train_mask is None else self.train_mask & np.isfinite(self.rewards)
-        rewards = self.rewards[trained]
-        return rewards.size > 1 and bool(rewards.std() > 0)
+        """A right and a wrong answer among those the loss trains on (DAPO's accuracy filter, on what
+        trains): with overlong=mask a group whose only wrong answer was cut off trains as all right
+        and teaches nothing. Correctness, not reward variance: a length penalty or a format term
+        alone would turn an all-wrong group into full-size advantages after normalization."""
+        correct = self.correct[self.trained]
+        return correct.size > 1 and bool(0 < correct.sum() < correct.size)
 
 
 CORRECTNESS = build_reward("correctness")
@@ -211,12 +215,11 @@ class RolloutBatcher:
         batch.generated_groups += len(mine)
         batch.generated_rollouts += sum(len(g.completions) for g in mine)
         batch.informative_groups += sum(g.informative for g in mine)
-        batch.informative_rollouts += sum(len(g.completions) for g in mine if g.informative)
+        batch.informative_rollouts += sum(int(g.trained.sum()) for g in mine if g.informative)  # answers that train
         batch.group_sizes += [len(g.completions) for g in mine]
-        # sample variance (ddof 1): its expectation p(1-p) does not depend on the group's size, so a
-        # G schedule reading it can move G both ways
-        variances = [(np.nanvar(g.rewards, ddof=1), np.isfinite(g.rewards).sum()) for g in mine
-                     if np.isfinite(g.rewards).sum() > 1]
+        # sample variance (ddof 1) of the rewards that train: its expectation p(1-p) does not depend on
+        # the group's size, so a G schedule reading it can move G both ways
+        variances = [(np.var(g.rewards[g.trained], ddof=1), int(g.trained.sum())) for g in mine if g.trained.sum() > 1]
         batch.group_var_sum += float(sum(v for v, _ in variances))
         batch.baseline_var_sum += float(sum(v / n for v, n in variances))  # the group mean's variance: var / n
         batch.n_correct += int(sum(g.correct.sum() for g in mine))
@@ -262,6 +265,8 @@ class RolloutBatcher:
             ask = need if round_no == 0 else math.ceil(need * self.oversample)
             ask = max(ask, self.world_size)  # every rank gets a share: engines generate in lock-step
             idx = self.scheduler.sample(ask)
+            if idx.size < self.world_size:  # a pool smaller than the ranks: repeat problems (each its own outcome)
+                idx = np.resize(idx, self.world_size)
             mine = self._generate_groups(self._share(idx), batch)
             n_correct, informative = self._gather_outcomes(mine)
             self.scheduler.update(idx, n_correct, self.group_size)  # every outcome, kept or dropped
@@ -379,12 +384,12 @@ class RolloutBatcher:
 
 
     def _trained_counts(self, problems: list[int], groups: list[ScoredGroup]) -> tuple[np.ndarray, ...]:
-        """(right answers, answers) among those the loss trains on, and answers sampled, per group."""
+        """(right answers, answers) among those the loss trains on (`Group.trained`: the same answers
+        `Group.informative` judges), and answers sampled, per group."""
         made = [make_group(p, self.prompt_ids(p), g, self.overlong, self.reward) for p, g in zip(problems, groups,
                                                                                                   strict=True)]
-        trained = [np.ones(len(g.completions), dtype=bool) if g.train_mask is None else g.train_mask for g in made]
-        return (np.array([int(g.correct[m].sum()) for g, m in zip(made, trained, strict=True)]),
-                np.array([int(m.sum()) for m in trained]), np.array([len(g.completions) for g in made]))
+        return (np.array([int(g.correct[g.trained].sum()) for g in made]), np.array([int(g.trained.sum()) for g in made]),
+                np.array([len(g.completions) for g in made]))
 
 
 def rank_quotas(available: np.ndarray, total: int) -> np.ndarray:

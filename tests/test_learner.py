@@ -298,10 +298,12 @@ def test_make_group_overlong_modes():
     cut_wrong = ScoredGroup([comps[0], comps[0], Completion("x", tuple(range(16)), "length")], verdicts)
     assert make_group(0, [1], cut_wrong, Overlong("keep", 16)).informative
     assert not make_group(0, [1], cut_wrong, Overlong("mask", 16)).informative
-    # a shaped reward makes an all-right group informative: the penalty tells a cut-off right answer apart
-    all_right = ScoredGroup([comps[0], comps[1]], verdicts[:2])
-    assert not make_group(0, [1], all_right, Overlong("keep", 16)).informative
-    assert make_group(0, [1], all_right, Overlong("penalty", 16, buffer=4, penalty=1.0)).informative
+    # judged on correctness, not reward variance: a length penalty alone does not make an all-right or an
+    # all-wrong group informative (normalized, it would become full-size advantages on length alone)
+    all_right = make_group(0, [1], ScoredGroup([comps[0], comps[1]], verdicts[:2]), Overlong("penalty", 16, 4, 1.0))
+    assert all_right.rewards.tolist() == [1.0, 0.0] and not all_right.informative
+    all_wrong = ScoredGroup([Completion("x", tuple(range(4)), "stop"), comps[2]], [verdicts[2]] * 2)
+    assert not make_group(0, [1], all_wrong, Overlong("penalty", 16, buffer=4, penalty=1.0)).informative
 
 
 def test_rank_quotas_fill_the_global_batch():

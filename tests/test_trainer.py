@@ -143,23 +143,27 @@ def test_masked_answers_do_not_make_a_group_informative():
     assert all((c == 2).all() for _, c in sched.updates)  # the scheduler still hears the right-answer counts
 
 
-def test_gathered_outcomes_keep_repeated_problems_apart():
-    """A pool smaller than the ranks repeats a problem within a round (problem 7 on both ranks): each
-    rank's outcome stays its own, in the round's order; keyed by problem id one overwrote the other."""
-    from grpo_train.rollout import Group
+def test_a_pool_smaller_than_the_ranks_repeats_problems_and_keeps_each_outcome():
+    """2 ranks, 1 problem: every rank still generates (data-parallel engines step in lock-step), so
+    the round repeats the problem; each rank's outcome is its own, gathered in the round's order
+    (keyed by problem id, one overwrote the other), and the scheduler hears both."""
+    batcher, sched = make_batcher([4], max_rounds=1)  # this rank's group: 4 right of 4
+    sched.n = 1
 
-    batcher, _ = make_batcher([4])
+    def sample(b):
+        return np.zeros(min(b, 1), dtype=np.int64)  # the pool holds one problem: at most 1, whatever is asked
 
-    def group(problem, rewards):
-        return Group(problem, [1], [None] * len(rewards), np.array(rewards, dtype=float))
-
-    mine = [group(7, [1, 1, 1, 1]), group(3, [1, 0, 0, 0])]
-    theirs = [(0, False)]  # rank 1's one group: problem 7 again, all wrong
-    batcher.world_size, batcher.all_gather = 2, lambda local: [local, theirs]
-    n_correct, informative = batcher._gather_outcomes(mine)  # rank r has idx[r::2]: idx = [7, 7, 3]
-    assert n_correct.tolist() == [4, 0, 1] and informative.tolist() == [False, False, True]
-    n_correct, informative = batcher._gather_outcomes(mine, interleaved=False)  # allocate: rank 0's block, then 1's
-    assert n_correct.tolist() == [4, 1, 0] and informative.tolist() == [False, True, False]
+    sched.sample = sample
+    theirs = [(2, True)]  # rank 1's group of the same problem: 2 right of 4
+    batcher.world_size, batcher.batch_groups = 2, 1
+    batcher.all_gather = lambda local: [local, theirs] if isinstance(local, list) else [local, 1]
+    batch = batcher.next_batch()
+    idx, n_correct = sched.updates[0]
+    assert idx.tolist() == [0, 0] and n_correct.tolist() == [4, 2]
+    # this rank's all-right group is dropped; rank 1's is the batch's one informative group of the 2 wanted
+    assert batch.groups == [] and batch.underfilled and batch.generated_rollouts == 4
+    n_correct, informative = batcher._gather_outcomes([], interleaved=False)  # allocate's block layout
+    assert n_correct.tolist() == [2] and informative.tolist() == [True]
 
 
 def test_underfilled_batch_trains_on_what_is_there(caplog):
@@ -663,6 +667,30 @@ def test_sequential_sampling_stops_each_problem_at_its_first_mix():
     assert got[0] == (2, 1) and got[1] == (6, 6) and got[2] == (4, 3)
     assert sizes.sum() <= 16 and batch.generated_rollouts == sizes.sum()
     assert sorted(g.problem for g in batch.groups) == sorted(i for i, (n, c) in got.items() if 0 < c < n)
+
+
+def test_sequential_sampling_stops_on_the_answers_that_train():
+    """Every wrong answer is cut off at max_tokens. Kept (overlong=keep), a problem stops at its first
+    right-and-wrong pair; masked (overlong=mask), its trained answers are all right, so it samples on
+    to the cap and is then dropped: the stopping rule and the dropping rule judge the same answers."""
+    from grpo_data.engines import Completion
+    from grpo_train.rollout import Overlong
+
+    for mode, first, kept in (("keep", (2, 1), 4), ("mask", (4, 2), 0)):
+        batcher, sched, engine = sized_batcher("sequential", [[1, 0]], [0.5] * 8, batch_groups=1, group_size=8,
+                                               round_size=2, n_max=4)
+        inner = engine.generate
+
+        def cut_wrong(prompts, n, sampling, inner=inner):
+            return [[Completion(c.text, c.token_ids, "stop" if c.text == "\\boxed{1}" else "length") for c in g]
+                    for g in inner(prompts, n, sampling)]
+
+        engine.generate = cut_wrong
+        batcher.overlong = Overlong(mode, 16)
+        batch = batcher.next_batch()
+        idx, n_correct, sizes = sched.updates[0]
+        assert (sizes[0], n_correct[0]) == first and sizes.sum() == 8, mode
+        assert len(batch.groups) == kept and batch.informative_rollouts == 2 * kept, mode
 
 
 def test_the_variance_schedule_moves_g_and_keeps_the_answers_per_step():
