@@ -175,9 +175,6 @@ class RolloutBatcher:
         if sizing.mode == "allocate" and not hasattr(scheduler, "posterior"):
             raise ValueError("rollout.sizing=allocate sizes groups from the scheduler's posterior: use "
                              "scheduler.name=band (this scheduler keeps none)")
-        if sizing.mode == "sequential" and world_size > 1:
-            raise ValueError("rollout.sizing=sequential runs on one rank for now: its extra rounds differ per rank, "
-                             "and vLLM's data-parallel ranks generate in lock-step; use sizing=allocate")
         self._prompts = prompts
         self._ids: dict[int, list[int]] = {}  # token ids of every rendered prompt, computed once
 
@@ -304,8 +301,7 @@ class RolloutBatcher:
                 my_idx, my_sizes = plans[self.rank]
                 scored = self._sample_sized(my_idx, my_sizes, batch)
             else:
-                idx, sizes, scored = self._sequential(budget, batch)
-                my_idx = idx
+                idx, sizes, my_idx, scored = self._sequential(budget, batch)
             mine = [make_group(int(i), self.prompt_ids(int(i)), sg, self.overlong, self.reward)
                     for i, sg in zip(my_idx, scored, strict=True)]
             n_correct, informative = self._gather_outcomes(mine, interleaved=False)
@@ -350,38 +346,73 @@ class RolloutBatcher:
                 plans.append((offered[rows[plan.chosen]], plan.sizes))
         return plans
 
-    def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, list[ScoredGroup]]:
-        """Answers in rounds of round_size: about budget / (2 round_size) problems start; each later
-        round continues the problems still all right or all wrong (below n_max), and when none is
-        left, starts new ones; until the budget cannot hold another round for one problem."""
-        r, cap = self.sizing.round_size, self.sizing.n_max
-        problems: list[int] = []
+    def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                      list[ScoredGroup]]:
+        """Answers in rounds of round_size, `budget` answers over all ranks: about budget / (2 round_size)
+        problems start, dealt to the ranks in turn; each later round continues the problems still
+        without a right-and-wrong mix among the answers that train (below n_max), and when none is
+        left anywhere, starts new ones; until a round cannot give every rank one problem.
+
+        Ranks move in lock-step (data-parallel vLLM generates together): each round every rank makes
+        one engine call. In a round of continuations a rank with none to continue starts a fresh
+        problem, and new problems are drawn from the scheduler by every rank alike, so the schedulers
+        stay identical. On one rank this is the plain loop: continue while any problem needs it,
+        else start new ones. Returns the round's problems and sizes over all ranks (rank blocks, in
+        rank order), and this rank's problems and groups."""
+        r, cap, world = self.sizing.round_size, self.sizing.n_max, self.world_size
+        problems: list[int] = []  # this rank's
         groups: list[ScoredGroup] = []
+        taken: set[int] = set()  # problems started on any rank this round
         left = budget
         start = max(1, math.ceil(budget / (2 * r)))
-        while left >= r:
+        while left // r >= world:
+            slots = left // r
             if groups:
                 n_correct, n_trained, spent = self._trained_counts(problems, groups)
                 more = np.flatnonzero(needs_more(n_correct, n_trained, cap - r + 1, spent))
             else:
                 more = np.array([], dtype=np.int64)
-            more = more[: left // r]
-            if more.size:
-                for j, sg in zip(more, self._sample(np.array(problems)[more], batch, r), strict=True):
+            counts = np.array(self._all_ranks(int(more.size)))
+            if counts.sum():  # continuations; a rank with none starts a fresh problem, so every rank generates
+                idle = np.flatnonzero(counts == 0)
+                allowed = rank_quotas(counts, slots - idle.size)
+                fresh = self._fresh(idle.size, taken) if idle.size else np.array([], dtype=np.int64)
+                if fresh.size == 0 and idle.size:  # the scheduler offered only problems already in this step
+                    break
+                fresh = np.resize(fresh, idle.size)  # fewer than the idle ranks: repeat them
+                more = more[: allowed[self.rank]]
+                new = fresh[np.flatnonzero(idle == self.rank)]
+                scored = self._sample(np.concatenate([np.array(problems, dtype=np.int64)[more], new]), batch, r)
+                for j, sg in zip(more, scored[: more.size], strict=True):
                     groups[j] = ScoredGroup.concat([groups[j], sg])
-                left -= more.size * r
+                problems += new.tolist()
+                groups += scored[more.size :]
+                left -= (int(allowed.sum()) + idle.size) * r
                 continue
-            fresh = self.scheduler.sample(min(start, left // r))
-            taken = set(problems)
-            fresh = np.array([i for i in dict.fromkeys(fresh.tolist()) if i not in taken], dtype=np.int64)
-            if fresh.size == 0:  # the scheduler offered only problems already in this step
+            fresh = self._fresh(min(start, slots), taken)
+            if fresh.size == 0:
                 break
-            problems += fresh.tolist()
-            groups += self._sample(fresh, batch, r)
+            if fresh.size < world:  # fewer new problems than ranks: repeat them, every rank generates
+                fresh = np.resize(fresh, world)
+            new = fresh[self.rank :: world]
+            problems += new.tolist()
+            groups += self._sample(new, batch, r)
             left -= fresh.size * r
         sizes = np.array([len(g.completions) for g in groups], dtype=np.int64)
-        return np.array(problems, dtype=np.int64), sizes, groups
+        mine = np.array(problems, dtype=np.int64)
+        parts = self._all_ranks((mine.tolist(), sizes.tolist()))
+        return (np.array([i for p, _ in parts for i in p], dtype=np.int64),
+                np.array([n for _, s in parts for n in s], dtype=np.int64), mine, groups)
 
+    def _fresh(self, n: int, taken: set[int]) -> np.ndarray:
+        """Up to n problems from the scheduler not yet started this round (every rank draws alike)."""
+        drawn = [i for i in dict.fromkeys(self.scheduler.sample(n).tolist()) if i not in taken]
+        taken.update(drawn)
+        return np.array(drawn, dtype=np.int64)
+
+    def _all_ranks(self, obj) -> list:
+        """obj from every rank, in rank order ([obj] on one rank)."""
+        return self.all_gather(obj) if self.world_size > 1 and self.all_gather is not None else [obj]
 
     def _trained_counts(self, problems: list[int], groups: list[ScoredGroup]) -> tuple[np.ndarray, ...]:
         """(right answers, answers) among those the loss trains on (`Group.trained`: the same answers

@@ -693,6 +693,61 @@ def test_sequential_sampling_stops_on_the_answers_that_train():
         assert len(batch.groups) == kept and batch.informative_rollouts == 2 * kept, mode
 
 
+class ThreadGather:
+    """all_gather for ranks run as threads of one process (a test double for the learner's)."""
+
+    def __init__(self, world):
+        import threading
+
+        self.barrier, self.slots = threading.Barrier(world, timeout=60), [None] * world
+
+    def of(self, rank):
+        def gather(obj):
+            self.slots[rank] = obj
+            self.barrier.wait()
+            out = list(self.slots)
+            self.barrier.wait()
+            return out
+
+        return gather
+
+
+def test_sequential_sampling_on_two_ranks_keeps_them_in_lock_step():
+    """2 ranks (threads): even problems mix at their first pair, odd ones never. The 8 starting
+    problems are dealt 0, 2, 4, 6 / 1, 3, 5, 7, so rank 0 has nothing to continue: each round it starts
+    a fresh problem while rank 1 continues, both make one engine call per round (data-parallel vLLM
+    generates together), the schedulers hear the same outcomes, and the 32 answers hold over both."""
+    import threading
+
+    ranks, gather = [], ThreadGather(2)
+    for rank in range(2):
+        batcher, sched, engine = sized_batcher("sequential", [[1, 0], [1]], [0.5] * 12, batch_groups=2,
+                                               group_size=8, round_size=2, n_max=6)
+        batcher.rank, batcher.world_size, batcher.all_gather = rank, 2, gather.of(rank)
+        ranks.append((batcher, sched, engine))
+    batches = [None, None]
+
+    def step(rank):
+        batches[rank] = ranks[rank][0].next_batch()
+
+    threads = [threading.Thread(target=step, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert batches[0] is not None and batches[1] is not None
+    (_, s0, e0), (_, s1, e1) = ranks
+    assert e0.calls == e1.calls == 3  # start, then two rounds of continuations (rank 0: problems 8, then 9)
+    (idx, n_correct, sizes), other = s0.updates[0], s1.updates[0]
+    assert [a.tolist() for a in other] == [idx.tolist(), n_correct.tolist(), sizes.tolist()]
+    assert dict(zip(idx.tolist(), sizes.tolist(), strict=True)) == {0: 2, 2: 2, 4: 2, 6: 2, 8: 2, 9: 2,  # rank 0
+                                                                    1: 6, 3: 6, 5: 4, 7: 4}  # rank 1: cap, or out of budget
+    assert dict(zip(idx.tolist(), n_correct.tolist(), strict=True)) == {0: 1, 2: 1, 4: 1, 6: 1, 8: 1, 9: 2,
+                                                                        1: 6, 3: 6, 5: 4, 7: 4}
+    assert sizes.sum() == 32 and batches[0].generated_rollouts + batches[1].generated_rollouts == 32
+    assert sorted(g.problem for b in batches for g in b.groups) == [0, 2, 4, 6, 8]
+
+
 def test_the_variance_schedule_moves_g_and_keeps_the_answers_per_step():
     from grpo_train.config import RolloutConfig, reachable_group_sizes
 
