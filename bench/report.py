@@ -283,6 +283,14 @@ def gsweep_lines(r: dict) -> list[str]:
             lines += ["", f"- best fixed G (picked on this test split: optimistic for it): {s['best_fixed']}; rollouts "
                       f"to its final accuracy, best / allocate: {reached} (reached in {x['reached_in_seeds']} of "
                       f"{x['seeds']} seeds)"]
+        for name, sv in s.get("per_problem_arms", {}).items():
+            if name == "allocate":
+                continue
+            seeds = ", ".join("not reached" if v is None else f"{v:.2f}x" for v in sv["per_seed"])
+            lines.append(f"- {name}, read the same way: "
+                         + ("not reached" if sv["mean_curve"] is None else f"{sv['mean_curve']:.2f}x")
+                         + f" on the seed-mean curves; seed by seed: {seeds}; informative ratio "
+                         f"{sv['informative_rollout_ratio']:.2f}")
         lines += [f"- goal {g}: {'not judged yet (fewer than 3 seeds)' if ok is None else 'met' if ok else 'MISSED'}"
                   for g, ok in s["goals"].items()]
     for key, what, show in (("g_path", "G", lambda v: f"{v[0]}"), ("band_path", "band", lambda v: f"[{v[0]:g}, {v[1]:g}]")):

@@ -407,7 +407,8 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
 
     # with the noisy seed: the seed-mean curve (0.4, 0.567, 0.567, 0.587, 0.607) crosses the target
     # only between 3,000 and 4,000; the noisy seed counts as not reached, it is not dropped
-    out = compare([seed, seed, {**seed, "allocate": noisy}], budget=4000)
+    with_seq = {**seed, "sequential": steady}
+    out = compare([with_seq, with_seq, {**with_seq, "allocate": noisy}], budget=4000)
     x = out["allocate_fewer_rollouts_than_best_fixed"]
     mean_at_3000, mean_at_4000 = (0.61 * 2 + 0.54) / 3, (0.62 * 2 + 0.58) / 3
     crossing = 3000 + (target - mean_at_3000) / (mean_at_4000 - mean_at_3000) * 1000
@@ -421,6 +422,13 @@ def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_b
                for line in lines)
     assert any(line.endswith("seed by seed (against that seed's best fixed G): 2.10x, 2.10x, not reached")
                for line in lines)
+    # another per-problem arm is read the same way (steady in every seed), but judges no goal
+    assert out["per_problem_arms"]["sequential"] == {"mean_curve": pytest.approx(4000 / steady_at),
+                                                     "per_seed": pytest.approx([4000 / steady_at] * 3),
+                                                     "reached_in_seeds": 3, "seeds": 3,
+                                                     "informative_rollout_ratio": pytest.approx(0.95)}
+    assert any(line.startswith("- sequential, read the same way: 2.10x on the seed-mean curves; seed by seed: "
+                               "2.10x, 2.10x, 2.10x; informative ratio 0.95") for line in lines)
     with pytest.raises(ValueError, match="a curve ending at 3,000 rollouts cannot be read at 4,000"):
         compare([{**seed, "G4": arm_summary(records([(0, 0.4), (3000, 0.5)]), 10.0)}], budget=4000)
 
