@@ -18,8 +18,12 @@ def _fmt(x) -> str:
 
 
 def _spread(x: dict) -> str:
-    """A mean_se dict as `mean +- SE (min-max)`; `n/a` for an empty one."""
-    return f"{_fmt(x.get('mean'))} +- {_fmt(x.get('se'))} ({_fmt(x.get('min'))}-{_fmt(x.get('max'))})" if x else "n/a"
+    """A mean_se dict as `mean +- SE (min-max)`; one seed's as its value; `n/a` for an empty one."""
+    if not x:
+        return "n/a"
+    if x.get("n") == 1:
+        return f"{_fmt(x.get('mean'))} (1 seed)"
+    return f"{_fmt(x.get('mean'))} +- {_fmt(x.get('se'))} ({_fmt(x.get('min'))}-{_fmt(x.get('max'))})"
 
 
 def summary_lines(name: str, r: dict) -> list[str]:
@@ -255,7 +259,7 @@ def gsweep_lines(r: dict) -> list[str]:
     """The G sweep's table: per arm over seeds, equal answers per step and equal total rollouts."""
     s = r.get("summary", {"arms": {}})
     lines = [f"- {r['budget_total_rollouts']} total rollouts per arm, {r['step_answers']} answers per step, "
-             f"{len(r['seeds'])} seeds; band scheduler from online estimates (no profile); a run stops at the first "
+             f"{len(r['seeds'])} seed{'s' if len(r['seeds']) != 1 else ''}; band scheduler from online estimates (no profile); a run stops at the first "
              "step past the budget, so every arm is read at exactly the budget (linear between evaluations)",
              *([f"- warm start (weights hash) {r['inputs']['policy']}; runs from another warm start are not pooled "
              "(`bench/results/gsweep-runs/warm-HASH/`)"] if "inputs" in r else []),

@@ -693,3 +693,12 @@ def test_a_curve_is_read_on_the_budget_grid_linearly_between_evaluations():
     assert budget_grid(2_500).tolist() == [0, 1000, 2000, 2500]  # every EVAL_EVERY, and the budget itself
     with pytest.raises(ValueError, match="ending at 4,000 rollouts cannot be read at 5,000"):
         on_grid(curve, np.array([5000.0]))
+
+
+def test_a_spread_of_one_seed_prints_its_value_not_a_nan_se():
+    from bench.common import mean_se
+    from bench.report import _spread
+
+    assert _spread(mean_se([0.733])) == "0.733 (1 seed)"
+    assert _spread(mean_se([0.7, 0.8])) == "0.75 +- 0.05 (0.7-0.8)"
+    assert _spread({}) == "n/a"
