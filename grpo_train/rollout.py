@@ -124,13 +124,14 @@ class RolloutBatch:
 
     groups: groups to train on (the informative ones when resampling is on);
     generated_groups / generated_rollouts: everything sampled this step, dropped groups included;
-    informative_groups: generated groups with reward variance; rounds: sampling rounds used;
+    informative_groups: generated groups with a right and a wrong answer among those that train
+    (`Group.informative`); rounds: sampling rounds used;
     underfilled: fewer than batch_groups groups could be found; gen_seconds / gen_tokens: generation
     cost; n_correct: correct answers among all generated rollouts; truncated: generated answers
     that hit max_tokens; formatted: generated answers in the prompt's requested answer format;
     distinct_wrong_sum / distinct_wrong_groups: `Group.distinct_wrong_answers` summed over the
-    generated groups that have it, and how many those are; informative_rollouts: answers in
-    generated groups with reward variance; group_sizes: every generated group's size (G each with
+    generated groups that have it, and how many those are; informative_rollouts: the answers that
+    train in informative groups; group_sizes: every generated group's size (G each with
     a fixed G); group_var_sum: the within-group reward variances (sample, ddof 1) of the generated
     groups, summed (the variance-driven G schedule reads its mean); baseline_var_sum: the estimated
     variance of each group's mean reward (its sample variance / its size), summed: the noise the
@@ -263,7 +264,7 @@ class RolloutBatcher:
             ask = max(ask, self.world_size)  # every rank gets a share: engines generate in lock-step
             idx = self.scheduler.sample(ask)
             if idx.size < self.world_size:  # a pool smaller than the ranks: repeat problems (each its own outcome)
-                idx = np.resize(idx, self.world_size)
+                idx = np.resize(_nonempty(idx), self.world_size)
             mine = self._generate_groups(self._share(idx), batch)
             n_correct, informative = self._gather_outcomes(mine)
             self.scheduler.update(idx, n_correct, self.group_size)  # every outcome, kept or dropped
@@ -293,8 +294,9 @@ class RolloutBatcher:
         kept = 0
         for round_no in range(self.max_rounds):
             need = want - kept
-            budget = max(need if round_no == 0 else math.ceil(need * self.oversample),
-                         self.sizing.n_min * self.world_size)
+            # at least one smallest group per rank: n_min answers, or a round of round_size in sequential
+            smallest = self.sizing.round_size if self.sizing.mode == "sequential" else self.sizing.n_min
+            budget = max(need if round_no == 0 else math.ceil(need * self.oversample), smallest * self.world_size)
             if self.sizing.mode == "allocate":
                 plans = self._allocate(budget)
                 idx, sizes = np.concatenate([p[0] for p in plans]), np.concatenate([p[1] for p in plans])
@@ -332,7 +334,7 @@ class RolloutBatcher:
         z = self.sizing
         offered = self.scheduler.sample(max(self.world_size, math.ceil(z.candidates * budget / self.group_size)))
         if offered.size < self.world_size:  # a pool smaller than the ranks: repeat problems
-            offered = np.resize(offered, self.world_size)
+            offered = np.resize(_nonempty(offered), self.world_size)
         weights, values = self.scheduler.posterior(offered)
         share = budget // self.world_size
         plans = []
@@ -356,8 +358,10 @@ class RolloutBatcher:
         Ranks move in lock-step (data-parallel vLLM generates together): each round every rank makes
         one engine call. In a round of continuations a rank with none to continue starts a fresh
         problem, and new problems are drawn from the scheduler by every rank alike, so the schedulers
-        stay identical. On one rank this is the plain loop: continue while any problem needs it,
-        else start new ones. Returns the round's problems and sizes over all ranks (rank blocks, in
+        stay identical (the price: near the end of the budget an idle rank may start a problem no
+        round is left to continue, and a scheduler with no new problem ends every rank's round).
+        On one rank this is the plain loop: continue while any problem needs it, else start new
+        ones. Returns the round's problems and sizes over all ranks (rank blocks, in
         rank order), and this rank's problems and groups."""
         r, cap, world = self.sizing.round_size, self.sizing.n_max, self.world_size
         problems: list[int] = []  # this rank's
@@ -421,6 +425,13 @@ class RolloutBatcher:
                                                                                                   strict=True)]
         return (np.array([int(g.correct[g.trained].sum()) for g in made]), np.array([int(g.trained.sum()) for g in made]),
                 np.array([len(g.completions) for g in made]))
+
+
+def _nonempty(idx: np.ndarray) -> np.ndarray:
+    """idx, or an error when the scheduler offered nothing (np.resize would invent problem 0)."""
+    if idx.size == 0:
+        raise RuntimeError("the scheduler offered no problems: the training pool is empty")
+    return idx
 
 
 def rank_quotas(available: np.ndarray, total: int) -> np.ndarray:

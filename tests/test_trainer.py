@@ -162,8 +162,14 @@ def test_a_pool_smaller_than_the_ranks_repeats_problems_and_keeps_each_outcome()
     assert idx.tolist() == [0, 0] and n_correct.tolist() == [4, 2]
     # this rank's all-right group is dropped; rank 1's is the batch's one informative group of the 2 wanted
     assert batch.groups == [] and batch.underfilled and batch.generated_rollouts == 4
-    n_correct, informative = batcher._gather_outcomes([], interleaved=False)  # allocate's block layout
-    assert n_correct.tolist() == [2] and informative.tolist() == [True]
+    # layouts: two groups here (problems a, c), one on rank 1 (b); a fixed round is idx = [a, b, c]
+    # (rank r holds idx[r::2]), an allocate round is rank 0's block, then rank 1's: [a, c, b]
+    from grpo_train.rollout import Group
+
+    mine = [Group(7, [1], [None] * 4, np.ones(4)), Group(3, [1], [None] * 4, np.array([1.0, 0, 0, 0]))]
+    batcher.all_gather = lambda local: [local, [(0, False)]]
+    assert [a.tolist() for a in batcher._gather_outcomes(mine)] == [[4, 0, 1], [False, False, True]]
+    assert [a.tolist() for a in batcher._gather_outcomes(mine, interleaved=False)] == [[4, 1, 0], [False, True, False]]
 
 
 def test_underfilled_batch_trains_on_what_is_there(caplog):
@@ -746,6 +752,93 @@ def test_sequential_sampling_on_two_ranks_keeps_them_in_lock_step():
                                                                         1: 6, 3: 6, 5: 4, 7: 4}
     assert sizes.sum() == 32 and batches[0].generated_rollouts + batches[1].generated_rollouts == 32
     assert sorted(g.problem for b in batches for g in b.groups) == [0, 2, 4, 6, 8]
+
+
+def reference_sequential(batcher, budget):
+    """The one-rank sequential loop as first written (correctness over every answer, overlong=keep):
+    the reference the lock-step version must equal on one rank. Returns (problems, sizes)."""
+    import math
+
+    from grpo_data.rollouts import ScoredGroup
+    from grpo_train.rollout import RolloutBatch
+
+    r, cap = batcher.sizing.round_size, batcher.sizing.n_max
+    problems, groups, left = [], [], budget
+    start = max(1, math.ceil(budget / (2 * r)))
+    while left >= r:
+        c = np.array([int(g.correct.sum()) for g in groups], dtype=int)
+        n = np.array([len(g.completions) for g in groups], dtype=int)
+        more = np.flatnonzero(((c == 0) | (c == n)) & (n < cap - r + 1))[: left // r]
+        if more.size:
+            for j, sg in zip(more, batcher._sample(np.array(problems)[more], RolloutBatch(), r), strict=True):
+                groups[j] = ScoredGroup.concat([groups[j], sg])
+            left -= more.size * r
+            continue
+        fresh = [i for i in dict.fromkeys(batcher.scheduler.sample(min(start, left // r)).tolist()) if i not in problems]
+        if not fresh:
+            break
+        problems += fresh
+        groups += batcher._sample(np.array(fresh), RolloutBatch(), r)
+        left -= len(fresh) * r
+    return problems, [len(g.completions) for g in groups]
+
+
+def random_sequential_setup(rng):
+    pool = int(rng.integers(1, 12))
+    plans = [rng.integers(0, 2, size=int(rng.integers(1, 6))).tolist() for _ in range(pool)]
+    round_size = int(rng.integers(1, 5))
+    return plans, {"round_size": round_size, "n_max": int(rng.integers(max(2, round_size), 13))}, int(rng.integers(4, 60))
+
+
+def test_sequential_sampling_on_one_rank_is_the_plain_loop():
+    """On random plans, pools, rounds, caps and budgets, the lock-step loop on one rank samples the
+    same problems, sizes and engine calls as the plain one-rank loop (`reference_sequential`)."""
+    from grpo_train.rollout import RolloutBatch
+
+    rng = np.random.default_rng(0)
+    for case in range(25):
+        plans, sizing, budget = random_sequential_setup(rng)
+        got, sched, engine = sized_batcher("sequential", plans, [0.5] * len(plans), **sizing)
+        idx, sizes, mine, _ = got._sequential(budget, RolloutBatch())
+        ref, _, ref_engine = sized_batcher("sequential", plans, [0.5] * len(plans), **sizing)
+        problems, ref_sizes = reference_sequential(ref, budget)
+        assert (idx.tolist(), sizes.tolist(), engine.calls) == (problems, ref_sizes, ref_engine.calls), (case, sizing)
+        assert mine.tolist() == idx.tolist() and sizes.sum() <= budget
+
+
+def test_sequential_sampling_on_several_ranks_stays_in_lock_step_on_random_setups():
+    """2-3 ranks as threads on random setups: every rank makes the same engine calls, draws the same
+    problems from its scheduler and returns the same round; the budget and the cap hold."""
+    import threading
+
+    from grpo_train.rollout import RolloutBatch
+
+    rng = np.random.default_rng(1)
+    for case in range(20):
+        plans, sizing, budget = random_sequential_setup(rng)
+        world = int(rng.integers(2, 4))
+        budget = max(budget, world * sizing["round_size"])
+        gather, ranks, out = ThreadGather(world), [], [None] * world
+        for rank in range(world):
+            batcher, sched, engine = sized_batcher("sequential", plans, [0.5] * len(plans), **sizing)
+            batcher.rank, batcher.world_size, batcher.all_gather = rank, world, gather.of(rank)
+            ranks.append((batcher, sched, engine))
+
+        def run(rank):
+            out[rank] = ranks[rank][0]._sequential(budget, RolloutBatch())
+
+        threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert all(o is not None for o in out), case
+        assert len({e.calls for _, _, e in ranks}) == 1 and len({s.next for _, s, _ in ranks}) == 1, case
+        assert all(o[0].tolist() == out[0][0].tolist() and o[1].tolist() == out[0][1].tolist() for o in out), case
+        idx, sizes = out[0][0], out[0][1]
+        assert sizes.sum() <= budget and (sizes <= sizing["n_max"]).all(), case
+        assert idx.tolist() == [i for o in out for i in o[2].tolist()], case  # rank blocks, in rank order
+        assert all(o[2].size >= 1 for o in out), case  # every rank generated
 
 
 def test_the_variance_schedule_moves_g_and_keeps_the_answers_per_step():
