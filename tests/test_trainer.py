@@ -824,7 +824,7 @@ def test_sequential_sampling_on_several_ranks_stays_in_lock_step_on_random_setup
             batcher.rank, batcher.world_size, batcher.all_gather = rank, world, gather.of(rank)
             ranks.append((batcher, sched, engine))
 
-        def run(rank):
+        def run(rank, ranks=ranks, out=out, budget=budget):
             out[rank] = ranks[rank][0]._sequential(budget, RolloutBatch())
 
         threads = [threading.Thread(target=run, args=(r,)) for r in range(world)]
