@@ -233,8 +233,7 @@ class RolloutBatcher:
         rank r's groups are idx[r::world] (`_share`, interleaved) or the r-th block (allocate's per-rank
         plans). Gathered as lists in order, never keyed by problem: a pool smaller than the ranks
         repeats a problem within a round, and each repeat is its own outcome."""
-        local = [(int(g.correct.sum()), g.informative) for g in mine]
-        parts = self.all_gather(local) if self.world_size > 1 and self.all_gather is not None else [local]
+        parts = self._all_ranks([(int(g.correct.sum()), g.informative) for g in mine])
         if interleaved:
             merged: list = [None] * sum(len(part) for part in parts)
             for r, part in enumerate(parts):
