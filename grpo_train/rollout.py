@@ -198,8 +198,7 @@ class RolloutBatcher:
 
     def _generate_groups(self, idx: np.ndarray, batch: RolloutBatch, n: int | None = None) -> list[Group]:
         scored = self._sample(idx, batch, n or self.group_size)
-        return [make_group(int(i), self.prompt_ids(int(i)), s, self.overlong, self.reward)
-                for i, s in zip(idx, scored, strict=True)]
+        return [self._group(int(i), s) for i, s in zip(idx, scored, strict=True)]
 
     def _sample_sized(self, idx: np.ndarray, sizes: np.ndarray, batch: RolloutBatch) -> list[ScoredGroup]:
         """sizes[j] answers for idx[j], in one engine call of one answer per repeated prompt (so every
@@ -301,10 +300,9 @@ class RolloutBatcher:
                 idx, sizes = np.concatenate([p[0] for p in plans]), np.concatenate([p[1] for p in plans])
                 my_idx, my_sizes = plans[self.rank]
                 scored = self._sample_sized(my_idx, my_sizes, batch)
+                mine = [self._group(int(i), sg) for i, sg in zip(my_idx, scored, strict=True)]
             else:
-                idx, sizes, my_idx, scored = self._sequential(budget, batch)
-            mine = [make_group(int(i), self.prompt_ids(int(i)), sg, self.overlong, self.reward)
-                    for i, sg in zip(my_idx, scored, strict=True)]
+                idx, sizes, _, mine = self._sequential(budget, batch)
             n_correct, informative = self._gather_outcomes(mine, interleaved=False)
             self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
             batch.rounds += 1
@@ -347,8 +345,7 @@ class RolloutBatcher:
                 plans.append((offered[rows[plan.chosen]], plan.sizes))
         return plans
 
-    def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                      list[ScoredGroup]]:
+    def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Group]]:
         """Answers in rounds of round_size, `budget` answers over all ranks: about budget / (2 round_size)
         problems start, dealt to the ranks in turn; each later round continues the problems still
         without a right-and-wrong mix among the answers that train (below n_max), and when none is
@@ -361,17 +358,18 @@ class RolloutBatcher:
         round is left to continue, and a scheduler with no new problem ends every rank's round).
         On one rank this is the plain loop: continue while any problem needs it, else start new
         ones. Returns the round's problems and sizes over all ranks (rank blocks, in
-        rank order), and this rank's problems and groups."""
+        rank order), and this rank's problems and their groups (rewarded, masked: `make_group`)."""
         r, cap, world = self.sizing.round_size, self.sizing.n_max, self.world_size
         problems: list[int] = []  # this rank's
-        groups: list[ScoredGroup] = []
+        scored: list[ScoredGroup] = []  # their answers so far
+        groups: list[Group] = []  # the same, rewarded and masked (rebuilt only when a problem gets answers)
         taken: set[int] = set()  # problems started on any rank this round
         left = budget
         start = max(1, math.ceil(budget / (2 * r)))
         while left // r >= world:
             slots = left // r
             if groups:
-                n_correct, n_trained, spent = self._trained_counts(problems, groups)
+                n_correct, n_trained, spent = trained_counts(groups)
                 more = np.flatnonzero(needs_more(n_correct, n_trained, cap - r + 1, spent))
             else:
                 more = np.array([], dtype=np.int64)
@@ -385,11 +383,11 @@ class RolloutBatcher:
                 fresh = np.resize(fresh, idle.size)  # fewer than the idle ranks: repeat them
                 more = more[: allowed[self.rank]]
                 new = fresh[np.flatnonzero(idle == self.rank)]
-                scored = self._sample(np.concatenate([np.array(problems, dtype=np.int64)[more], new]), batch, r)
-                for j, sg in zip(more, scored[: more.size], strict=True):
-                    groups[j] = ScoredGroup.concat([groups[j], sg])
-                problems += new.tolist()
-                groups += scored[more.size :]
+                answers = self._sample(np.concatenate([np.array(problems, dtype=np.int64)[more], new]), batch, r)
+                for j, sg in zip(more, answers[: more.size], strict=True):
+                    scored[j] = ScoredGroup.concat([scored[j], sg])
+                    groups[j] = self._group(problems[j], scored[j])
+                self._start(problems, scored, groups, new, answers[more.size :])
                 left -= (int(allowed.sum()) + idle.size) * r
                 continue
             fresh = self._fresh(min(start, slots), taken)
@@ -398,8 +396,7 @@ class RolloutBatcher:
             if fresh.size < world:  # fewer new problems than ranks: repeat them, every rank generates
                 fresh = np.resize(fresh, world)
             new = fresh[self.rank :: world]
-            problems += new.tolist()
-            groups += self._sample(new, batch, r)
+            self._start(problems, scored, groups, new, self._sample(new, batch, r))
             left -= fresh.size * r
         sizes = np.array([len(g.completions) for g in groups], dtype=np.int64)
         mine = np.array(problems, dtype=np.int64)
@@ -417,13 +414,23 @@ class RolloutBatcher:
         """obj from every rank, in rank order ([obj] on one rank)."""
         return self.all_gather(obj) if self.world_size > 1 and self.all_gather is not None else [obj]
 
-    def _trained_counts(self, problems: list[int], groups: list[ScoredGroup]) -> tuple[np.ndarray, ...]:
-        """(right answers, answers) among those the loss trains on (`Group.trained`: the same answers
-        `Group.informative` judges), and answers sampled, per group."""
-        made = [make_group(p, self.prompt_ids(p), g, self.overlong, self.reward) for p, g in zip(problems, groups,
-                                                                                                  strict=True)]
-        return (np.array([int(g.correct[g.trained].sum()) for g in made]), np.array([int(g.trained.sum()) for g in made]),
-                np.array([len(g.completions) for g in made]))
+    def _group(self, problem: int, scored: ScoredGroup) -> Group:
+        return make_group(problem, self.prompt_ids(problem), scored, self.overlong, self.reward)
+
+    def _start(self, problems: list[int], scored: list[ScoredGroup], groups: list[Group], new: np.ndarray,
+               answers: list[ScoredGroup]) -> None:
+        """Append the problems `new` started this round, with their first answers, to the running lists."""
+        for i, sg in zip(new.tolist(), answers, strict=True):
+            problems.append(i)
+            scored.append(sg)
+            groups.append(self._group(i, sg))
+
+
+def trained_counts(groups: list[Group]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(right answers, answers) among those the loss trains on (`Group.trained`: the same answers
+    `Group.informative` judges), and answers sampled, per group."""
+    return (np.array([int(g.correct[g.trained].sum()) for g in groups]), np.array([int(g.trained.sum()) for g in groups]),
+            np.array([len(g.completions) for g in groups]))
 
 
 def _nonempty(idx: np.ndarray) -> np.ndarray:
