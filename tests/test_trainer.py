@@ -122,20 +122,26 @@ def test_dynamic_resampling_drops_zero_variance_and_reports_every_group():
     assert not batch.underfilled
 
 
-def test_masked_answers_do_not_make_a_group_informative():
-    """overlong=mask: a group whose wrong answers were all cut off trains as all right, so dynamic
-    resampling drops it (judged on what trains, not on correctness); kept, the same groups teach."""
+def cut_off_wrong_answers(engine):
+    """Make every wrong answer of a test engine one that hit max_tokens (finish reason `length`)."""
     from grpo_data.engines import Completion
-    from grpo_train.rollout import Overlong
 
-    batcher, sched = make_batcher([2], max_rounds=2)  # 2 right of 4 in every group
-    inner = batcher.sampler.engine.generate
+    inner = engine.generate
 
-    def cut_wrong(prompts, n, sampling):
+    def generate(prompts, n, sampling):
         return [[Completion(c.text, c.token_ids, "stop" if c.text == "\\boxed{1}" else "length") for c in g]
                 for g in inner(prompts, n, sampling)]
 
-    batcher.sampler.engine.generate = cut_wrong
+    engine.generate = generate
+
+
+def test_masked_answers_do_not_make_a_group_informative():
+    """overlong=mask: a group whose wrong answers were all cut off trains as all right, so dynamic
+    resampling drops it (judged on the answers that train); kept, the same groups teach."""
+    from grpo_train.rollout import Overlong
+
+    batcher, sched = make_batcher([2], max_rounds=2)  # 2 right of 4 in every group
+    cut_off_wrong_answers(batcher.sampler.engine)
     assert len(batcher.next_batch().groups) == 4  # overlong=keep: every group has a right and a wrong answer
     batcher.overlong = Overlong("mask", 16)
     batch = batcher.next_batch()
@@ -679,19 +685,12 @@ def test_sequential_sampling_stops_on_the_answers_that_train():
     """Every wrong answer is cut off at max_tokens. Kept (overlong=keep), a problem stops at its first
     right-and-wrong pair; masked (overlong=mask), its trained answers are all right, so it samples on
     to the cap and is then dropped: the stopping rule and the dropping rule judge the same answers."""
-    from grpo_data.engines import Completion
     from grpo_train.rollout import Overlong
 
     for mode, first, kept in (("keep", (2, 1), 4), ("mask", (4, 2), 0)):
         batcher, sched, engine = sized_batcher("sequential", [[1, 0]], [0.5] * 8, batch_groups=1, group_size=8,
                                                round_size=2, n_max=4)
-        inner = engine.generate
-
-        def cut_wrong(prompts, n, sampling, inner=inner):
-            return [[Completion(c.text, c.token_ids, "stop" if c.text == "\\boxed{1}" else "length") for c in g]
-                    for g in inner(prompts, n, sampling)]
-
-        engine.generate = cut_wrong
+        cut_off_wrong_answers(engine)
         batcher.overlong = Overlong(mode, 16)
         batch = batcher.next_batch()
         idx, n_correct, sizes = sched.updates[0]
