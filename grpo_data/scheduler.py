@@ -13,11 +13,13 @@ their state in numpy arrays saved without pickle (npz + JSON) for exact resume:
     sched.save(folder); sched.load(folder)
 
 The band scheduler (`BandScheduler`, the default) lives in `grpo_data.band_scheduler`; uniform
-sampling and a fixed offline band are here.
+sampling and a fixed offline band are here; two peers' samplers, prime-rl's difficulty pools
+(`pools`) and GRESO's selective rollouts (`greso`), in `grpo_data.peer_schedulers`.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import fields
 from pathlib import Path
 from typing import Protocol
@@ -26,10 +28,13 @@ import numpy as np
 
 from grpo_data.band_math import difficulty_groups
 from grpo_data.band_scheduler import BandConfig, BandScheduler
+from grpo_data.peer_schedulers import PEER_SCHEDULERS, GresoScheduler, PoolsScheduler
 from grpo_data.scheduler_state import check_state_matches, load_state, save_state
 
-__all__ = ["SCHEDULERS", "BandConfig", "BandScheduler", "OfflineBandScheduler", "Scheduler", "UniformScheduler",
-           "difficulty_groups", "load_state", "make_scheduler", "save_state"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["SCHEDULERS", "BandConfig", "BandScheduler", "GresoScheduler", "OfflineBandScheduler", "PoolsScheduler",
+           "Scheduler", "UniformScheduler", "difficulty_groups", "load_state", "make_scheduler", "save_state"]
 
 
 class Scheduler(Protocol):
@@ -131,12 +136,15 @@ class OfflineBandScheduler(UniformScheduler):
         return self.members[super().sample(batch)]
 
 
-SCHEDULERS = {"band": BandScheduler, "uniform": UniformScheduler, "offline_band": OfflineBandScheduler}
+SCHEDULERS = {"band": BandScheduler, "uniform": UniformScheduler, "offline_band": OfflineBandScheduler,
+              **PEER_SCHEDULERS}
 
 
 def make_scheduler(name: str, n: int, seed: int = 0, offline=None, groups=None, **kwargs) -> Scheduler:
     """A scheduler by name; `offline` is (n_correct, k) per problem (NaN where unprofiled); `groups`
-    (band only) is a difficulty group id per problem (`difficulty_groups`), one fitted prior each."""
+    (band only) is a difficulty group id per problem (`difficulty_groups`), one fitted prior each.
+    The peers' schedulers (pools, greso) start without a profile, as they ship; unknown settings of
+    band, pools and greso are refused, naming the accepted ones."""
     if name not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {name!r}; choose one of: {', '.join(SCHEDULERS)}")
     if name == "band":
@@ -145,6 +153,10 @@ def make_scheduler(name: str, n: int, seed: int = 0, offline=None, groups=None, 
         if unknown:
             raise ValueError(f"unknown band scheduler setting(s) {unknown}; accepted: {', '.join(accepted)}")
         return BandScheduler(n, BandConfig(**kwargs), seed=seed, offline=offline, groups=groups)
+    if name in PEER_SCHEDULERS:
+        if offline is not None:
+            logger.info("%s scheduler: the offline profile is not used (the peer's sampler starts from none)", name)
+        return PEER_SCHEDULERS[name].from_settings(n, seed=seed, **kwargs)
     if name == "offline_band":
         return OfflineBandScheduler(n, seed=seed, offline=offline, **kwargs)
     return UniformScheduler(n, seed=seed, **kwargs)

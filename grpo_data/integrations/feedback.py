@@ -9,7 +9,9 @@ Completions are grouped by problem id, whatever order or rank they came from; a 
 could not score (None) is not counted, and ids outside the dataset (an evaluation set) are ignored.
 Band settings: the scheduler's own band, [0.2, 0.8] around 50% correct (where a group of G is least
 likely to come back all-equal: at G = 8, 0.8^8 + 0.2^8 = 17% against 66% at p = 0.95), and, as in
-`grpo train`, each problem at most once per band epoch. Any BandConfig field can be passed.
+`grpo train`, each problem at most once per band epoch. Any BandConfig field can be passed; with
+scheduler="pools" or "greso" (the peers' samplers, `grpo_data.peer_schedulers`) their PoolsConfig or
+GresoConfig fields instead. Unknown settings of these are refused, naming the accepted ones.
 """
 
 from __future__ import annotations
