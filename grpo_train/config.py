@@ -22,6 +22,7 @@ import yaml
 
 from grpo_data.allocation import Sizing, VarianceSchedule
 from grpo_data.engines import EngineSettings
+from grpo_data.peer_schedulers import PEER_SCHEDULERS, peer_config
 from grpo_train.diagnostics import DiagnosticsConfig
 
 logger = logging.getLogger(__name__)
@@ -39,7 +40,10 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class SchedulerSection:
-    """name: band | uniform | offline_band; lo/hi: target band (default 0.2-0.8; `grpo bench
+    """name: band | uniform | offline_band | pools | greso (pools: prime-rl's difficulty pools, greso:
+    GRESO's selective rollouts, `grpo_data.peer_schedulers`); settings: pools and greso only, their
+    settings by name (e.g. `scheduler.settings.p_easy=0.4`; names and sourced defaults in
+    PoolsConfig and GresoConfig there; unknown names are refused); lo/hi: target band (default 0.2-0.8; `grpo bench
     e2e_select` on the chain world's validation split has chosen it over 0.2-0.95 once, tied once,
     and lost once (0.808 vs 0.844 for the demo's pinned warm start, which trains in 0.2-0.95); it
     keeps more informative groups: choose on validation data where there is some);
@@ -68,6 +72,7 @@ class SchedulerSection:
     explore: float = 0.0
     without_replacement: bool = True
     epoch: str = "band"
+    settings: dict = field(default_factory=dict)
 
 
 OVERLONG = ("keep", "mask", "penalty")
@@ -325,8 +330,11 @@ class TrainConfig:
             (0 <= self.algo.clip_low < 1 and self.algo.clip_high >= 0, "need 0 <= algo.clip_low < 1 and clip_high >= 0"),
             (self.deepspeed.zero_stage in (0, 1, 2, 3), "deepspeed.zero_stage must be 0, 1, 2 or 3"),
             (self.optim.minibatches >= 1, "optim.minibatches must be >= 1"),
-            (self.scheduler.name in ("band", "uniform", "offline_band"),
-             f"scheduler.name must be band, uniform or offline_band, got {self.scheduler.name!r}"),
+            (self.scheduler.name in ("band", "uniform", "offline_band", *PEER_SCHEDULERS),
+             f"scheduler.name must be band, uniform, offline_band, pools or greso, got {self.scheduler.name!r}"),
+            (self.scheduler.name in PEER_SCHEDULERS or not self.scheduler.settings,
+             f"scheduler.settings is for pools and greso; {self.scheduler.name}'s settings are the scheduler "
+             "section's own fields"),
             (self.scheduler.epoch in ("pool", "band"), f"scheduler.epoch must be pool or band, got {self.scheduler.epoch!r}"),
             (self.scheduler.groups in ("level", "none"),
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
@@ -362,6 +370,8 @@ class TrainConfig:
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
+        if self.scheduler.name in PEER_SCHEDULERS:
+            peer_config(self.scheduler.name, self.scheduler.settings)  # refuses unknown or bad settings
         if self.algo.ratio_level == "sequence" and max(self.algo.clip_low, self.algo.clip_high) >= 0.01:
             logger.warning("algo.ratio_level=sequence with clip %s/%s: a length-normalized sequence ratio seldom "
                            "leaves +-0.01, so this barely clips (GSPO uses 3e-4/4e-4; leave clip_low/high unset "

@@ -103,6 +103,8 @@ def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
         return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
                 "without_replacement": sc.without_replacement, "epoch": sc.epoch,
                 "group_priors": problems is None or level_array(problems) is not None}
+    if sc.name in ("pools", "greso"):
+        return dict(sc.settings)
     return {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {}
 
 

@@ -271,3 +271,21 @@ def test_curriculum_from_columns_runs_the_peer_schedulers(name, settings):
     with pytest.raises(ValueError, match=f"unknown {name} scheduler setting"):
         Curriculum.from_columns(ids, scheduler=name, temperature=0.5)
 
+
+def test_trainer_config_selects_the_peer_schedulers_and_passes_their_settings():
+    from grpo_train.config import dump_config, load_config
+    from grpo_train.trainer import scheduler_kwargs
+
+    cfg = load_config(None, ["scheduler.name=pools"])
+    assert scheduler_kwargs(cfg.scheduler) == {}
+    cfg = load_config(None, ["scheduler.name=greso", "scheduler.settings.p_easy=0.4", "scheduler.settings.step=2e-2"])
+    assert scheduler_kwargs(cfg.scheduler) == {"p_easy": 0.4, "step": "2e-2"}
+    assert "p_easy: 0.4" in dump_config(cfg)
+    sched = make_scheduler(cfg.scheduler.name, 5, **scheduler_kwargs(cfg.scheduler))
+    assert (sched.p_easy, sched.cfg.step) == (0.4, 0.02)
+    with pytest.raises(ValueError, match=r"unknown greso scheduler setting\(s\) \['p_skip'\]; accepted: p_easy"):
+        load_config(None, ["scheduler.name=greso", "scheduler.settings.p_skip=0.4"])
+    with pytest.raises(ValueError, match="scheduler.settings is for pools and greso"):
+        load_config(None, ["scheduler.settings.p_easy=0.4"])
+    with pytest.raises(ValueError, match="scheduler.name must be band, uniform, offline_band, pools or greso"):
+        load_config(None, ["scheduler.name=difficulty_pool"])
