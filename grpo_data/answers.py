@@ -3,6 +3,7 @@
     answer_kind("42") == "number"          # checked without math-verify (the loader's fast path)
     answer_kind("\\text{(C)}") == "choice"  # judged by comparing letters
     answer_kind("Yes") == "text"           # judged by comparing normalized words
+    answer_kind("2 inequalities") == "count"  # a number with its unit word: the number is compared
     answer_kind("x^2+1") == "math"         # parsed and compared by math-verify
 
 Why words are not math: math-verify reads "Yes" as the product of symbols E*s*y and "No" as n*o,
@@ -13,6 +14,8 @@ parentheses, `$` and a final period.
 The prediction's answer for a string comparison is the last `\\boxed{}` when there is one, else the
 last "answer is X" / "answer: X" clause. (math-verify's `StringExtractionConfig` was tried for choices
 and missed "The answer is (C)." and "\\boxed{C}", so the extraction here is our own and tested.)
+Without either, a Yes/No, "none" or count gold is judged on the prediction's final sentence
+(`grpo_data.prose`: "No, it is not possible." reads as no; an ambiguous sentence reads as nothing).
 
 Pure: regexes only, no math-verify, so the loader can classify a million gold answers cheaply.
 """
@@ -21,7 +24,9 @@ from __future__ import annotations
 
 import re
 
-KINDS = ("number", "choice", "text", "math")
+from grpo_data.prose import final_polarity, final_sentence, polarity, says_none, stated_count
+
+KINDS = ("number", "choice", "text", "count", "math")
 
 # Plain numbers and simple fractions, with an optional currency sign, percent or degree mark (MATH
 # writes "\$5", "5\%", "10^\circ"): math-verify parses every bare number here (tests/test_answers.py
@@ -30,6 +35,7 @@ KINDS = ("number", "choice", "text", "math")
 _NUMBER = re.compile(r"-?([0-9]+|[0-9]+\.[0-9]+|\.[0-9]+|[0-9]+/[0-9]+|\\[dt]?frac\{-?[0-9]+\}\{-?[0-9]+\}|\\[dt]?frac[0-9][0-9])")
 _UNITS = re.compile(r"^(?:\\\$|\$)\s*|\s*(?:\\%|%|\^\s*\\circ|\^\s*\{\s*\\circ\s*\})$")
 _CURRENCY = re.compile(r"^(?:\\\$|\$)\s*(?=[0-9.])")
+_UNESCAPED_DOLLAR = re.compile(r"(?<!\\)\$")
 
 _WRAP = r"\\(?:text|textbf|mathrm|mathbf|textit|texttt)\s*\{"
 _WRAPPER = re.compile(r"^" + _WRAP + r"(.*)\}$", re.S)
@@ -45,6 +51,13 @@ _MATH_WORDS = frozenset({"infinity", "inf", "pi", "oo", "sin", "cos", "tan", "co
 _SHORT_TEXT = frozenset({"no", "ok"})
 _MARKDOWN = re.compile(r"\*\*|__|\*|`")
 _CLAUSE_END = re.compile(r"\s*(?:[,;]|\s(?:because|since|as|so|which|when|where)\s).*$", re.I | re.S)
+
+# "2 inequalities", "12 apples": a number and one to three unit words (math-verify reads the words as a
+# product of symbols, so "\\boxed{2}" would be wrong against it)
+_COUNT = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s+([A-Za-z]{3,}(?:[ \-][A-Za-z]+){0,2})$")
+# Gold answers that say nothing satisfies the question: "None", "No such values", "no solution"
+_NONE_GOLD = re.compile(r"^(?:none|no such(?: [a-z]+){1,2}|no(?: [a-z]+)? solutions?|(?:it |they )?(?:does|do) not exist"
+                        r"|there (?:is|are) no(?: [a-z]+){1,3}|the empty set|empty set)$")
 
 _ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>[^\n]*?)\s*(?:\.\s*$|\.\s|\n|$)", re.IGNORECASE)
 
@@ -78,8 +91,12 @@ def _balanced(text: str) -> bool:
 
 def for_math(gold: str) -> str:
     """A gold answer as math-verify should read it: a leading currency sign off ("\\$5" -> "5"); a
-    percent or degree mark kept (math-verify knows 5\\% = 0.05)."""
-    return _CURRENCY.sub("", gold.strip())
+    percent or degree mark kept (math-verify knows 5\\% = 0.05). A `$` that a second `$` closes is a
+    math delimiter, not a currency sign: "$1$ and $2$" stays as it is."""
+    text = gold.strip()
+    if text.startswith("$") and len(_UNESCAPED_DOLLAR.findall(text)) > 1:
+        return text
+    return _CURRENCY.sub("", text)
 
 
 def bare_number(gold: str) -> str | None:
@@ -125,7 +142,7 @@ def words(text: str) -> str | None:
 
 def answer_kind(gold: str) -> str:
     """One of KINDS. A text answer is words only with a word of >= 3 letters (or "no"), so that
-    products of variables such as "xy" stay math."""
+    products of variables such as "xy" stay math; a count is a number and unit words ("2 inequalities")."""
     if is_number(gold):
         return "number"
     if parse_choice(gold) is not None:
@@ -133,7 +150,35 @@ def answer_kind(gold: str) -> str:
     w = words(gold)
     if w is not None and w not in _MATH_WORDS and (any(len(t) >= 3 for t in w.split()) or w in _SHORT_TEXT):
         return "text"
+    if count_of(gold) is not None:
+        return "count"
     return "math"
+
+
+def count_of(text: str) -> str | None:
+    """The number of a count answer ("2 inequalities" -> "2"), or None. Unit words that are math
+    ("2 pi", "3 sin") do not make a count."""
+    m = _COUNT.match(unwrap(text))
+    if m is None or any(t.lower() in _MATH_WORDS for t in re.split(r"[ \-]", m.group(2))):
+        return None
+    return m.group(1)
+
+
+_EMPTY_SET = re.compile(r"\\(?:emptyset|varnothing)|\\\{\s*\\\}|\u2205|\\left\\\{\s*\\right\\\}")
+
+
+def is_empty_set(gold: str) -> bool:
+    """`\\emptyset`, `\\varnothing`, `\\{\\}`: a gold that "There are no such primes." answers."""
+    return _EMPTY_SET.fullmatch(unwrap(gold)) is not None
+
+
+def gold_claim(gold: str) -> str | None:
+    """"yes", "no" or "none" when a text gold answers a yes/no question or says nothing satisfies the
+    question ("No such values"); else None (a gold compared word for word)."""
+    w = words(gold)
+    if w in ("yes", "no"):
+        return w
+    return "none" if w is not None and _NONE_GOLD.match(w) else None
 
 
 def last_boxed(text: str) -> str | None:
@@ -193,25 +238,57 @@ def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
 
 
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
-    """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer.
-
-    A choice is right when the prediction names the gold's letter and no other one ("(C) or (D)" is
-    wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value (compared here
-    as a number or words; `verify_answer` compares other values with math-verify)."""
+    """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer
+    (no `\\boxed{}`, no "answer is X"): `judge_prose` may still read its final sentence."""
     answer = final_answer_text(pred)
     if answer is None:
         return None, ""
+    return judge_answer(gold, answer, kind), answer[:80]
+
+
+def judge_answer(gold: str, answer: str, kind: str) -> bool:
+    """Whether `answer` (the prediction's final answer, already extracted) states a choice or text gold.
+
+    A choice is right when the answer names the gold's letter and no other one ("(C) or (D)" is
+    wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value (compared here
+    as a number or words; `verify_answer` compares other values with math-verify). A text answer is
+    right when its first clause has the gold's words; a Yes/No gold also takes an unambiguous
+    sentence ("\\boxed{\\text{It is impossible}}" is no), a "none" gold any way of saying none."""
     if kind == "choice":
         letter, value = parse_choice(gold)
         if len({x.upper() for x in _ANY_PAREN_LETTER.findall(answer)}) > 1:
-            return False, answer[:80]
+            return False
         got = _named_letter(answer)
         if got is not None:
-            return got == letter, answer[:80]
+            return got == letter
         if value:
             mine, theirs = bare_number(value), bare_number(unwrap(answer))
-            same = mine == theirs if mine is not None and theirs is not None else unwrap(value).lower() == unwrap(answer).lower()
-            return same, answer[:80]
-        return False, answer[:80]
+            return mine == theirs if mine is not None and theirs is not None else unwrap(value).lower() == unwrap(answer).lower()
+        return False
     got_words = words(_first_clause(answer))
-    return got_words is not None and got_words == words(gold), answer[:80]
+    if got_words is not None and got_words == words(gold):
+        return True
+    claim = gold_claim(gold)
+    if claim in ("yes", "no"):
+        return polarity(unwrap(answer)) == claim
+    return claim == "none" and says_none(unwrap(answer))
+
+
+def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
+    """(correct, what was read) from the prediction's final sentence, for a Yes/No, "none" or count gold
+    (`kind` "text", "count" or "number"); correct None when the sentence says nothing unambiguous.
+    For predictions with no `\\boxed{}` and no "answer is X"."""
+    sentence = final_sentence(pred)
+    if sentence is None:
+        return None, ""
+    if kind == "text":
+        claim = gold_claim(gold)
+        if claim == "none":
+            return (True, "none") if says_none(sentence) else (None, "")
+        said = final_polarity(pred) if claim in ("yes", "no") else None
+        return (None, "") if said is None else (said == claim, said)
+    number = count_of(gold) if kind == "count" else bare_number(gold) if kind == "number" else None
+    count = stated_count(sentence)
+    if number is None or count is None or "/" in number or "frac" in number:
+        return None, ""
+    return count == float(number), f"{count:g}"

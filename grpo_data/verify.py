@@ -8,13 +8,18 @@ hang inside sympy can outlive them, so the pool adds a hard deadline and kills t
 Model output is only parsed (regex extraction + latex2sympy + sympy comparison), never executed.
 
 Gold answers that are choice letters or words ("(C)", "Yes") are compared as strings
-(`grpo_data.answers`): math-verify would read "No" as the product n*o.
+(`grpo_data.answers`): math-verify would read "No" as the product n*o. Those string paths read the
+prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`grpo_data.prose`:
+"No, it is not possible." is no), then the LaTeX answer math-verify extracts ("$E$", "$odd$"). A
+count gold ("2 inequalities") is judged on its number. math-verify's own regression tables run
+through this function in tests/test_verifier_tables.py: where it is right, this is right too.
 
 Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
 then from LaTeX in `$...$`/`\\[...\\]`, then from a plain number or expression (math-verify's
 `LatexExtractionConfig(boxed_match_priority=0)` + `ExprExtractionConfig()`). Only the last
 `pred_tail_chars` characters of a prediction are read: the final answer sits at the end, and a
-megabyte of rambling must not cost a megabyte of regex work. Gold answers are bare strings
+megabyte of rambling must not cost a megabyte of regex work; when they hold no answer, the last
+`WIDE_TAIL_FACTOR` times as many are read once more (an answer followed by a long afterthought). Gold answers are bare strings
 ("42", "\\frac{1}{2}", "(1, 2]"): they are wrapped in `$...$` unless they already carry a delimiter.
 """
 
@@ -28,13 +33,27 @@ import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from math_verify.errors import TimeoutException
 
-from grpo_data.answers import answer_kind, choice_value_claim, final_answer_text, for_math, judge_string
+from grpo_data.answers import (
+    answer_kind,
+    bare_number,
+    choice_value_claim,
+    count_of,
+    final_answer_text,
+    for_math,
+    is_empty_set,
+    judge_answer,
+    judge_prose,
+    judge_string,
+    unwrap,
+)
+from grpo_data.prose import final_sentence, says_none
 
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
 
 _PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
+WIDE_TAIL_FACTOR = 8  # a prediction with no answer in its tail is read once more over this many tails
 
 
 @dataclass(frozen=True)
@@ -131,31 +150,101 @@ def too_large(parsed) -> bool:
 
 def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000) -> Verdict:
     """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric).
-    Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings."""
+    Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings, count golds by
+    their number. A "no_answer" verdict carries the final sentence it could not read in `detail`."""
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
+    verdict = _judge(gold, tail, timeout_s)
+    if verdict.reason == "no_answer" and len(pred) > len(tail):
+        verdict = _judge(gold, pred[-pred_tail_chars * WIDE_TAIL_FACTOR:], timeout_s)
+    return verdict
+
+
+def _judge(gold: str, text: str, timeout_s: int) -> Verdict:
     kind = answer_kind(gold)
     if kind in ("choice", "text"):
-        correct, detail = judge_string(gold, tail, kind)
-        if correct is None:
-            return Verdict(False, "no_answer")
-        claim = choice_value_claim(gold, tail) if kind == "choice" and not correct else None
-        if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
-            return verify_answer(claim[0], f"\\boxed{{{claim[1]}}}", timeout_s, pred_tail_chars)
-        said = (final_answer_text(tail) or tail.strip())[:80]
-        return Verdict(True, "ok", "", said) if correct else Verdict(False, "wrong", detail, said)
+        return _judge_string_gold(gold, text, kind, timeout_s)
+    if kind == "count":
+        return _judge_count(gold, text, timeout_s)
+    return _judge_math(gold, text, timeout_s, kind)
+
+
+def _unread(text: str) -> Verdict:
+    """"no_answer", with the final sentence that was not read (for the user to see what models write)."""
+    return Verdict(False, "no_answer", (final_sentence(text) or "")[:160])
+
+
+def _judged(correct: bool, said: str, detail: str = "") -> Verdict:
+    return Verdict(True, "ok", "", said[:80]) if correct else Verdict(False, "wrong", detail or said[:80], said[:80])
+
+
+def _judge_string_gold(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
+    correct, detail = judge_string(gold, text, kind)
+    if correct is None:
+        return _judge_unboxed(gold, text, kind, timeout_s)
+    claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
+    if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
+        return _judge(claim[0], f"\\boxed{{{claim[1]}}}", timeout_s)
+    return _judged(correct, (final_answer_text(text) or text.strip())[:80], detail)
+
+
+def _judge_unboxed(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
+    """A choice or text gold against a prediction with no boxed or "answer is" answer: its final
+    sentence ("No, it is not possible."), else the LaTeX answer math-verify extracts when that is
+    a choice or words ("$E$", "$odd$"); else no answer."""
+    correct, said = judge_prose(gold, text, kind)
+    if correct is not None:
+        return _judged(correct, said)
+    try:
+        parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
+    except TimeoutException:
+        return Verdict(False, "timeout", "parsing prediction")
+    except Exception as exc:  # math-verify raises arbitrary sympy/antlr errors on odd input
+        return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
+    latex = next((x for x in reversed(parsed) if isinstance(x, str)), None)
+    if latex is None or answer_kind(latex) != kind:  # "$n$" in "... since $n$ is odd." is no answer
+        return _unread(text)
+    return _judged(judge_answer(gold, latex, kind), unwrap(latex))
+
+
+def _judge_count(gold: str, text: str, timeout_s: int) -> Verdict:
+    """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
+    number; anything else goes to math-verify (and the final sentence) with the number alone."""
+    number = count_of(gold)
+    answer = final_answer_text(text)
+    stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
+    if stated is not None and "/" not in stated and "frac" not in stated:
+        return _judged(float(stated) == float(number), answer)
+    return _judge_math(number, text, timeout_s, "number")
+
+
+def _same_unparsed(gold: str, text: str, timeout_s: int) -> bool:
+    """A gold math-verify reads only as a string ("x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}")
+    answered with that same string: math-verify calls it right, and so does this."""
+    try:
+        gold_strings = parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, parsing_timeout=timeout_s)
+        pred_strings = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s)
+    except TimeoutException:
+        return False
+    wanted = {" ".join(x.split()) for x in gold_strings if isinstance(x, str)}
+    return any(isinstance(x, str) and " ".join(x.split()) in wanted for x in pred_strings)
+
+
+def _judge_math(gold: str, text: str, timeout_s: int, kind: str) -> Verdict:
     gold = for_math(gold)  # "\\$5" -> "5"; a percent stays: math-verify knows 5\\% = 0.05
     gold_check = _math_gold_is_parseable(gold, timeout_s)
     if gold_check.reason != "ok":
+        if _same_unparsed(gold, text, timeout_s):
+            return Verdict(True, "ok", "same string as the gold", gold[:80])
         return gold_check
     gold_parsed = parse_gold(gold, timeout_s)
     try:
-        pred_parsed = parse(tail, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
+        pred_parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
     except TimeoutException:
         return Verdict(False, "timeout", "parsing prediction")
     except Exception as exc:
         return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
     if not pred_parsed:
-        return Verdict(False, "no_answer")
+        return _judge_math_prose(gold, text, kind)
     if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
         return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
     try:
@@ -166,3 +255,16 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
+
+
+def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
+    """No math in the prediction: a number gold against a number in words ("At most two of them can
+    hold."), an empty-set gold against "There are no such primes."; else no answer."""
+    if kind == "number":
+        correct, said = judge_prose(gold, text, kind)
+        if correct is not None:
+            return _judged(correct, said)
+    sentence = final_sentence(text)
+    if sentence is not None and is_empty_set(gold) and says_none(sentence):
+        return _judged(True, "none")
+    return _unread(text)

@@ -7,6 +7,8 @@ from grpo_data.answers import (
     bare_number,
     choice_letter,
     final_answer_text,
+    for_math,
+    gold_claim,
     is_number,
     parse_choice,
 )
@@ -21,6 +23,7 @@ KINDS = [
     ("\\textbf{(B)}\\ 12", "choice"), ("sin", "math"),
     ("(C)", "choice"), ("\\text{(C)}", "choice"), ("C", "choice"), ("(b)", "choice"), ("$\\textbf{(E)}$", "choice"),
     ("Yes", "text"), ("No", "text"), ("\\text{even}", "text"), ("odd", "text"), ("not possible", "text"),
+    ("2 inequalities", "count"), ("12 apples", "count"), ("2 pi", "math"), ("3 x", "math"), ("No such values", "text"),
 ]
 
 
@@ -100,3 +103,25 @@ def test_final_answer_text_prefers_boxed_then_the_last_anchor():
     assert final_answer_text("answer is (A) but \\boxed{D}") == "D"
     assert final_answer_text("nothing here") is None
     assert choice_letter("(d)") == "D" and choice_letter("d") is None
+
+
+@pytest.mark.parametrize(("gold", "expected"), [
+    ("\\$5", "5"), ("$5", "5"), ("$1$ and $2$ and $3$", "$1$ and $2$ and $3$"), ("$0<f(x)<1$", "$0<f(x)<1$"),
+    ("\\$5 and \\$6", "5 and \\$6"), ("5\\%", "5\\%"),
+])
+def test_for_math_takes_off_a_currency_sign_but_not_a_math_delimiter(gold, expected):
+    assert for_math(gold) == expected
+
+
+@pytest.mark.parametrize(("gold", "claim"), [
+    ("Yes", "yes"), ("\\text{No}", "no"), ("None", "none"), ("No such values", "none"), ("no solutions", "none"),
+    ("There are no such primes", "none"), ("odd", None), ("not possible", None),
+])
+def test_gold_claim(gold, claim):
+    assert gold_claim(gold) == claim
+
+
+def test_an_unread_answer_shows_its_final_sentence():
+    v = verify_answer("Yes", "We check every case.\n\nThus the robot can stay inside the corridor.")
+    assert (v.reason, v.detail) == ("no_answer", "Thus the robot can stay inside the corridor.")
+    assert verify_answer("5", "I do not know what to do here.").detail == "I do not know what to do here."

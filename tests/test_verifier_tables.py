@@ -1,0 +1,63 @@
+"""The verifier against tables kept as data in tests/verifier_tables/:
+
+- math_verify_cases.jsonl: math-verify's own regression cases (huggingface/Math-Verify, Apache-2.0;
+  each row names its test and index) with math-verify's verdict. Where math-verify is right, this
+  verifier must be right too; a row with "ours" is a listed exception and says why.
+- prose.jsonl: final answers written as sentences, from public model outputs (each row names its
+  source) and the guards beside them. Every false negative or false positive found later becomes a row.
+
+`tests/verifier_tables/agreement.py` prints the same figures for any checkout.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grpo_data.verify import verify_answer
+
+TABLES = Path(__file__).parent / "verifier_tables"
+
+
+def _rows(name: str) -> list[dict]:
+    with open(TABLES / name, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+MATH_VERIFY = _rows("math_verify_cases.jsonl")
+PROSE = _rows("prose.jsonl")
+
+
+def _expected_correct(row: dict) -> bool:
+    return row.get("ours", row["math_verify"])
+
+
+def test_tables_are_well_formed():
+    assert len([r for r in MATH_VERIFY if r["source"].startswith("huggingface/Math-Verify")]) == 121
+    for r in MATH_VERIFY:
+        assert ("ours" in r) == ("why" in r), r["source"]  # an exception always says why
+    assert {r["expected"] for r in PROSE} <= {"ok", "wrong", "no_answer"}
+    assert all(r["source"] for r in MATH_VERIFY + PROSE)
+
+
+@pytest.mark.parametrize("row", MATH_VERIFY, ids=[r["source"].rsplit("::", 1)[-1] for r in MATH_VERIFY])
+def test_math_verify_tables(row):
+    v = verify_answer(row["gold"], row["pred"])
+    assert v.correct is _expected_correct(row), (row["source"], v)
+
+
+def test_math_verify_tables_through_the_workers(pool):
+    verdicts = pool.verify([r["gold"] for r in MATH_VERIFY], [r["pred"] for r in MATH_VERIFY])
+    differ = [r["source"] for r, v in zip(MATH_VERIFY, verdicts, strict=True) if v.correct is not _expected_correct(r)]
+    assert differ == []
+
+
+@pytest.mark.parametrize("row", PROSE, ids=[f"{i}-{r['expected']}" for i, r in enumerate(PROSE)])
+def test_prose_table(row):
+    v = verify_answer(row["gold"], row["pred"])
+    assert v.reason == row["expected"], (row["source"], v)
+
+
+def test_prose_table_through_the_workers(pool):
+    verdicts = pool.verify([r["gold"] for r in PROSE], [r["pred"] for r in PROSE])
+    assert [v.reason for v in verdicts] == [r["expected"] for r in PROSE]
