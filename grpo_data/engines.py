@@ -48,6 +48,7 @@ class Completion:
 class GenerationEngine(Protocol):
     name: str
     model_path: str
+    context_length: int  # longest prompt + completion in tokens (vLLM's max_model_len)
 
     def generate(self, prompts: list[str] | list[list[int]], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
         """n completions per prompt (text or token ids), in prompt order."""
@@ -104,6 +105,45 @@ def check_model_path(model: str) -> None:
         return
     if model.startswith(("/", ".", "~")) or model.count("/") > 1:
         raise FileNotFoundError(f"model path {model} does not exist (give a local folder or a Hub name)")
+
+
+# config keys that bound a model's positions, as vLLM reads them (the smallest present wins)
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length",
+                "max_seq_length", "seq_len")
+
+
+def config_context_length(config, model: str = "the model") -> int:
+    """The longest prompt + completion a model config allows: the smallest of its CONTEXT_KEYS (of
+    its text config, for multimodal ones)."""
+    config = getattr(config, "text_config", None) or config
+    found = [int(v) for k in CONTEXT_KEYS if isinstance(v := getattr(config, k, None), int) and v > 0]
+    if not found:
+        raise ValueError(f"{model}: its config names no context length ({', '.join(CONTEXT_KEYS)}); "
+                         "set the engine's max_model_len")
+    return min(found)
+
+
+def model_context_length(model: str, max_model_len: int | None = None, trust_remote_code: bool = False) -> int:
+    """The context an engine for `model` will have, before starting one: max_model_len when given,
+    else the model config's (what vLLM derives in the usual case; `check_engine_context` compares
+    with the started engine's)."""
+    if max_model_len is not None:
+        return max_model_len
+    from transformers import AutoConfig
+
+    return config_context_length(AutoConfig.from_pretrained(model, trust_remote_code=trust_remote_code), model)
+
+
+def check_engine_context(engine, fitted_to: int) -> None:
+    """Problems were fitted to `fitted_to` tokens before the engine started: an engine with a shorter
+    context would refuse some of them mid-run, so that is an error here."""
+    if engine.context_length < fitted_to:
+        raise ValueError(f"the {engine.name} engine's context is {engine.context_length} tokens, the problems were "
+                         f"fitted to {fitted_to} (the model config's); set the engine's max_model_len to "
+                         f"{engine.context_length} so they are fitted to the context it has")
+    if engine.context_length > fitted_to:
+        logger.info("the %s engine's context is %d tokens; problems were fitted to %d", engine.name,
+                    engine.context_length, fitted_to)
 
 
 def vllm_available() -> bool:
@@ -210,6 +250,8 @@ class HFEngine:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.model = AutoModelForCausalLM.from_pretrained(model, trust_remote_code=trust_remote_code).to(self.device)
         self.model.eval()
+        # the limit vLLM would enforce for this model: both engines leave out (or clip) the same prompts
+        self.context_length = config_context_length(self.model.config, model)
         self.batch_size = batch_size
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
         self._seed = seed

@@ -11,6 +11,13 @@ rate in its metadata (`format`). Run metadata (model and weights hash, sampling,
 template hash, verifier and package versions, seed, rule) goes into the parquet footer (key
 `grpo_profile`) and a sidecar `NAME.json`.
 
+Prompts that do not fit: before generation every rendered prompt is measured against the engine's
+context (`grpo_data.context`). One that cannot fit with max_tokens is left out with its reason
+(`cfg.overlong_prompts` "skip", the default) or, with "clip", profiled with the room left: its row's
+`max_tokens` says the budget it was measured under. Left-out problems go to `NAME.rejects.jsonl`
+(id, reason, detail, prompt and budget tokens, context) and their counts to the metadata
+(`left_out`, `clipped`, `context_length`); a rerun measures them again and does not generate them.
+
 Fixed mode samples k per problem. Adaptive mode (`cfg.rule`) screens every problem with a few
 samples and keeps sampling only those whose in-band/out-of-band decision is still uncertain.
 
@@ -34,6 +41,13 @@ import numpy as np
 import polars as pl
 
 from grpo_data import io
+from grpo_data.context import (
+    LEFT_OUT_SCHEMA,
+    MIN_CLIPPED_TOKENS,
+    ContextPolicy,
+    count_reasons,
+    measure_problems,
+)
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
 from grpo_data.rewards import Answer, correctness
@@ -53,9 +67,12 @@ logger = logging.getLogger(__name__)
 METADATA_KEY = "grpo_profile"
 PROFILE_COLUMNS = [
     "id", "k", "n_correct", "pass_rate", "post_a", "post_b", "post_mean", "ci_low", "ci_high",
-    "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS], "n_formatted",
+    "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS], "n_formatted", "max_tokens",
 ]
-REQUIRED_COLUMNS = PROFILE_COLUMNS[:-1]  # profiles written before n_formatted existed still read
+# profiles written before these existed still read; max_tokens: the completion budget the problem was
+# sampled with (the run's, or clipped to fit the context)
+OPTIONAL_COLUMNS = ("n_formatted", "max_tokens")
+REQUIRED_COLUMNS = [c for c in PROFILE_COLUMNS if c not in OPTIONAL_COLUMNS]
 FORMAT_WARN_BELOW = 0.5  # a run whose completions carry the requested format less often than this warns
 
 
@@ -72,6 +89,9 @@ class ProfileConfig:
                 problems have a `level` column; shrunk toward the pool's), "none" one for the pool.
     answer_format: whose rate `n_formatted` counts: "boxed", "none", or "auto" (the prompt config's
                 request, else the problems' own instruction; `prompting.detect_format`).
+    overlong_prompts: a prompt that cannot fit the engine's context with max_tokens is left out
+                ("skip") or profiled with the room left ("clip"; `grpo_data.context`).
+    min_clipped_tokens: the smallest clipped budget; a prompt leaving less room is left out anyway.
     """
 
     k: int = 16
@@ -82,10 +102,13 @@ class ProfileConfig:
     seed: int = 0
     prior_groups: str = "level"
     answer_format: str = "auto"
+    overlong_prompts: str = "skip"
+    min_clipped_tokens: int = MIN_CLIPPED_TOKENS
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.chunk_size < 1:
             raise ValueError("k and chunk_size must be >= 1")
+        ContextPolicy(2, self.overlong_prompts, self.min_clipped_tokens)  # refuses a bad policy or floor
         if self.prior_groups not in ("level", "none"):
             raise ValueError(f"prior_groups must be level or none, got {self.prior_groups!r}")
 
@@ -93,7 +116,8 @@ class ProfileConfig:
         return {"k": self.k, "rule": asdict(self.rule) if self.rule else None,
                 "sampling": self.sampling.to_dict(), "prompt": asdict(self.prompt),
                 "chunk_size": self.chunk_size, "seed": self.seed, "prior_groups": self.prior_groups,
-                "answer_format": self.answer_format}
+                "answer_format": self.answer_format, "overlong_prompts": self.overlong_prompts,
+                "min_clipped_tokens": self.min_clipped_tokens}
 
 
 # Every option a profile run takes, with its one default: `grpo profile` flags and a pipeline's
@@ -103,7 +127,8 @@ PROFILE_OPTIONS: dict[str, object] = {
     "engine": None, "vllm": {}, "k": 16, "adaptive": False, "band": (0.2, 0.8), "confidence": 0.8,
     "screen_k": 2, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
     "max_tokens": 256, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
-    "chunk_size": 64, "seed": 0, "answer_format": "auto",
+    "chunk_size": 64, "seed": 0, "answer_format": "auto", "overlong_prompts": "skip",
+    "min_clipped_tokens": MIN_CLIPPED_TOKENS,
 }
 
 
@@ -122,6 +147,7 @@ def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
     cfg = ProfileConfig(
         k=int(o["k"]), rule=rule, chunk_size=int(o["chunk_size"]), seed=int(o["seed"]),
         prior_groups=str(o["prior_groups"]), answer_format=str(o["answer_format"]),
+        overlong_prompts=str(o["overlong_prompts"]), min_clipped_tokens=int(o["min_clipped_tokens"]),
         sampling=SamplingConfig(temperature=float(o["temperature"]), top_p=float(o["top_p"]),
                                 max_tokens=int(o["max_tokens"]), stop=tuple(o["stop"]), stop_token_ids=stop_ids),
         prompt=PromptConfig(system_prompt=o["system_prompt"], instruction_suffix=o["instruction_suffix"] or ""))
@@ -130,6 +156,19 @@ def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
 
 def parts_dir(out: str | Path) -> Path:
     return Path(str(out) + ".parts")
+
+
+def rejects_file(out: str | Path) -> Path:
+    """The profile's left-out problems, beside it: NAME.rejects.jsonl."""
+    return Path(out).with_suffix(".rejects.jsonl")
+
+
+def left_out_parts(out: str | Path) -> pl.DataFrame:
+    """LEFT_OUT_SCHEMA rows of every shard's left-out part under `out`.parts (each shard's run writes
+    its own, so a rerun replaces its last one)."""
+    files = sorted(parts_dir(out).glob("*.left_out.jsonl")) if parts_dir(out).exists() else []
+    frames = [pl.read_ndjson(f, schema=LEFT_OUT_SCHEMA) for f in files if f.stat().st_size]
+    return pl.concat(frames) if frames else pl.DataFrame(schema=LEFT_OUT_SCHEMA)
 
 
 def shard_slice(problems: pl.DataFrame, shard: tuple[int, int]) -> pl.DataFrame:
@@ -149,8 +188,9 @@ def finished_parts(out: str | Path) -> pl.DataFrame:
 
 
 def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int, reasons: dict[str, int],
-                      formatted: int | None = None) -> dict:
-    """One profile row (without id) from raw counts; `formatted` None when no format was requested."""
+                      formatted: int | None = None, max_tokens: int | None = None) -> dict:
+    """One profile row (without id) from raw counts; `formatted` None when no format was requested;
+    `max_tokens` the completion budget the samples were drawn with."""
     a, b = posterior(n_correct, k, JEFFREYS)
     lo, hi = credible_interval(a, b, 0.9)
     return {
@@ -158,7 +198,7 @@ def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int
         "post_mean": float(beta_mean(a, b)), "ci_low": float(lo), "ci_high": float(hi),
         "mean_completion_tokens": float(np.mean(lengths)) if lengths else 0.0,
         "truncation_rate": truncated / k, **{f"n_{r}": reasons.get(r, 0) for r in REASONS},
-        "n_formatted": formatted,
+        "n_formatted": formatted, "max_tokens": max_tokens,
     }
 
 
@@ -220,7 +260,9 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
                 break
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
             samples += _sample_round(sampler, prompts, golds, extra, tallies)
-    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted) for t in tallies]
+    budgets = [sampler.fit(p).max_tokens for p in prompts]  # what sample() generated each one with
+    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b)
+            for t, b in zip(tallies, budgets, strict=True)]
     return rows, samples
 
 
@@ -256,6 +298,7 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
     return {
         "model": engine.model_path, "weights_hash": weights_hash(engine.model_path), "engine": engine.name,
         "template_hash": template_hash(engine.tokenizer, cfg.prompt),
+        "context_length": getattr(engine, "context_length", None),
         "config": {**cfg.to_dict(), "sampling": sampling.to_dict()},
         "data": data_spec, "verifier": {"library": "math-verify", **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -290,7 +333,17 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     if metadata is not None:
         io.write_json(pdir / "metadata.json", metadata)
     fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
-    sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling, answer_format=fmt)
+    # an engine that states no context (a test double) generates every prompt with max_tokens
+    context = getattr(engine, "context_length", None)
+    policy = ContextPolicy(context, cfg.overlong_prompts, cfg.min_clipped_tokens) if context else None
+    sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling, answer_format=fmt,
+                             context=policy)
+    left_out, clipped = 0, 0
+    if policy is not None:  # measured every run (tokenizing is cheap), so a left-out problem is never generated
+        fitted = measure_problems(todo, sampler.encode, cfg.sampling.max_tokens, policy,
+                                  f"profile shard {shard[0]}/{shard[1]}")
+        io.write_ndjson(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}.left_out.jsonl", fitted.left_out)
+        todo, left_out, clipped = fitted.kept, fitted.left_out.height, fitted.clipped
     start, samples_total = time.monotonic(), 0
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
     for chunk_no, chunk in enumerate(todo.iter_slices(cfg.chunk_size)):
@@ -304,7 +357,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
         hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
         hist_g = np.concatenate([hist_g, groups if groups is not None else np.zeros(len(rows))])
         table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)],
-                             schema_overrides={"n_formatted": pl.Int64})
+                             schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64})
         first = chunk["id"][0]
         io.write_parquet(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}-{first}.parquet", table.select(PROFILE_COLUMNS))
         bar.update(chunk.height)
@@ -317,8 +370,8 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     fmt = sampler.answer_format
     rate = sampler.cost.formatted / sampler.cost.completions if fmt and sampler.cost.completions else None
     warn_format(rate, fmt, "this run's")
-    return {"problems": todo.height, "skipped": mine.height - todo.height, "samples": samples_total,
-            "seconds": time.monotonic() - start, "format_rate": rate}
+    return {"problems": todo.height, "skipped": mine.height - todo.height - left_out, "left_out": left_out,
+            "clipped": clipped, "samples": samples_total, "seconds": time.monotonic() - start, "format_rate": rate}
 
 
 def warn_format(rate: float | None, fmt: str | None, whose: str) -> None:
@@ -339,7 +392,8 @@ def format_summary(table: pl.DataFrame) -> dict:
 
 
 def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards: int | None = None) -> pl.DataFrame:
-    """Combine every part under `out`.parts into `out` (+ sidecar json); refuses duplicates or gaps."""
+    """Combine every part under `out`.parts into `out` (+ sidecar json, + the left-out problems in
+    `rejects_file(out)`); refuses duplicates or gaps (a left-out problem is no gap)."""
     pdir = parts_dir(out)
     files = sorted(pdir.glob("*.parquet"))
     if not files:
@@ -352,8 +406,9 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
     dup = table.filter(pl.col("id").is_duplicated())["id"].unique().to_list()
     if dup:
         raise RuntimeError(f"{pdir}: ids profiled twice: {dup[:5]} (parts were mixed from different runs?)")
+    left = left_out_parts(out)
     if expected_ids is not None:
-        gap = expected_ids - set(table["id"].to_list())
+        gap = expected_ids - set(table["id"].to_list()) - set(left["id"].to_list())
         if gap:
             raise RuntimeError(f"{pdir}: {len(gap)} problems not profiled yet (e.g. {sorted(gap)[:3]}); rerun to finish")
     meta_file = pdir / "metadata.json"
@@ -361,9 +416,17 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
     meta["rows"] = table.height
     meta["samples"] = int(table["k"].sum())
     meta["format"] = format_summary(table)
+    budget = (meta.get("config") or {}).get("sampling", {}).get("max_tokens")
+    meta["left_out"] = count_reasons(left)
+    meta["clipped"] = (int((table["max_tokens"] < budget).sum()) if budget is not None and "max_tokens" in table.columns
+                       else 0)
+    if left.height:
+        logger.warning("%d problems were left out of the profile, their prompt does not fit the context (%s): see %s",
+                       left.height, ", ".join(f"{r}: {n}" for r, n in meta["left_out"].items()), rejects_file(out))
     warn_format(meta["format"]["rate"], meta["format"]["requested"], "the profile's")
     io.write_parquet(out, table, metadata={METADATA_KEY: json.dumps(meta, default=str)})
     io.write_json(Path(out).with_suffix(".json"), meta)
+    io.write_ndjson(rejects_file(out), left.sort("id"))
     return table
 
 

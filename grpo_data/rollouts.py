@@ -8,16 +8,20 @@ held-out evaluation share, so an offline pass rate is measured on exactly what t
 Every prompt goes to the engine as token ids (`encode_prompt`: no special tokens added beyond the
 template's, so a tokenizer that adds BOS and a template that writes it give one BOS, not two). The
 sampling settings get their stop tokens from the tokenizer once (`resolve_stops`: the template's
-end-of-turn token and EOS unless given).
+end-of-turn token and EOS unless given). With a `ContextPolicy` (`grpo_data.context`) each prompt
+is generated with the budget that fits the engine's context (max_tokens, or clipped); callers leave
+out the problems that cannot fit before sampling (`fit`, `grpo_data.context.measure_problems`), and
+one that reaches `sample` anyway is an error naming it, not vLLM's refusal of the whole batch.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from grpo_data.context import ContextPolicy, Fit
 from grpo_data.engines import Completion
 from grpo_data.prompting import (
     PromptConfig,
@@ -72,31 +76,54 @@ class SamplingCost:
 
 class RolloutSampler:
     def __init__(self, engine, verifier, tokenizer, prompt: PromptConfig, sampling: SamplingConfig,
-                 answer_format: str | None = "auto") -> None:
+                 answer_format: str | None = "auto", context: ContextPolicy | None = None) -> None:
         """answer_format: the format whose rate is counted ("boxed", None), or "auto": the one the
-        prompt config asks for (callers that know the problems pass `prompting.detect_format`'s)."""
+        prompt config asks for (callers that know the problems pass `prompting.detect_format`'s).
+        context: how prompts are fitted to the engine's context (None: not checked, every prompt
+        generates with max_tokens)."""
         self.engine, self.verifier, self.tokenizer = engine, verifier, tokenizer
         self.prompt = prompt
         self.sampling = resolve_stops(sampling, tokenizer)
         self.answer_format = requested_format(prompt) if answer_format == "auto" else answer_format
+        self.context = context
         self.cost = SamplingCost()
 
     def encode(self, messages: list[dict]) -> list[int]:
         return encode_prompt(self.tokenizer, messages, self.prompt)
 
+    def fit(self, prompt_ids: list[int]) -> Fit:
+        """Whether (and with which budget) an encoded prompt is generated (always kept without a policy)."""
+        if self.context is None:
+            return Fit("kept", len(prompt_ids), self.sampling.max_tokens)
+        return self.context.fit(len(prompt_ids), self.sampling.max_tokens)
+
+    def _budgets(self, prompt_ids: list[list[int]]) -> list[int]:
+        budgets = []
+        for i, ids in enumerate(prompt_ids):
+            fit = self.fit(ids)
+            if fit.status == "left_out":
+                raise ValueError(f"prompt {i} of this call does not fit the engine's context ({fit.reason}: "
+                                 f"{fit.detail}); leave such problems out before sampling "
+                                 "(grpo_data.context.measure_problems)")
+            budgets.append(fit.max_tokens)
+        return budgets
+
     def sample(self, prompt_ids: list[list[int]], golds: list[str], n: int | list[int]) -> list[ScoredGroup]:
         """n (or n[i]) answers for each prompt, verified against its gold answer; prompt order.
-        Prompts asking for the same n are generated together; n = 0 gives an empty group."""
+        Prompts asking for the same n (and, with a context policy, fitting the same budget) are
+        generated together; n = 0 gives an empty group."""
         counts = [n] * len(prompt_ids) if isinstance(n, int) else list(n)
+        budgets = self._budgets(prompt_ids)
         out: list[ScoredGroup | None] = [None] * len(prompt_ids)
-        for size in sorted(set(counts)):
-            idx = [i for i, m in enumerate(counts) if m == size]
+        for size, budget in sorted(set(zip(counts, budgets, strict=True))):
+            idx = [i for i, (m, b) in enumerate(zip(counts, budgets, strict=True)) if m == size and b == budget]
             if size == 0:
                 for i in idx:
                     out[i] = ScoredGroup([], [])
                 continue
+            sampling = self.sampling if budget == self.sampling.max_tokens else replace(self.sampling, max_tokens=budget)
             t0 = time.monotonic()
-            groups = self.engine.generate([prompt_ids[i] for i in idx], size, self.sampling)
+            groups = self.engine.generate([prompt_ids[i] for i in idx], size, sampling)
             t1 = time.monotonic()
             flat = [c for g in groups for c in g]
             verdicts = self.verifier.verify([golds[i] for i, g in zip(idx, groups, strict=True) for _ in g],

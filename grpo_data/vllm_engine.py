@@ -76,6 +76,7 @@ class VLLMEngine:
         self.llm = LLM(model=model, seed=seed, trust_remote_code=trust_remote_code, enable_prefix_caching=True,
                        logprobs_mode="processed_logprobs", **extra)
         self.tokenizer = self.llm.get_tokenizer()
+        self.context_length = int(self.llm.llm_engine.model_config.max_model_len)  # prompt + completion
         logger.info("vLLM engine up in %.1fs (%s; eager=%s, sleep=%s, memory share %.2f)", time.monotonic() - start,
                     model, extra["enforce_eager"], self.sleep_enabled, extra["gpu_memory_utilization"])
 

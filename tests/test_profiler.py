@@ -218,3 +218,37 @@ def test_vllm_and_hf_agree_in_distribution(tmp_path, warm_policy, pool):
     assert abs(v["pass_rate"].mean() - h["pass_rate"].mean()) < 0.08
     assert np.corrcoef(v["pass_rate"].to_numpy(), h["pass_rate"].to_numpy())[0, 1] > 0.7
     assert (v["mean_completion_tokens"].mean() - h["mean_completion_tokens"].mean()) < 1.5
+
+
+@pytest.mark.slow
+def test_vllm_profile_leaves_out_a_prompt_over_the_context(tmp_path, world_tables, untrained_policy, pool):
+    """Engine: the real vLLM engine on the embedded tiny policy (context 192 tokens). Issue #34: one
+    prompt longer than the context made vLLM refuse the whole call and killed the profile at 0/N."""
+    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.profiler import rejects_file
+
+    padded = to_table([{"id": f"zz{i}", "source": "t", "prompt": user_prompt("1+2" * n), "answer": "3", "level": 1,
+                        "meta": "{}"} for i, n in ((0, 80), (1, 40))])  # over the context; fits with less room
+    problems = pl.concat([world_tables["train"].head(6), padded])
+    engine = make_engine("vllm", str(untrained_policy), seed=0)
+    assert engine.context_length == 192
+    try:
+        skip = ProfileConfig(rule=StoppingRule(), sampling=SamplingConfig(max_tokens=128))
+        out = tmp_path / "skip.parquet"
+        stats = profile_problems(problems, engine, pool, skip, out, metadata={"config": skip.to_dict()}, progress=False)
+        assert (stats["problems"], stats["left_out"]) == (6, 2)
+        table = merge_parts(out, expected_ids=set(problems["id"].to_list()))
+        assert sorted(table["id"].to_list()) == sorted(world_tables["train"].head(6)["id"].to_list())
+        reasons = {r["id"]: r["reason"] for r in map(json.loads, rejects_file(out).read_text().splitlines())}
+        assert reasons == {"zz0": "prompt_over_context", "zz1": "budget_over_context"}
+        again = profile_problems(problems, engine, pool, skip, out, progress=False)  # the rerun does not die on them
+        assert (again["problems"], again["samples"], again["left_out"]) == (0, 0, 2)
+
+        clip = ProfileConfig(k=4, sampling=SamplingConfig(max_tokens=128), overlong_prompts="clip")
+        out = tmp_path / "clip.parquet"
+        stats = profile_problems(problems, engine, pool, clip, out, metadata={"config": clip.to_dict()}, progress=False)
+        assert (stats["problems"], stats["left_out"], stats["clipped"]) == (7, 1, 1)
+        row = merge_parts(out).filter(pl.col("id") == "zz1").row(0, named=True)
+        assert 32 <= row["max_tokens"] < 128 and row["mean_completion_tokens"] <= row["max_tokens"]
+    finally:
+        engine.close()

@@ -7,6 +7,9 @@
 
 Prompts are rendered and tokenized exactly as training renders them (`grpo_data.rollouts`); generation
 stops at the chat template's end-of-turn token and EOS unless --stop-token-ids says otherwise.
+A prompt that does not fit the engine's context (--max-model-len, else the model's) with --max-tokens
+is left out and listed in OUT.rejects.jsonl with its reason, or profiled with the room left under
+--overlong-prompts clip; the run goes on and says how many were left out.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--top-p", type=float, default=1.0)
     parser.add_argument("--max-tokens", type=int, default=None, help="completion budget (default 256)")
+    parser.add_argument("--overlong-prompts", choices=("skip", "clip"), default=None,
+                        help="a prompt that cannot fit the context with --max-tokens: left out (skip, the default) "
+                        "or profiled with the room left (clip; its row's max_tokens records the budget)")
+    parser.add_argument("--min-clipped-tokens", type=int, default=None,
+                        help="clip: the smallest budget worth profiling; less room leaves the prompt out (default 32)")
     parser.add_argument("--stop", action="append", default=[], metavar="TEXT",
                         help="stop string (repeatable); generation ends after the token that completes it")
     parser.add_argument("--stop-token-ids", default=None, metavar="ID,ID",
@@ -92,7 +100,8 @@ def options_from_args(args: argparse.Namespace) -> dict:
             "prior_groups": args.prior_groups, "temperature": args.temperature, "top_p": args.top_p,
             "max_tokens": args.max_tokens, "stop": args.stop, "stop_token_ids": stop_ids,
             "system_prompt": args.system_prompt, "instruction_suffix": args.instruction_suffix,
-            "chunk_size": args.chunk_size, "seed": args.seed, "answer_format": args.answer_format}
+            "chunk_size": args.chunk_size, "seed": args.seed, "answer_format": args.answer_format,
+            "overlong_prompts": args.overlong_prompts, "min_clipped_tokens": args.min_clipped_tokens}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -136,6 +145,12 @@ def run(args: argparse.Namespace) -> int:
         stats = profile_problems(problems, engine, pool, cfg, args.out, shard=shard, metadata=meta)
     print(f"profiled {stats['problems']} problems ({stats['skipped']} already done), "
           f"{stats['samples']} samples in {stats['seconds']:.1f}s")
+    if stats["left_out"] or stats["clipped"]:
+        from grpo_data.profiler import rejects_file
+
+        print(f"left out {stats['left_out']} problems whose prompt does not fit the context of "
+              f"{engine.context_length} tokens with max_tokens {cfg.sampling.max_tokens} (reasons in "
+              f"{rejects_file(args.out)}); {stats['clipped']} profiled with a clipped budget")
     if shard[1] == 1:
         table = merge_parts(args.out, expected_ids=set(problems["id"].to_list()))
         print(f"{table.height} problems -> {args.out}")
