@@ -256,6 +256,18 @@ class VerifierPool:
         self.replaced += 1
 
 
+def unread_examples(verdicts: list[Verdict], n: int = 5) -> list[str]:
+    """Up to n distinct final sentences the verifier could not read (the detail of "no_answer"
+    verdicts, in input order): what to show a user whose misses may be the extractor's, not the model's."""
+    seen: list[str] = []
+    for v in verdicts:
+        if v.reason == "no_answer" and v.detail and v.detail not in seen:
+            seen.append(v.detail)
+            if len(seen) == n:
+                break
+    return seen
+
+
 def summarize(verdicts: list[Verdict]) -> dict[str, int]:
     """Counts per reason, every reason present (zeros included), in REASONS order."""
     from grpo_data.verify import REASONS

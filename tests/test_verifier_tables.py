@@ -10,6 +10,8 @@
 """
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,20 @@ def test_math_verify_tables(row):
 def test_math_verify_tables_through_the_workers(pool):
     verdicts = pool.verify([r["gold"] for r in MATH_VERIFY], [r["pred"] for r in MATH_VERIFY])
     differ = [r["source"] for r, v in zip(MATH_VERIFY, verdicts, strict=True) if v.correct is not _expected_correct(r)]
+    assert differ == []
+
+
+def test_math_verify_tables_through_grpo_verify(tmp_path):
+    src = tmp_path / "math_verify.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "gold": r["gold"], "pred": r["pred"]}) + "\n"
+                           for i, r in enumerate(MATH_VERIFY)))
+    out = tmp_path / "verdicts.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "verify", str(src), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [v["id"] for v in verdicts] == list(range(len(MATH_VERIFY)))
+    differ = [r["source"] for r, v in zip(MATH_VERIFY, verdicts, strict=True) if v["correct"] is not _expected_correct(r)]
     assert differ == []
 
 

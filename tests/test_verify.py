@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grpo_data.verify import Verdict, verify_answer
-from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize
+from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize, unread_examples
 
 # (gold, prediction, expected correct)
 CASES = [
@@ -195,6 +195,16 @@ def test_grpo_verify_cli(tmp_path):
     assert [v["id"] for v in verdicts] == ["a", "b", 2]
     assert "ok" in proc.stdout and "skipped lines     1" in proc.stdout
     assert "line 4" in proc.stderr
+    assert "  no_answer         1" in proc.stdout and "  wrong             1" in proc.stdout
+    assert "final sentences not read as an answer" in proc.stdout and "  - nothing" in proc.stdout
+
+
+def test_unread_examples_are_distinct_unread_sentences_in_order():
+    verdicts = [Verdict(False, "no_answer", "It can stay inside."), Verdict(False, "wrong", "3"),
+                Verdict(False, "no_answer", "It can stay inside."), Verdict(False, "no_answer", ""),
+                Verdict(False, "no_answer", "The graph has no cycle."), Verdict(False, "no_answer", "Third.")]
+    assert unread_examples(verdicts, n=2) == ["It can stay inside.", "The graph has no cycle."]
+    assert unread_examples([Verdict(True, "ok")]) == []
 
 
 @pytest.mark.parametrize(("pred", "reason"), [

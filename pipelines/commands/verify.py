@@ -1,4 +1,9 @@
-"""`grpo verify FILE.jsonl`: judge predictions against gold answers with math-verify, in killable workers."""
+"""`grpo verify FILE.jsonl`: judge predictions against gold answers with math-verify, in killable workers.
+
+Prints a count per verdict reason: `wrong` (an answer was read and differs) apart from `no_answer`
+(no answer could be read: the extractor's miss or the format's, not the model's), and a few of the
+final sentences that were not read, so the prompt or the extractor can be fixed.
+"""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from grpo_data import io
-    from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize
+    from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize, unread_examples
 
     src = Path(args.input)
     if not src.is_file():
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         verdicts = pool.verify([r["gold"] for r in items], [r["pred"] for r in items])
     out = Path(args.out) if args.out else src.with_name(src.stem + ".verdicts.jsonl")
     io.write_jsonl(out, (
-        {"id": r.get("id", i), "correct": v.correct, "reason": v.reason, "detail": v.detail}
+        {"id": r.get("id", i), "correct": v.correct, "reason": v.reason, "detail": v.detail, "answer": v.answer}
         for i, (r, v) in enumerate(zip(items, verdicts, strict=True))
     ))
     counts = summarize(verdicts)
@@ -64,4 +69,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {reason:17s} {n}")
     if bad:
         print(f"  skipped lines     {len(bad)}")
+    unread = unread_examples(verdicts)
+    if unread:
+        print(f"final sentences not read as an answer ({counts['no_answer']} no_answer; ask for \\boxed{{}} "
+              "in the prompt, or add the form to the verifier's tables):")
+        for sentence in unread:
+            print(f"  - {sentence}")
     return 0 if items else 1
