@@ -145,6 +145,19 @@ def provenance_sections(data: dict) -> str:
     return "\n\n".join(out) + "\n"
 
 
+def context_line(prof: dict) -> str:
+    """Markdown: the profiling engine's context and what became of prompts that did not fit it."""
+    cfg = prof.get("config") or {}
+    if prof.get("context_length") is None:
+        return "Context: not recorded (profiled before prompts were measured against it)"
+    left = sum((prof.get("left_out") or {}).values())
+    clipped = prof.get("clipped", 0)
+    policy = cfg.get("overlong_prompts", "skip")
+    return (f"Context: {prof['context_length']} tokens (prompt + completion); prompts that could not fit it with "
+            f"max_tokens (overlong prompts `{policy}`): {left} left out, {clipped} profiled with a smaller completion "
+            "budget (the profile's `max_tokens` column)")
+
+
 def samples_section(ks: np.ndarray, rule: dict | None) -> str:
     """Markdown: how many samples stand behind the estimates (k -> problems, and the mean)."""
     values, counts = np.unique(ks, return_counts=True)
@@ -227,6 +240,8 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
 
     rows = "\n".join(bucket_row(b, v) for b, v in sorted(manifest["buckets"].items(), key=lambda kv: int(kv[0])))
     rejected = manifest.get("rejected") or {}
+    left = sum((prof.get("left_out") or {}).values())
+    left_note = f", of which {left} did not fit the profiling context (see Rejected rows)" if left else ""
     rej_lines = "\n".join(f"| {reason} | {n} |" for reason, n in rejected.items()) or "| (none) | 0 |"
     versions = prof.get("versions", {})
     avg_doc = avg_column_doc(manifest, profile_column(table, "k"))
@@ -246,6 +261,7 @@ Built with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `
 - Engine: {prof.get('engine', 'unknown')}; samples per problem: {'adaptive ' + str(rule) if rule else 'k = ' + str(cfg.get('k', 'unknown'))}
 - Sampling: temperature {sampling.get('temperature')}, top_p {sampling.get('top_p')}, max_tokens {sampling.get('max_tokens')}
 - Chat template hash: `{prof.get('template_hash', 'unknown')}`; prompt settings: {cfg.get('prompt', {})}
+- {context_line(prof)}
 - Verifier: math-verify {versions.get('math-verify', '?')} in killable worker processes; seed {cfg.get('seed')}
 - Profiled: {prof.get('created', 'unknown')}
 
@@ -274,7 +290,7 @@ interval under the Jeffreys Beta(1/2, 1/2) prior (no pooling).
 | --- | --- | --- | --- | --- |
 {rows}
 
-Total: {manifest['rows']} problems. Not profiled (left out): {manifest.get('unprofiled', 0)}.
+Total: {manifest['rows']} problems. Not profiled (left out): {manifest.get('unprofiled', 0)}{left_note}.
 
 ![estimated pass-rate histogram]({png.name})
 

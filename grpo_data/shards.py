@@ -145,7 +145,8 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
             "rows": exported.height, "files": files,
             "schema": {name: str(dtype) for name, dtype in exported.schema.items()},
             "source": source, "profile": profile_meta or {}, "avg_column": avg_column,
-            "unprofiled": unprofiled, "rejected": rejected or {},
+            # problems the profile left out (prompt over the engine's context) are rejected rows, by reason
+            "unprofiled": unprofiled, "rejected": {**(rejected or {}), **(profile_meta or {}).get("left_out", {})},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             **(extra or {}),
         }

@@ -20,6 +20,7 @@ from grpo_data.profiler import (
     profile_problems,
     read_profile,
     rejects_file,
+    run_metadata,
 )
 from grpo_data.prompting import PromptConfig, SamplingConfig
 from grpo_data.rollouts import RolloutSampler
@@ -183,3 +184,24 @@ def test_training_tables_lose_the_problems_that_cannot_fit(tmp_path):
                                                             ("heldout", "id01", "prompt_over_context")]
     with pytest.raises(ValueError, match="no problem of data.train fits the context of 192 tokens"):
         fit_run_data(_problems(["1+2" * 80]), None, build_tokenizer(), PromptConfig(), 128, ContextPolicy(192), None)
+
+
+def test_the_card_counts_the_problems_the_profile_left_out(tmp_path, pool):
+    """Engine: BudgetEngine (test double, context 192); profile -> shards -> card."""
+    from grpo_data.cards import write_card
+    from grpo_data.shards import write_shards
+
+    problems = _problems(["1+1", "2+2", "1+2" * 80])
+    out = tmp_path / "p.parquet"
+    cfg = ProfileConfig(k=2, sampling=SamplingConfig(max_tokens=128))
+    engine = BudgetEngine(context=192)
+    meta = run_metadata(engine, cfg, "t", {})
+    profile_problems(problems, engine, pool, cfg, out, metadata=meta, progress=False)
+    merge_parts(out, expected_ids=set(problems["id"].to_list()))
+    profile, meta = read_profile(out)
+    manifest = write_shards(problems, profile, tmp_path / "s", profile_meta=meta, rejected={"duplicate": 2})
+    assert manifest["rejected"] == {"duplicate": 2, "prompt_over_context": 1} and manifest["unprofiled"] == 1
+    text = write_card(tmp_path / "s", "ctx", tmp_path / "card.md").read_text()
+    assert "| prompt_over_context | 1 |" in text
+    assert "Not profiled (left out): 1, of which 1 did not fit the profiling context" in text
+    assert "Context: 192 tokens (prompt + completion)" in text and "1 left out, 0 profiled with a smaller" in text
