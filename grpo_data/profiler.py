@@ -73,6 +73,7 @@ PROFILE_COLUMNS = [
 # sampled with (the run's, or clipped to fit the context)
 OPTIONAL_COLUMNS = ("n_formatted", "max_tokens")
 REQUIRED_COLUMNS = [c for c in PROFILE_COLUMNS if c not in OPTIONAL_COLUMNS]
+UNREAD_EXAMPLES = 3  # unread final sentences the format warning shows (and each problem keeps while sampling)
 FORMAT_WARN_BELOW = 0.5  # a run whose completions carry the requested format less often than this warns
 
 
@@ -212,6 +213,7 @@ class _Tally:
         self.truncated = 0
         self.reasons: dict[str, int] = {}
         self.formatted: int | None = None
+        self.unread: list[str] = []  # a few final sentences the verifier read no answer from
 
     def add(self, completions, verdicts, formatted=None) -> None:
         if formatted is not None:
@@ -224,6 +226,8 @@ class _Tally:
             self.lengths.append(len(comp.token_ids))
             self.truncated += int(comp.truncated)
             self.reasons[v.reason] = self.reasons.get(v.reason, 0) + 1
+            if v.reason == "no_answer" and v.detail and len(self.unread) < UNREAD_EXAMPLES:
+                self.unread.append(v.detail)
 
 
 def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], n_each: list[int],
@@ -236,12 +240,13 @@ def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list
 
 def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], cfg: ProfileConfig,
                   history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-                  groups: np.ndarray | None = None) -> tuple[list[dict], int]:
+                  groups: np.ndarray | None = None, unread: list[str] | None = None) -> tuple[list[dict], int]:
     """Profile rows (without ids) for one chunk of encoded prompts, and the number of samples drawn.
 
     Adaptive decisions use an empirical-Bayes grid prior fitted to this chunk's counts together
     with `history` (n_correct, k, group of problems profiled before), so it sharpens as the run
-    goes; with `groups` (one key per prompt, e.g. its level) one prior per group."""
+    goes; with `groups` (one key per prompt, e.g. its level) one prior per group. `unread`, when
+    given, collects final sentences the verifier read no answer from (for the format warning)."""
     tallies = [_Tally() for _ in prompts]
     if cfg.rule is None:
         samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies)
@@ -263,6 +268,8 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
     budgets = [sampler.fit(p).max_tokens for p in prompts]  # what sample() generated each one with
     rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b)
             for t, b in zip(tallies, budgets, strict=True)]
+    if unread is not None:
+        unread.extend(s for t in tallies for s in t.unread)
     return rows, samples
 
 
@@ -344,14 +351,14 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
                                   f"profile shard {shard[0]}/{shard[1]}")
         io.write_ndjson(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}.left_out.jsonl", fitted.left_out)
         todo, left_out, clipped = fitted.kept, fitted.left_out.height, fitted.clipped
-    start, samples_total = time.monotonic(), 0
+    start, samples_total, unread = time.monotonic(), 0, []
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
     for chunk_no, chunk in enumerate(todo.iter_slices(cfg.chunk_size)):
         prompts = [sampler.encode(m) for m in chunk["prompt"].to_list()]
         groups = (np.array([group_of[i] for i in chunk["id"].to_list()], dtype=np.float64)
                   if group_of is not None else None)
         rows, samples = profile_chunk(sampler, prompts, chunk["answer"].to_list(), cfg,
-                                      (hist_c, hist_k, hist_g), groups)
+                                      (hist_c, hist_k, hist_g), groups, unread)
         samples_total += samples
         hist_c = np.concatenate([hist_c, [r["n_correct"] for r in rows]])
         hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
@@ -369,16 +376,26 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     io.write_json(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}.done", {"problems": mine.height})
     fmt = sampler.answer_format
     rate = sampler.cost.formatted / sampler.cost.completions if fmt and sampler.cost.completions else None
-    warn_format(rate, fmt, "this run's")
+    warn_format(rate, fmt, "this run's", unread)
     return {"problems": todo.height, "skipped": mine.height - todo.height - left_out, "left_out": left_out,
             "clipped": clipped, "samples": samples_total, "seconds": time.monotonic() - start, "format_rate": rate}
 
 
-def warn_format(rate: float | None, fmt: str | None, whose: str) -> None:
+def warn_format(rate: float | None, fmt: str | None, whose: str, unread: list[str] = ()) -> None:
+    """Warn when few completions carry the requested format, with a few final sentences the verifier
+    read no answer from: the user can tell the model's misses from the prompt's or the extractor's."""
     if rate is not None and rate < FORMAT_WARN_BELOW:
+        shown = list(dict.fromkeys(unread))[:UNREAD_EXAMPLES]
         logger.warning("only %.0f%% of %s completions gave the answer in the requested %s format: pass rates "
                        "measure formatting as much as difficulty; check the instruction, the chat template and "
-                       "max_tokens before trusting them", 100 * rate, whose, fmt)
+                       "max_tokens before trusting them%s", 100 * rate, whose, fmt,
+                       "".join(f"\n  unread final sentence: {s}" for s in shown))
+
+
+def verdict_totals(table: pl.DataFrame) -> dict[str, int]:
+    """Completions per verifier reason over a profile table: `no_answer` (nothing read) apart from
+    `wrong` (read, and not the gold)."""
+    return {r: int(table[f"n_{r}"].sum()) for r in REASONS if f"n_{r}" in table.columns}
 
 
 def format_summary(table: pl.DataFrame) -> dict:
@@ -416,6 +433,7 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
     meta["rows"] = table.height
     meta["samples"] = int(table["k"].sum())
     meta["format"] = format_summary(table)
+    meta["verdicts"] = verdict_totals(table)
     budget = (meta.get("config") or {}).get("sampling", {}).get("max_tokens")
     meta["left_out"] = count_reasons(left)
     meta["clipped"] = (int((table["max_tokens"] < budget).sum()) if budget is not None and "max_tokens" in table.columns
