@@ -24,6 +24,11 @@ and the raw record, so `write_load_result` can write it to a rejects file. Reaso
     missing_answer / empty_answer / non_string_answer
     no_extractable_answer   the preset's extraction found nothing (no `####`, no `\\boxed{}`)
     prompt_too_long         over max_prompt_chars (or max_prompt_tokens with a tokenizer)
+    prompt_over_context / budget_over_context
+                            with a tokenizer and a context length: the prompt rendered with the
+                            tokenizer's chat template cannot fit the context with max_tokens
+                            (`grpo_data.context`; the check profiling and training make again with
+                            their prompt settings, which may add a system prompt or an instruction)
     unparseable_gold        math-verify extracts no answer from the gold string
     duplicate_id            an explicit id that an earlier row with a valid gold also has
     duplicate               (of the rest) same normalized prompt and answer as an earlier row
@@ -139,11 +144,21 @@ def resolve_preset(
 
 @dataclass(frozen=True)
 class LoadLimits:
-    """Row-level limits. max_prompt_tokens needs `tokenizer` (a path or Hub name)."""
+    """Row-level limits. max_prompt_tokens and context_length need `tokenizer` (a path or Hub name).
+
+    context_length: the engine context the problems will be generated in; a prompt (rendered with the
+                    tokenizer's chat template) that cannot fit it with max_tokens is rejected, as
+                    profiling and training would leave it out (overlong_prompts "clip" keeps those
+                    that leave at least min_clipped_tokens).
+    """
 
     max_prompt_chars: int = 20_000
     max_prompt_tokens: int | None = None
     tokenizer: str | None = None
+    context_length: int | None = None
+    max_tokens: int = 256
+    overlong_prompts: str = "skip"
+    min_clipped_tokens: int = 32
 
 
 @dataclass(frozen=True)
@@ -353,19 +368,42 @@ class LoadResult:
         return "\n".join(lines)
 
 
+def _load_tokenizer(tokenizer: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tokenizer, trust_remote_code=False)
+
+
 def _token_counter(tokenizer: str | None) -> Callable[[str], int] | None:
     if tokenizer is None:
         return None
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(tokenizer, trust_remote_code=False)
+    tok = _load_tokenizer(tokenizer)
     return lambda text: len(tok(text, add_special_tokens=False)["input_ids"])
+
+
+def mark_overlong(df: pl.DataFrame, tokenizer, limits: LoadLimits) -> pl.DataFrame:
+    """Set prompt_over_context / budget_over_context on rows with no reason yet whose prompt, rendered
+    with `tokenizer`'s chat template (no prompt settings), cannot fit limits.context_length."""
+    from grpo_data.context import ContextPolicy
+    from grpo_data.prompting import encode_prompt
+
+    policy = ContextPolicy(limits.context_length, limits.overlong_prompts, limits.min_clipped_tokens)
+    valid = df["_reason"].is_null().to_list()
+    fits = [policy.fit(len(encode_prompt(tokenizer, m)), limits.max_tokens) if ok else None
+            for m, ok in zip(df["prompt"].to_list(), valid, strict=True)]
+    out = [f if f is not None and f.status == "left_out" else None for f in fits]
+    reason = pl.Series([f.reason if f else None for f in out], dtype=pl.String)
+    detail = pl.Series([f.detail if f else None for f in out], dtype=pl.String)
+    return df.with_columns(pl.when(reason.is_not_null()).then(reason).otherwise(pl.col("_reason")).alias("_reason"),
+                           pl.when(reason.is_not_null()).then(detail).otherwise(pl.col("_detail")).alias("_detail"))
 
 
 def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), verifier=None) -> LoadResult:
     """Read every source, check limits, gold answers and duplicates across all of them (in source order)."""
     if limits.max_prompt_tokens is not None and limits.tokenizer is None:
         raise DataError("max_prompt_tokens needs a tokenizer (path or Hub name) to count tokens")
+    if limits.context_length is not None and limits.tokenizer is None:
+        raise DataError("context_length needs a tokenizer (path or Hub name) to render and count prompts")
     count_tokens = _token_counter(limits.tokenizer)
     frames, parts = [], {}
     for number, src in enumerate(sources):
@@ -385,6 +423,8 @@ def load_sources(sources: Sequence[Source], limits: LoadLimits = LoadLimits(), v
         df = df.join(bad_df, on="answer", how="left", maintain_order="left").with_columns(*_first_reason(
             (pl.col("_why").is_not_null(), "unparseable_gold",
              pl.format("'{}': {}", pl.col("answer").str.slice(0, 80), pl.col("_why"))))).drop("_why")
+    if limits.context_length is not None:
+        df = mark_overlong(df, _load_tokenizer(limits.tokenizer), limits)
     df = mark_duplicates(df)
     kept = df.filter(pl.col("_reason").is_null())
     per_part = df.group_by("_label", maintain_order=True).agg(

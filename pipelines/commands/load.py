@@ -32,13 +32,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_arguments(parser)
     parser.add_argument("--out", required=True, help="output parquet; rejects go to OUT stem + .rejects.jsonl")
     parser.add_argument("--strict", action="store_true", help="exit non-zero when any row is rejected")
+    fit = parser.add_argument_group("context check (needs --tokenizer): reject prompts that cannot fit the engine, "
+                                    "as profiling and training would leave them out")
+    fit.add_argument("--context-length", type=int, default=None,
+                     help="the engine's context in tokens (vLLM max_model_len): prompt, rendered with the "
+                     "tokenizer's chat template, plus --max-tokens must fit")
+    fit.add_argument("--max-tokens", type=int, default=256, help="completion budget the problems will get (default 256)")
+    fit.add_argument("--overlong-prompts", choices=("skip", "clip"), default="skip",
+                     help="clip: keep prompts that leave at least --min-clipped-tokens of room")
+    fit.add_argument("--min-clipped-tokens", type=int, default=32)
 
 
 def load_from_args(args: argparse.Namespace):
+    from dataclasses import replace
+
     from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
 
     preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
     limits = LoadLimits(args.max_prompt_chars, args.max_prompt_tokens, args.tokenizer)
+    if getattr(args, "context_length", None) is not None:  # `grpo load` only; profile and train measure their own
+        limits = replace(limits, context_length=args.context_length, max_tokens=args.max_tokens,
+                         overlong_prompts=args.overlong_prompts, min_clipped_tokens=args.min_clipped_tokens)
     return load_problems(args.data, preset, limits, split=args.split, hub_config=args.hub_config)
 
 
