@@ -92,7 +92,11 @@ class RolloutConfig:
     ramping linearly over the last overlong_buffer tokens of the budget);
     instruction_suffix/system_prompt: prompt construction; vllm: engine settings
     (grpo_data.engines.EngineSettings: gpu_memory_utilization, max_model_len, enforce_eager, dtype,
-    max_num_seqs, enable_sleep_mode; null means the device kind's default).
+    max_num_seqs, enable_sleep_mode; null means the device kind's default);
+    overlong_prompts: a problem whose prompt cannot fit the engine's context (vllm.max_model_len, else
+    the model's) with max_tokens is left out of the pool and the held-out set before the scheduler is
+    built (`skip`, listed with its reason in the run's left_out.jsonl), or generated with the room
+    left (`clip`) unless that is under min_clipped_tokens (`grpo_data.context`).
 
     Group sizes (`grpo_data.allocation.Sizing`): sizing `fixed` gives every problem G answers;
     `allocate` sizes each problem from the scheduler's posterior, within [size_min, size_max], among
@@ -121,6 +125,8 @@ class RolloutConfig:
     instruction_suffix: str = ""
     system_prompt: str | None = None
     vllm: EngineSettings = field(default_factory=EngineSettings)
+    overlong_prompts: str = "skip"
+    min_clipped_tokens: int = 32
     sizing: str = "fixed"
     size_target: float = 0.8
     size_min: int = 2
@@ -137,6 +143,9 @@ class RolloutConfig:
 
     def __post_init__(self) -> None:
         self.group_sizing()  # refuses a bad combination with its message
+        if self.overlong_prompts not in ("skip", "clip") or self.min_clipped_tokens < 1:
+            raise ValueError(f"rollout.overlong_prompts must be skip or clip (got {self.overlong_prompts!r}) and "
+                             f"rollout.min_clipped_tokens >= 1 (got {self.min_clipped_tokens})")
         if self.g_schedule not in ("fixed", "variance"):
             raise ValueError(f"rollout.g_schedule={self.g_schedule!r}: choose fixed or variance")
         if self.g_schedule == "variance":

@@ -37,6 +37,7 @@ from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_data.stats import majority_correct, pass_at_k
 from grpo_train.config import TrainConfig, dump_config, schedule_steps
 from grpo_train.diagnostics import Health, heldout_regression
+from grpo_train.prompt_fit import fit_run_data, rollout_context
 from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
 
 logger = logging.getLogger(__name__)
@@ -292,6 +293,13 @@ class Trainer:
                                         total_steps=schedule_steps(cfg, int(os.environ.get("WORLD_SIZE", "1"))))
         self.rank, self.world = self.learner.rank, self.learner.world_size
         self.is_main = self.rank == 0
+        # problems whose prompt cannot fit the engine's context leave both tables before the scheduler is built
+        fit = fit_run_data(self.problems, self.heldout, self.learner.tokenizer,
+                           PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix),
+                           ro.max_tokens, rollout_context(cfg.model, ro, cfg.trust_remote_code),
+                           self.run_dir if self.is_main else None)
+        self.problems, self.heldout, self.context, self.heldout_left_out = (fit.problems, fit.heldout, fit.policy,
+                                                                            fit.heldout_left_out)
         if self.heldout is not None and self.heldout.height < self.world:
             raise ValueError(f"data.heldout has {self.heldout.height} problems for {self.world} ranks: every rank "
                              "needs at least one (vLLM's data parallelism generates in lock-step)")
@@ -325,12 +333,13 @@ class Trainer:
         self.health = Health(cfg.diagnostics, history=[r for r in read_metrics(self.run_dir) if r["kind"] == "train"]
                              if ckpt is not None else None)
 
-        from grpo_data.engines import make_engine
+        from grpo_data.engines import check_engine_context, make_engine
         from grpo_data.verify_pool import VerifierPool
 
         # each rank (and each resume point) seeds its own engine differently but deterministically
         self.engine = make_engine(ro.engine, cfg.model, seed=cfg.run.seed + 1000 * self.rank + self.step,
                                   settings=ro.vllm, trust_remote_code=cfg.trust_remote_code)
+        check_engine_context(self.engine, self.context.context)
         if ckpt is not None:
             self.engine.load_weights(self.learner.named_weights())
         self.verifier = VerifierPool(workers=max(1, cfg.run.threads // self.world))
@@ -339,9 +348,10 @@ class Trainer:
         prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
         tok = self.learner.tokenizer
         fmt = detect_format(prompt_cfg, spread_prompts(self.problems["prompt"]))
-        self.sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg, sampling, answer_format=fmt)
+        self.sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg, sampling, answer_format=fmt,
+                                      context=self.context)
         self.eval_sampler = RolloutSampler(self.engine, self.verifier, tok, prompt_cfg,
-                                           dataclasses.replace(sampling, logprobs=False))
+                                           dataclasses.replace(sampling, logprobs=False), context=self.context)
         self.batcher = RolloutBatcher(
             self.sampler, self.scheduler, self.problems["prompt"].to_list(), self.problems["answer"].to_list(),
             ro.group_size, ro.batch_groups, ro.max_rounds, ro.dynamic_resampling,
@@ -516,6 +526,7 @@ class Trainer:
             table = self.heldout.select("id", *(["level"] if "level" in self.heldout.columns else []))
             io.write_parquet(self.run_dir / "evals" / f"step-{self.step:06d}.parquet",
                              table.with_columns(pl.Series("n_correct", n_correct), pl.lit(k).alias("k")))
+        out["heldout_left_out"] = self.heldout_left_out  # not in heldout_problems, the accuracy's denominator
         out.update({"kind": "eval", "step": self.step, "rollouts_generated": self.totals["rollouts_generated"],
                     "eval_seconds": time.monotonic() - t0, "ranks": self.world, "ranks_agree": agree})
         self.metrics.write(out)

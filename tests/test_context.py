@@ -205,3 +205,68 @@ def test_the_card_counts_the_problems_the_profile_left_out(tmp_path, pool):
     assert "| prompt_over_context | 1 |" in text
     assert "Not profiled (left out): 1, of which 1 did not fit the profiling context" in text
     assert "Context: 192 tokens (prompt + completion)" in text and "1 left out, 0 profiled with a smaller" in text
+
+
+def test_train_config_names_the_policy_and_the_context_comes_from_the_model(untrained_policy):
+    """No engine: the embedded tiny policy's config (max_position_embeddings 192)."""
+    from grpo_train.config import load_config
+    from grpo_train.prompt_fit import rollout_context
+
+    with pytest.raises(ValueError, match="rollout.overlong_prompts must be skip or clip .*'cut'"):
+        load_config(None, ["rollout.overlong_prompts=cut"])
+    cfg = load_config(None, ["rollout.overlong_prompts=clip", "rollout.min_clipped_tokens=8"])
+    policy = rollout_context(str(untrained_policy), cfg.rollout)
+    assert (policy.context, policy.policy, policy.min_tokens) == (192, "clip", 8)
+    cfg = load_config(None, ["rollout.vllm.max_model_len=160"])
+    assert rollout_context(str(untrained_policy), cfg.rollout).context == 160
+
+
+@pytest.mark.slow
+def test_training_never_draws_a_problem_over_the_context_and_evaluation_states_its_denominator(
+        tmp_path, world_tables, untrained_policy):
+    """Engine: the real vLLM engine (and DeepSpeed) on the embedded tiny policy, context 192 tokens."""
+    import subprocess
+    import sys
+
+    from grpo_data.problems import to_table, user_prompt
+
+    over = to_table([{"id": "zz-over", "source": "t", "prompt": user_prompt("1+2" * 80), "answer": "3", "level": 1,
+                      "meta": "{}"}])
+    train, held = tmp_path / "train.parquet", tmp_path / "held.parquet"
+    pl.concat([world_tables["train"].head(8), over]).write_parquet(train)
+    pl.concat([world_tables["heldout"].head(4), over]).write_parquet(held)
+    out = tmp_path / "run"
+    args = [f"model={untrained_policy}", f"data.train={train}", f"data.heldout={held}", f"run.out={out}",
+            "rollout.batch_groups=2", "rollout.group_size=2", "rollout.max_tokens=128", "rollout.max_rounds=1",
+            "run.steps=1", "run.eval_every=1", "run.save_every=0", "run.progress=false", "run.eval_k=2",
+            "scheduler.name=uniform"]
+    proc = subprocess.run([sys.executable, "-m", "pipelines.cli", "train", *[a for o in args for a in ("-o", o)]],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    left = pl.read_ndjson(out / "left_out.jsonl")
+    assert left.select("split", "id", "reason").rows() == [("train", "zz-over", "prompt_over_context"),
+                                                          ("heldout", "zz-over", "prompt_over_context")]
+    evals = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines() if '"eval"' in line]
+    assert evals and all(r["heldout_problems"] == 4 and r["heldout_left_out"] == 1 for r in evals)
+    assert "1 of 9 left out" in proc.stderr and "1 of 5 left out" in proc.stderr
+
+
+def test_loading_rejects_prompts_that_cannot_fit_when_given_a_tokenizer_and_a_context(tmp_path, untrained_policy):
+    """No engine: `grpo load` with the embedded tiny policy's tokenizer and its context (192 tokens)."""
+    from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
+    from grpo_data.readers import DataError
+
+    data = tmp_path / "p.jsonl"
+    rows = [{"problem": "1+1", "answer": "2"}, {"problem": "1+2" * 80, "answer": "3"}, {"problem": "1+2" * 40, "answer": "4"}]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    preset = resolve_preset("problem_answer")
+    limits = LoadLimits(tokenizer=str(untrained_policy), context_length=192, max_tokens=128)
+    result = load_problems(str(data), preset, limits)
+    assert result.table["answer"].to_list() == ["2"]
+    assert result.rejects.select("row", "reason").rows() == [(1, "prompt_over_context"), (2, "budget_over_context")]
+    assert "> context 192" in result.rejects["detail"][0]
+    clip = load_problems(str(data), preset, LoadLimits(tokenizer=str(untrained_policy), context_length=192,
+                                                       max_tokens=128, overlong_prompts="clip"))
+    assert clip.table["answer"].to_list() == ["2", "4"] and clip.reject_counts == {"prompt_over_context": 1}
+    with pytest.raises(DataError, match="context_length needs a tokenizer"):
+        load_problems(str(data), preset, LoadLimits(context_length=192))
