@@ -160,8 +160,8 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
         stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta)
     engine.close()
     merge_parts(out, expected_ids=set(problems["id"].to_list()))
-    print(f"profiled {stats['problems']} problems ({stats['skipped']} resumed), {stats['samples']} samples, "
-          f"{stats['seconds']:.0f}s")
+    print(f"profiled {stats['problems']} problems ({stats['skipped']} resumed, {stats['left_out']} left out: prompt "
+          f"does not fit the context), {stats['samples']} samples, {stats['seconds']:.0f}s")
     return out
 
 
