@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SIZING_MODES = ("fixed", "allocate", "sequential")
+SIZING_MODES = ("fixed", "allocate", "sequential", "screen")
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,12 @@ class Sizing:
     `allocate_marginal`; `target` gives each problem the fewest answers whose expected chance of an
     informative group reaches `target`, taking problems by value per answer, `allocate`; sizes
     within [n_min, n_max]) or `sequential` (answers in rounds of `round_size`; a problem stops at
-    its first right-and-wrong mix or at n_max, the rest of the budget goes to other problems).
+    its first right-and-wrong mix or at n_max, the rest of the budget goes to other problems) or
+    `screen` (SPEED, arXiv 2506.09016: `round_size` answers per problem first; only a problem whose
+    screen is a right-and-wrong mix gets the rest of its G, the screen joining its group).
     candidates: problems the scheduler offers per G answers of budget (allocate chooses among them;
-    those it leaves out still count as offered in the scheduler's epoch, as a dropped group does).
+    those it leaves out still count as offered in the scheduler's epoch, as a dropped group does);
+    in `screen`, problems screened per group the batch still needs.
     The step's budget is batch_groups x G answers per rank, as with a fixed G."""
 
     mode: str = "fixed"

@@ -40,8 +40,18 @@ Step by step (the math is in `grpo_data.band_math`):
   epoch ends once the problems not yet offered hold fewer than a batch likely in band (P >= 0.5),
   so every problem in band is trained once before any is trained again (the trainer's default: a
   policy trained again and again on the same few hundred problems memorizes them).
-- Dry band: when fewer problems are likely in band than the largest batch asked for, the band
-  widens by `widen_step` (logged), up to [0, 1]; it narrows back when the band refills.
+- Dry band (`dry`): when fewer offerable problems are likely in band than a batch needs, the band
+  is never allowed to do worse than uniform sampling. `informative` (the default) takes the
+  problems likely in band first and fills the rest of the batch by expected informativeness,
+  E[1 - p^G - (1 - p)^G] at `group_size` answers under each candidate's posterior (the chance
+  that the group trains at all, what dynamic resampling keeps): a draw weighted by it is, on a
+  calibrated posterior, at least as informative as a uniform draw, whose expected
+  informativeness is the pool's plain mean of the same quantity. Entering and leaving the dry
+  state is logged, and `stats()` counts the slots filled that way. `widen` (the former rule)
+  widens the band by `widen_step` (logged), up to [0, 1], and narrows it back when the band
+  refills; measured on a 192-problem pool over 6 passes it drew problems that came back
+  all-wrong once the band ran dry (batch pass rate 0.62 -> 0.30, informative ratio 0.33 against
+  uniform's 0.35-0.38).
 """
 
 from __future__ import annotations
@@ -53,6 +63,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from grpo_data.allocation import expected_informative, p_informative
 from grpo_data.band_math import (
     CELL_QUANTUM,
     CELLS,
@@ -119,6 +130,11 @@ class BandConfig:
     explore:             share of every batch drawn uniformly from the whole pool, whatever its
                          estimates say (replay): keeps the easy and the hard ends in training and
                          their estimates fresh, at the cost of groups that are often all-equal.
+    dry:                 what fills a batch when too few offerable problems are likely in band:
+                         "informative" (expected informativeness at `group_size`, see the module
+                         docstring) or "widen" (widen the band by widen_step).
+    group_size:          answers per group the trainer samples (G): the G at which a dry band's
+                         fill scores expected informativeness.
     """
 
     lo: float = 0.2
@@ -141,8 +157,14 @@ class BandConfig:
     temperature: float = 0.25
     explore: float = 0.0
     epoch: str = "band"
+    dry: str = "informative"
+    group_size: int = 8
 
     def __post_init__(self) -> None:
+        if self.dry not in ("informative", "widen"):
+            raise ValueError(f"dry must be informative or widen, got {self.dry!r}")
+        if self.group_size < 2:
+            raise ValueError(f"group_size must be >= 2 (a group of one answer never trains), got {self.group_size}")
         if not 0 <= self.lo < self.hi <= 1:
             raise ValueError(f"band must satisfy 0 <= lo < hi <= 1, got [{self.lo}, {self.hi}]")
         if not 0 < self.decay <= 1:
@@ -173,6 +195,7 @@ class CellTable(NamedTuple):
     sizes: np.ndarray
     avail: np.ndarray
     score: np.ndarray
+    informative: np.ndarray
 
 
 class BandScheduler:
@@ -205,6 +228,7 @@ class BandScheduler:
         self.last_batch_in_band = float("nan")
         self.likely_total = self.likely_available = 0  # problems with proposal score >= LIKELY (and offerable)
         self.scored_at = self.refit_at = self.largest_batch = 0
+        self.dry, self.dry_fills, self.dry_filled = False, 0, 0  # dry-band state, slots filled by informativeness
         self._recell()
 
     # ------------------------------------------------------------ posterior
@@ -270,7 +294,8 @@ class BandScheduler:
         score = band_mass(post, first[group], last[group])
         likely = score >= LIKELY
         self.likely_total, self.likely_available = int(sizes[likely].sum()), int(avail[likely].sum())
-        return CellTable(slots, group, s_cells * CELL_QUANTUM, f_cells * CELL_QUANTUM, sizes, avail, score)
+        informative = (post * p_informative(shifted_grid(self.drift[group]), self.cfg.group_size)).sum(axis=1)
+        return CellTable(slots, group, s_cells * CELL_QUANTUM, f_cells * CELL_QUANTUM, sizes, avail, score, informative)
 
     def _rebase(self) -> None:
         """Fold each group's drift into its frame: its members' counts and its prior move by the drift
@@ -325,10 +350,10 @@ class BandScheduler:
             out = np.concatenate([out, self.rng.choice(rest, size=m - out.size, replace=False)])
         return out
 
-    def _propose(self, table: CellTable, m: int) -> np.ndarray:
-        """Up to m distinct offerable candidates: a cell in proportion to score x offerable members,
-        then one of its offerable members uniformly."""
-        cum = np.cumsum(table.score * table.avail)
+    def _propose(self, table: CellTable, m: int, score: np.ndarray | None = None) -> np.ndarray:
+        """Up to m distinct offerable candidates: a cell in proportion to score (default: the band's,
+        table.score) x offerable members, then one of its offerable members uniformly."""
+        cum = np.cumsum((table.score if score is None else score) * table.avail)
         if m < 1 or cum[-1] <= 0:
             return np.zeros(0, dtype=np.int64)
         pick = np.minimum(np.searchsorted(cum, self.rng.random(m) * cum[-1], side="right"), cum.size - 1)
@@ -353,10 +378,29 @@ class BandScheduler:
             order = np.argsort(out_of_band + 0.5 * self.rng.random(cand.size), kind="stable")[:k]  # in band first
         return cand[order], q[order]
 
+    def _select_dry(self, cand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """k of the candidates when the band is dry: those likely in band first (drawn by P(in band)
+        as `_select` draws), the rest in proportion to expected informativeness ** (1 / temperature).
+        (chosen, their P(in band)); `dry_filled` is set to the slots filled by informativeness."""
+        post, values = self.posterior(cand)
+        first, last = band_columns(self.drift, self.lo, self.hi)
+        q = band_mass(post, first[self.group[cand]], last[self.group[cand]])
+        e = expected_informative(post, values, self.cfg.group_size)
+        likely = np.flatnonzero(q >= LIKELY)
+        rest = np.flatnonzero(q < LIKELY)
+        t = self.cfg.temperature
+        top = likely[gumbel_top(np.log(np.maximum(q[likely], 1e-300)) / t, k, self.rng)]
+        fill = rest[gumbel_top(np.log(np.maximum(e[rest], 1e-300)) / t, k - top.size, self.rng)]
+        order = np.concatenate([top, fill])
+        self.dry_filled = int(fill.size)
+        return cand[order], q[order]
+
     def _maybe_adjust_band(self, batch: int) -> bool:
         # against the largest batch asked for: the trainer's top-up rounds ask for fewer, and must not
         # narrow a band that its full rounds need wide
         self.largest_batch = max(self.largest_batch, batch)
+        if self.cfg.dry == "informative":  # the band stays; a dry batch is filled by `_select_dry`
+            return False
         need = self.cfg.min_in_band_frac * self.largest_batch
         if self.likely_total < need and (self.lo > 0 or self.hi < 1):
             self.lo = max(0.0, self.lo - self.cfg.widen_step)
@@ -395,10 +439,25 @@ class BandScheduler:
             table = self._cell_table()
         n_explore = int(round(self.cfg.explore * batch))
         n_band = batch - n_explore
-        cand = self._propose(table, n_band * self.cfg.oversample)
+        dry = self.cfg.dry == "informative" and self.likely_available < n_band
+        if dry != self.dry:
+            if dry:
+                logger.warning("scheduler: only %d offerable problems likely in [%.2f, %.2f] for a batch of %d: the rest "
+                               "is filled by expected informativeness at G=%d (never worse than uniform)",
+                               self.likely_available, self.lo, self.hi, n_band, self.cfg.group_size)
+            else:
+                logger.info("scheduler: the band holds a batch again (%d likely in band)", self.likely_available)
+            self.dry = dry
+        m = n_band * self.cfg.oversample
+        if dry:  # half the candidates as the band proposes (its likely members), half by informativeness
+            cand = np.union1d(self._propose(table, m // 2), self._propose(table, m - m // 2, table.informative))
+        else:
+            cand = self._propose(table, m)
         if cand.size < n_band:  # proposal weights exhausted: top up uniformly from the rest
             cand = np.concatenate([cand, self._uniform_offerable(n_band - cand.size, cand)])
-        chosen, q = self._select(cand, n_band)
+        self.dry_filled = 0
+        chosen, q = self._select_dry(cand, n_band) if dry else self._select(cand, n_band)
+        self.dry_fills += self.dry_filled
         self.last_batch_in_band = float(q.mean()) if q.size else float("nan")
         if n_explore:
             chosen = np.concatenate([chosen, self._uniform_offerable(n_explore, chosen)])
@@ -437,7 +496,8 @@ class BandScheduler:
 
     def stats(self) -> dict:
         return {"band_lo": self.lo, "band_hi": self.hi, "widenings": self.widenings, "epoch": self.epoch,
-                "band_occupancy": self.last_batch_in_band, "likely_in_band": self.likely_total, "step": self.step}
+                "band_occupancy": self.last_batch_in_band, "likely_in_band": self.likely_total, "step": self.step,
+                "band_dry": float(self.dry), "dry_fills": self.dry_fills}
 
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict:
@@ -448,7 +508,7 @@ class BandScheduler:
         meta = {"name": self.name, "n": self.n, "config": asdict(self.cfg), "step": self.step, "epoch": self.epoch,
                 "lo": self.lo, "hi": self.hi, "widenings": self.widenings, "scored_at": self.scored_at,
                 "refit_at": self.refit_at, "fresh": self.fresh, "last_batch_in_band": self.last_batch_in_band,
-                "largest_batch": self.largest_batch,
+                "largest_batch": self.largest_batch, "dry": self.dry, "dry_fills": self.dry_fills,
                 "rng": self.rng.bit_generator.state}
         return {"arrays": {k: np.array(v, copy=True) for k, v in arrays.items()}, "meta": meta}
 
@@ -466,6 +526,7 @@ class BandScheduler:
         self.step, self.epoch, self.widenings = meta["step"], meta["epoch"], meta["widenings"]
         self.lo, self.hi, self.scored_at, self.refit_at = meta["lo"], meta["hi"], meta["scored_at"], meta["refit_at"]
         self.fresh, self.last_batch_in_band, self.largest_batch = meta["fresh"], meta["last_batch_in_band"], meta["largest_batch"]
+        self.dry, self.dry_fills = meta.get("dry", False), meta.get("dry_fills", 0)  # absent in older states
         self.rng.bit_generator.state = meta["rng"]
 
     def save(self, folder: str | Path) -> None:

@@ -57,7 +57,11 @@ class SchedulerSection:
     the others; `none` fits one prior for the whole pool; explore: share of each batch drawn
     uniformly from the pool (band only); without_replacement: offer each problem at most once per
     epoch (band only); epoch: `pool` ends an epoch when every problem was offered, `band` when the
-    problems not yet offered hold fewer than a batch likely in band."""
+    problems not yet offered hold fewer than a batch likely in band; dry (band only): when too few
+    problems are likely in band for a batch, `informative` fills the rest by expected
+    informativeness at group_size (never worse than uniform on a calibrated posterior), `widen`
+    widens the band step by step (the former rule, which drew all-wrong problems once the band ran
+    dry over several passes)."""
 
     name: str = "band"
     lo: float = 0.2
@@ -72,6 +76,7 @@ class SchedulerSection:
     explore: float = 0.0
     without_replacement: bool = True
     epoch: str = "band"
+    dry: str = "informative"
     settings: dict = field(default_factory=dict)
 
 
@@ -104,7 +109,11 @@ class RolloutConfig:
     the expected number of groups holding a right and a wrong answer; `target` gives each problem
     the fewest answers whose expected chance of such a group reaches size_target;
     `sequential` samples rounds of size_round answers and stops a problem at its first mix or at
-    size_max. Both spend batch_groups x G answers per step, as a fixed G does. g_schedule `variance`
+    size_max. Both spend batch_groups x G answers per step, as a fixed G does. `screen` is SPEED's
+    screen-then-continue (arXiv 2506.09016): each round screens size_candidates x (groups still
+    needed) problems with size_round answers each; a problem whose screen is a right-and-wrong mix
+    gets G - size_round more (its screen joins the group), the rest stop at the screen, every answer
+    charged; it needs dynamic_resampling and size_round < group_size. g_schedule `variance`
     doubles G when the mean within-group reward variance of the last g_window steps exceeds g_high
     and halves it below g_low, within [g_min, g_max], keeping batch_groups x G answers per step."""
 
@@ -146,6 +155,10 @@ class RolloutConfig:
         if self.overlong_prompts not in ("skip", "clip") or self.min_clipped_tokens < 1:
             raise ValueError(f"rollout.overlong_prompts must be skip or clip (got {self.overlong_prompts!r}) and "
                              f"rollout.min_clipped_tokens >= 1 (got {self.min_clipped_tokens})")
+        if self.sizing == "screen" and not (self.size_round < self.group_size and self.dynamic_resampling):
+            raise ValueError(f"rollout.sizing=screen screens size_round answers of each group of group_size and drops "
+                             f"the screens that stop: it needs size_round < group_size (got {self.size_round} and "
+                             f"{self.group_size}) and dynamic_resampling=true")
         if self.g_schedule not in ("fixed", "variance"):
             raise ValueError(f"rollout.g_schedule={self.g_schedule!r}: choose fixed or variance")
         if self.g_schedule == "variance":
@@ -168,7 +181,7 @@ class RolloutConfig:
         answers = self.batch_groups * self.group_size
         if self.g_schedule == "variance":
             return answers // min(reachable_group_sizes(self.group_size, self.g_min, self.g_max))
-        return self.batch_groups if self.sizing == "fixed" else answers // self.size_min
+        return self.batch_groups if self.sizing in ("fixed", "screen") else answers // self.size_min
 
     def variance_schedule(self) -> VarianceSchedule:
         return VarianceSchedule(self.group_size, self.g_min, self.g_max, self.g_window, self.g_low, self.g_high)
@@ -287,6 +300,9 @@ class RunConfig:
     eval_every_rollouts: also evaluate after the step whose rollouts cross a multiple of this (0 =
     off): spacing in rollouts is the same for runs whose steps cost different numbers of rollouts;
     keep_last: newest checkpoints kept (0 = keep every one); eval_k: samples per held-out problem;
+    eval_k_ends: samples per held-out problem at the run's first and last evaluations (0 = eval_k):
+    the start-to-end gain, and arms compared at the budget, are read at this k (paired per problem,
+    32 resolves about 0.004 on 400 problems where 4 resolves about 0.01);
     eval_limit: held-out problems used (0 = all); eval_first: evaluate before the first step (runs
     that share a starting policy and seed can skip it); ranks: processes `grpo pipeline` launches
     training with (`deepspeed --num_gpus RANKS --module pipelines.cli train ...`; `grpo train`
@@ -299,6 +315,7 @@ class RunConfig:
     eval_every: int = 10
     eval_every_rollouts: int = 0
     eval_k: int = 4
+    eval_k_ends: int = 0
     eval_limit: int = 0
     eval_first: bool = True
     save_every: int = 20

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -155,13 +156,19 @@ class RolloutBatch:
     group_sizes: list[int] = field(default_factory=list)
     group_var_sum: float = 0.0
     baseline_var_sum: float = 0.0
+    groups_all_right: int = 0
+    groups_all_wrong: int = 0
+    groups_in_band: int = 0
+    level_groups: Counter = field(default_factory=Counter)
+    screen_rollouts: int = 0
 
 
 class RolloutBatcher:
     def __init__(self, sampler: RolloutSampler, scheduler, prompts: list[list[dict]], answers: list[str],
                  group_size: int, batch_groups: int, max_rounds: int, dynamic_resampling: bool,
                  overlong: Overlong = Overlong(), oversample: float = 1.25, rank: int = 0, world_size: int = 1,
-                 all_gather=None, reward=CORRECTNESS, sizing: Sizing = Sizing()) -> None:
+                 all_gather=None, reward=CORRECTNESS, sizing: Sizing = Sizing(), band: tuple[float, float] = (0.2, 0.8),
+                 levels: np.ndarray | None = None) -> None:
         self.sampler, self.scheduler = sampler, scheduler
         self.answers = answers
         self.group_size, self.batch_groups = group_size, batch_groups
@@ -173,6 +180,8 @@ class RolloutBatcher:
         self.all_gather = all_gather
         self.reward = reward
         self.sizing = sizing
+        self.band = band
+        self.levels = levels
         if sizing.mode == "allocate" and not hasattr(scheduler, "posterior"):
             raise ValueError("rollout.sizing=allocate sizes groups from the scheduler's posterior: use "
                              "scheduler.name=band (this scheduler keeps none)")
@@ -220,6 +229,13 @@ class RolloutBatcher:
         batch.group_var_sum += float(sum(v for v, _ in variances))
         batch.baseline_var_sum += float(sum(v / n for v, n in variances))  # the group mean's variance: var / n
         batch.n_correct += int(sum(g.correct.sum() for g in mine))
+        for g in mine:  # the trace: what every generated group gave, whether or not it trains
+            kind = group_kind(g)
+            batch.groups_all_right += kind == "all_right"
+            batch.groups_all_wrong += kind == "all_wrong"
+            batch.groups_in_band += bool(self.band[0] <= g.correct.mean() <= self.band[1]) if len(g.completions) else 0
+            if self.levels is not None:
+                batch.level_groups[int(self.levels[g.problem])] += 1
         shares = [d for d in (g.distinct_wrong_answers for g in mine) if d is not None]
         batch.distinct_wrong_sum += float(sum(shares))
         batch.distinct_wrong_groups += len(shares)
@@ -234,9 +250,7 @@ class RolloutBatcher:
         repeats a problem within a round, and each repeat is its own outcome."""
         parts = self._all_ranks([(int(g.correct.sum()), g.informative) for g in mine])
         if interleaved:
-            merged: list = [None] * sum(len(part) for part in parts)
-            for r, part in enumerate(parts):
-                merged[r :: len(parts)] = part
+            merged = _interleave(parts)
         else:
             merged = [outcome for part in parts for outcome in part]
         n_correct = np.array([c for c, _ in merged], dtype=np.int64)
@@ -250,7 +264,7 @@ class RolloutBatcher:
         return int(rank_quotas(np.array(self.all_gather(mine)), want_total)[self.rank])
 
     def next_batch(self) -> RolloutBatch:
-        return self._fixed_batch() if self.sizing.mode == "fixed" else self._sized_batch()
+        return self._fixed_batch() if self.sizing.mode in ("fixed", "screen") else self._sized_batch()
 
     def _fixed_batch(self) -> RolloutBatch:
         batch = RolloutBatch()
@@ -259,13 +273,20 @@ class RolloutBatcher:
         for round_no in range(self.max_rounds):
             need = want_total - kept_total
             ask = need if round_no == 0 else math.ceil(need * self.oversample)
+            if self.sizing.mode == "screen":  # most screens stop: screen `candidates` problems per group wanted
+                ask = math.ceil(need * self.sizing.candidates)
             ask = max(ask, self.world_size)  # every rank gets a share: engines generate in lock-step
             idx = self.scheduler.sample(ask)
             if idx.size < self.world_size:  # a pool smaller than the ranks: repeat problems (each its own outcome)
                 idx = np.resize(_nonempty(idx), self.world_size)
-            mine = self._generate_groups(self._share(idx), batch)
+            if self.sizing.mode == "screen":
+                mine = self._screen_round(idx, batch)
+                sizes = np.array(_interleave(self._all_ranks([len(g.completions) for g in mine])), dtype=np.int64)
+            else:
+                mine = self._generate_groups(self._share(idx), batch)
+                sizes = self.group_size
             n_correct, informative = self._gather_outcomes(mine)
-            self.scheduler.update(idx, n_correct, self.group_size)  # every outcome, kept or dropped
+            self.scheduler.update(idx, n_correct, sizes)  # every outcome, kept or dropped, at its own size
             batch.rounds += 1
             self._count(batch, mine)
             if self.dynamic:
@@ -282,6 +303,32 @@ class RolloutBatcher:
             logger.warning("batch under-filled: %d of %d informative groups after %d rounds; training on what is there",
                            kept_total, want_total, batch.rounds)
         return batch
+
+    def _screen_round(self, idx: np.ndarray, batch: RolloutBatch) -> list[Group]:
+        """SPEED's screen-then-continue (arXiv 2506.09016, Alg. 1): round_size answers for each problem
+        of this rank's share of idx; a problem whose screen holds a right and a wrong answer among those
+        that train gets G - round_size more, and its screen joins its group (G answers); the others stop
+        at the screen, their answers charged in full (`screen_rollouts`). Returns this rank's groups, the
+        stopped screens included (all-equal by construction, so resampling drops them).
+
+        Ranks stay in lock-step (one engine call each for screens, one for continuations when any rank
+        continues): a rank with nothing to continue then continues its first screen anyway, a full
+        group that trains only if it comes back mixed."""
+        r, g = self.sizing.round_size, self.group_size
+        mine_idx = self._share(idx)
+        screens = self._sample(mine_idx, batch, r)
+        groups = [self._group(int(i), sg) for i, sg in zip(mine_idx, screens, strict=True)]
+        go = [j for j, grp in enumerate(groups) if grp.informative]
+        if sum(self._all_ranks(len(go))):
+            if not go:
+                go = [0]
+            more = self._sample(mine_idx[go], batch, g - r)
+            for j, sg in zip(go, more, strict=True):
+                screens[j] = ScoredGroup.concat([screens[j], sg])
+                groups[j] = self._group(int(mine_idx[j]), screens[j])
+        continued = set(go)
+        batch.screen_rollouts += sum(len(grp.completions) for j, grp in enumerate(groups) if j not in continued)
+        return groups
 
     def _sized_batch(self) -> RolloutBatch:
         """A batch of variable-size groups: rounds until the kept groups hold batch_groups x G
@@ -426,11 +473,31 @@ class RolloutBatcher:
             groups.append(self._group(i, sg))
 
 
+def group_kind(group: Group) -> str:
+    """`mixed` (a right and a wrong answer among those that train: `Group.informative`), else
+    `all_right` when every answer that trains is right, else `all_wrong` (a group none of whose
+    answers trains, all cut off and masked, counts as all-wrong: it teaches nothing either way).
+    The three shares of a step's generated groups add up to 1."""
+    if group.informative:
+        return "mixed"
+    correct = group.correct[group.trained]
+    return "all_right" if correct.size and bool(correct.all()) else "all_wrong"
+
+
 def trained_counts(groups: list[Group]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(right answers, answers) among those the loss trains on (`Group.trained`: the same answers
     `Group.informative` judges), and answers sampled, per group."""
     return (np.array([int(g.correct[g.trained].sum()) for g in groups]), np.array([int(g.trained.sum()) for g in groups]),
             np.array([len(g.completions) for g in groups]))
+
+
+def _interleave(parts: list[list]) -> list:
+    """Per-rank lists (rank r's items are the round's r::world, `RolloutBatcher._share`) back in the
+    round's order."""
+    merged: list = [None] * sum(len(part) for part in parts)
+    for r, part in enumerate(parts):
+        merged[r :: len(parts)] = part
+    return merged
 
 
 def _nonempty(idx: np.ndarray) -> np.ndarray:
@@ -457,14 +524,15 @@ def rank_quotas(available: np.ndarray, total: int) -> np.ndarray:
     return quota
 
 
-def refresh_estimates(batcher: RolloutBatcher, size: int, k: int) -> int:
+def refresh_estimates(batcher: RolloutBatcher, size: int, k: int, cost: RolloutBatch | None = None) -> int:
     """Re-estimate a subset of the pool with the current policy (as the profiler does): the
     scheduler's stalest problems and those nearest the band edges get k fresh samples each, and
     the outcomes update the scheduler. Returns the number of rollouts spent (count them: they are
-    real sampling cost). With several ranks every rank refreshes its share of the same subset."""
+    real sampling cost); `cost` collects this rank's generation cost (tokens, seconds). With several
+    ranks every rank refreshes its share of the same subset."""
     idx = batcher.scheduler.refresh_candidates(size)
     if idx.size < batcher.world_size:  # every rank must generate (vLLM's data parallelism steps in lock-step)
         return 0
-    groups = batcher._generate_groups(batcher._share(idx), RolloutBatch(), n=k)
+    groups = batcher._generate_groups(batcher._share(idx), RolloutBatch() if cost is None else cost, n=k)
     batcher.scheduler.update(idx, batcher._gather_outcomes(groups)[0], k)
     return int(idx.size) * k

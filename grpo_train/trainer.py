@@ -38,7 +38,7 @@ from grpo_data.stats import majority_correct, pass_at_k
 from grpo_train.config import TrainConfig, dump_config, schedule_steps
 from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.prompt_fit import fit_run_data, rollout_context
-from grpo_train.rollout import Overlong, RolloutBatcher, refresh_estimates
+from grpo_train.rollout import Overlong, RolloutBatch, RolloutBatcher, refresh_estimates
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
     Groups that are offline-estimate buckets (no level column) share the pool's prior."""
     if sc.name == "band":
         return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
-                "without_replacement": sc.without_replacement, "epoch": sc.epoch,
+                "without_replacement": sc.without_replacement, "epoch": sc.epoch, "dry": sc.dry,
                 "group_priors": problems is None or level_array(problems) is not None}
     if sc.name in ("pools", "greso"):
         return dict(sc.settings)
@@ -251,6 +251,23 @@ def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray 
     return out
 
 
+def step_trace(counts: dict, by_level: bool) -> dict:
+    """One step's trace from its summed counts (all ranks): the shares of the generated groups that
+    came back all-right, all-wrong and mixed (they add up to 1; `rollout.group_kind`), the share
+    whose observed pass rate lies in the training band (`groups_in_band_share`: the one in-band
+    share the report and the benchmarks use), the screen's answers, and the level mix of the
+    generated groups."""
+    n = max(1, counts["generated_groups"])
+    mixed = counts["informative_groups"]
+    out = {"groups_all_right_share": counts["groups_all_right"] / n, "groups_all_wrong_share": counts["groups_all_wrong"] / n,
+           "groups_mixed_share": mixed / n, "groups_in_band_share": counts["groups_in_band"] / n,
+           "screen_rollouts": counts["screen_rollouts"]}
+    if by_level:
+        out.update({f"level_share_{k.removeprefix('groups_level_')}": v / n for k, v in sorted(counts.items())
+                    if k.startswith("groups_level_")})
+    return out
+
+
 def checkpoints_to_prune(checkpoints: list[Path], keep_last: int) -> list[Path]:
     """The checkpoints to delete so the newest keep_last remain; keep_last 0 keeps every one."""
     return sorted(checkpoints)[:-keep_last] if keep_last else []
@@ -312,12 +329,15 @@ class Trainer:
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
         sc = cfg.scheduler
         offline = offline_counts(self.problems, cfg.data.profile, cfg)
+        band_g = {"group_size": cfg.rollout.group_size} if sc.name == "band" else {}  # a dry band's fill scores at G
         self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
-                                        groups=scheduler_groups(self.problems, offline, sc), **scheduler_kwargs(sc, self.problems))
+                                        groups=scheduler_groups(self.problems, offline, sc),
+                                        **scheduler_kwargs(sc, self.problems), **band_g)
         self.levels = level_array(self.problems)
         self.times_trained = np.zeros(self.problems.height, dtype=np.int64)  # groups trained per problem
         self.step = 0
-        self.totals = {"rollouts_generated": 0, "informative_rollouts": 0, "groups_generated": 0}
+        self.totals = {"rollouts_generated": 0, "informative_rollouts": 0, "groups_generated": 0, "tokens_generated": 0,
+                       "refresh_rollouts": 0, "screen_rollouts": 0}
         self._resumed_g_schedule = None  # a checkpoint's G schedule state, applied once the batcher exists
         ckpt = latest_checkpoint(self.run_dir) if resume else None
         if resume and ckpt is None:
@@ -357,7 +377,7 @@ class Trainer:
             ro.group_size, ro.batch_groups, ro.max_rounds, ro.dynamic_resampling,
             Overlong(ro.overlong, ro.max_tokens, ro.overlong_buffer, ro.overlong_penalty), ro.oversample,
             self.rank, self.world, all_gather=self._all_gather if self.world > 1 else None,
-            reward=build_reward(cfg.reward.terms), sizing=ro.group_sizing())
+            reward=build_reward(cfg.reward.terms), sizing=ro.group_sizing(), band=(sc.lo, sc.hi), levels=self.levels)
         # the variance-driven G schedule keeps batch_groups x G answers per step as G moves
         self.g_schedule = ro.variance_schedule() if ro.g_schedule == "variance" else None
         self.step_answers = ro.batch_groups * ro.group_size
@@ -391,21 +411,30 @@ class Trainer:
                   "unscored": unscored, "distinct_wrong_sum": batch.distinct_wrong_sum,
                   "distinct_wrong_groups": batch.distinct_wrong_groups,
                   "informative_rollouts": batch.informative_rollouts, "group_var_sum": batch.group_var_sum,
-                  "baseline_var_sum": batch.baseline_var_sum,
+                  "baseline_var_sum": batch.baseline_var_sum, "groups_all_right": batch.groups_all_right,
+                  "groups_all_wrong": batch.groups_all_wrong, "groups_in_band": batch.groups_in_band,
+                  "screen_rollouts": batch.screen_rollouts,
+                  **{f"groups_level_{lv}": c for lv, c in sorted(batch.level_groups.items())},
                   **{f"groups_size_{n}": c for n, c in sorted(Counter(batch.group_sizes).items())}}
         len_max = max(lens) if lens else 0
         if self.world > 1:  # all ranks' rollouts, so every rank logs and budgets the same totals
             parts = self._all_gather((counts, len_max))
             counts = {k: sum(part[0].get(k, 0) for part in parts) for k in {k for part in parts for k in part[0]}}
             len_max = max(part[1] for part in parts)
-        refresh_rollouts = 0
+        refresh_rollouts = refresh_tokens = 0
         sc = self.cfg.scheduler
         # decided from gathered counts, so every rank makes the same decision
         drifted = abs(counts["n_correct"] / max(1, counts["generated_rollouts"]) - (sc.lo + sc.hi) / 2) > sc.refresh_drift
         if sc.refresh_every and hasattr(self.scheduler, "refresh_candidates") and (
                 self.step % sc.refresh_every == 0 or drifted):
-            refresh_rollouts = refresh_estimates(self.batcher, sc.refresh_size, sc.refresh_k)
+            spend = RolloutBatch()
+            refresh_rollouts = refresh_estimates(self.batcher, sc.refresh_size, sc.refresh_k, cost=spend)
+            refresh_tokens = sum(self._all_gather(spend.gen_tokens)) if self.world > 1 else spend.gen_tokens
         self.totals["rollouts_generated"] += refresh_rollouts  # refresh samples are real sampling cost
+        # every generated token is charged: training rounds (screens and dropped groups included) and refresh
+        self.totals["tokens_generated"] = self.totals.get("tokens_generated", 0) + counts["gen_tokens"] + refresh_tokens
+        self.totals["refresh_rollouts"] = self.totals.get("refresh_rollouts", 0) + refresh_rollouts
+        self.totals["screen_rollouts"] = self.totals.get("screen_rollouts", 0) + counts["screen_rollouts"]
         informative_rollouts = counts["informative_rollouts"]  # groups may differ in size
         self.totals["rollouts_generated"] += counts["generated_rollouts"]
         self.totals["informative_rollouts"] += informative_rollouts
@@ -440,9 +469,16 @@ class Trainer:
             "distinct_wrong_ratio": (counts["distinct_wrong_sum"] / counts["distinct_wrong_groups"]
                                      if counts["distinct_wrong_groups"] else float("nan")),
             "weight_sync_s": sync_s, "refresh_rollouts": refresh_rollouts, "step_seconds": time.monotonic() - t0,
+            **step_trace(counts, self.levels is not None),
+            "gen_tokens_step": counts["gen_tokens"], "refresh_tokens": refresh_tokens,
+            "tokens_generated": self.totals["tokens_generated"],
+            "refresh_rollouts_total": self.totals["refresh_rollouts"], "screen_rollouts_total": self.totals["screen_rollouts"],
             "verify_seconds": batch.verify_seconds,
             "band_occupancy": sched.get("band_occupancy", float("nan")),
             **{k: v for k, v in sched.items() if k in ("band_lo", "band_hi")},
+            # the scheduler's own state (dry fills, pool sizes, skips, exploration): what each sampler did
+            **{f"sched_{k}": float(v) for k, v in sched.items()
+               if k not in ("band_lo", "band_hi", "band_occupancy") and isinstance(v, (int, float, np.integer, np.floating))},
             **coverage(self.times_trained, trained, self.levels),
             **info,
         }
@@ -459,7 +495,7 @@ class Trainer:
         cfg = self.cfg.run
         evaluating = self.heldout is not None and bool(cfg.eval_every or cfg.eval_every_rollouts)
         if self.step == 0 and evaluating and cfg.eval_first:
-            self._evaluate()
+            self._evaluate(cfg.eval_k_ends or cfg.eval_k)
         # on resume, whether the checkpoint's step was evaluated is in the (truncated) log; every rank
         # reads it (the run folder is shared, as for checkpoints), so all of them agree to evaluate
         evals_done = {r["step"] for r in read_metrics(self.run_dir) if r["kind"] == "eval"}
@@ -468,8 +504,8 @@ class Trainer:
         while self.step < cfg.steps:
             if cfg.max_rollouts and self.totals["rollouts_generated"] >= cfg.max_rollouts:
                 logger.info("rollout budget %d reached at step %d", cfg.max_rollouts, self.step)
-                if evaluating and evaluated_at != self.step:
-                    self._evaluate()
+                if evaluating and (evaluated_at != self.step or cfg.eval_k_ends):
+                    self._evaluate(cfg.eval_k_ends or cfg.eval_k)
                 if cfg.save_every:
                     self.save_checkpoint()
                 break
@@ -490,8 +526,8 @@ class Trainer:
             if cfg.save_every and (self.step % cfg.save_every == 0 or self.step == cfg.steps):
                 self.save_checkpoint()
         else:  # all steps done: the run's last evaluation is at its end
-            if evaluating and evaluated_at != self.step:
-                self._evaluate()
+            if evaluating and (evaluated_at != self.step or cfg.eval_k_ends):
+                self._evaluate(cfg.eval_k_ends or cfg.eval_k)
         bar.close()
         return self.run_dir
 
@@ -515,10 +551,10 @@ class Trainer:
             raise RuntimeError(f"scheduler state or weights diverged across ranks at step {self.step}: {digests}")
         return True
 
-    def _evaluate(self) -> dict:
+    def _evaluate(self, k: int | None = None) -> dict:
         agree = self._check_ranks_agree()
         t0 = time.monotonic()
-        k = self.cfg.run.eval_k
+        k = k or self.cfg.run.eval_k
         n_correct, majority = eval_counts(self.eval_sampler, self.heldout, k, self.rank, self.world, self._all_gather)
         out = eval_summary(self.heldout, n_correct, majority, k)
         if self.is_main:  # per problem, for frontier and per-problem analyses (bench/e2e_bench.py)
@@ -528,6 +564,7 @@ class Trainer:
                              table.with_columns(pl.Series("n_correct", n_correct), pl.lit(k).alias("k")))
         out["heldout_left_out"] = self.heldout_left_out  # not in heldout_problems, the accuracy's denominator
         out.update({"kind": "eval", "step": self.step, "rollouts_generated": self.totals["rollouts_generated"],
+                    "tokens_generated": self.totals.get("tokens_generated", 0),
                     "eval_seconds": time.monotonic() - t0, "ranks": self.world, "ranks_agree": agree})
         self.metrics.write(out)
         logger.info("step %d: held-out accuracy %.3f", self.step, out["heldout_accuracy"])

@@ -361,7 +361,7 @@ def test_dry_band_widens_and_says_so(caplog):
     n = 400
     c, k = np.zeros(n), np.full(n, 32)
     c[:200] = 32  # every problem solved or failed: nothing in band
-    sched = BandScheduler(n, BandConfig(without_replacement=False), offline=(c, k))
+    sched = BandScheduler(n, BandConfig(without_replacement=False, dry="widen"), offline=(c, k))
     with caplog.at_level(logging.WARNING):
         sched.sample(64)
     assert sched.widenings >= 1 and sched.lo < 0.2 and sched.hi > 0.8
@@ -369,7 +369,7 @@ def test_dry_band_widens_and_says_so(caplog):
     # 40 problems in band: too few for a batch of 64, plenty for the trainer's small top-up rounds,
     # which must not narrow the band its full rounds need wide
     c[:40] = 16
-    sched = BandScheduler(n, BandConfig(without_replacement=False), offline=(c, k))
+    sched = BandScheduler(n, BandConfig(without_replacement=False, dry="widen"), offline=(c, k))
     sched.sample(64)
     lo = sched.lo
     assert lo < 0.2 and sched.likely_total == 40
@@ -473,7 +473,9 @@ def test_save_load_gives_identical_next_samples(tmp_path):
 # ---------------------------------------------------------------------------- refresh
 def test_refresh_candidates_are_stale_or_near_the_edges():
     p, c, k = known_pool(1000)
-    sched = BandScheduler(p.size, BandConfig(), offline=(c, k))
+    # every outcome a failure dries the band; written for the widening rule, whose wider band leaves
+    # problems near its edges to pick (the informative fill keeps the band, and then no problem is)
+    sched = BandScheduler(p.size, BandConfig(dry="widen"), offline=(c, k))
     for _ in range(5):
         idx = sched.sample(100)
         sched.update(idx, np.zeros(idx.size), 8)
@@ -541,3 +543,56 @@ def test_distinct_counts_match_sorting_rows(whole):
     np.testing.assert_array_equal(uc, rows[:, 0])
     np.testing.assert_array_equal(uk, rows[:, 1])
     np.testing.assert_array_equal(um, mult)
+
+
+def _dry_pool() -> tuple[np.ndarray, np.ndarray]:
+    """400 problems profiled at 16 samples: 20 in band (8/16), 60 near its low edge (2/16: p ~ 0.12,
+    a group of 8 mixed about 2 times in 3), 60 near its high edge (14/16), and 260 decided (0/16 or
+    16/16: a group of 8 is almost never mixed)."""
+    k = np.full(400, 16.0)
+    c = np.zeros(400)
+    c[:20], c[20:80], c[80:140], c[140:270] = 8, 2, 14, 16
+    return c, k
+
+
+def test_dry_band_fills_by_expected_informativeness_never_below_uniform(caplog):
+    from grpo_data.allocation import expected_informative
+
+    c, k = _dry_pool()
+    sched = BandScheduler(400, BandConfig(without_replacement=False, group_size=8), offline=(c, k), seed=3)
+    with caplog.at_level(logging.WARNING):
+        batch = sched.sample(64)
+    assert "filled by expected informativeness" in caplog.text
+    assert (sched.lo, sched.hi, sched.widenings) == (0.2, 0.8, 0)  # the band itself stays
+    assert batch.size == 64 == np.unique(batch).size
+    assert set(range(20)) <= set(batch.tolist())  # every problem likely in band is taken first
+    assert sched.stats()["dry_fills"] == 44 and sched.stats()["band_dry"] == 1.0
+    # the fill comes from the edges (mixed 2 times in 3), none from the decided problems
+    assert np.all(batch < 140)
+    post, values = sched.posterior(np.arange(400))
+    e = expected_informative(post, values, 8)
+    assert e[batch].mean() > 2 * e.mean()  # a uniform draw's expected informativeness is the pool mean
+
+
+def test_dry_band_widen_rule_is_kept_apart():
+    """dry="widen" on the same pool widens the band and fills nothing by informativeness."""
+    c, k = _dry_pool()
+    widen = BandScheduler(400, BandConfig(without_replacement=False, dry="widen"), offline=(c, k), seed=3)
+    for _ in range(30):
+        widen.sample(64)
+    assert widen.widenings >= 1 and widen.stats()["dry_fills"] == 0
+
+
+def test_dry_state_resumes():
+    c, k = _dry_pool()
+    a = BandScheduler(400, BandConfig(without_replacement=False), offline=(c, k), seed=5)
+    a.sample(64)
+    b = BandScheduler(400, BandConfig(without_replacement=False), offline=(c, k), seed=99)
+    b.load_state_dict(a.state_dict())
+    assert b.dry and b.dry_fills == a.dry_fills
+    assert np.array_equal(a.sample(64), b.sample(64))
+
+
+def test_dry_setting_refused_with_its_choices():
+    with pytest.raises(ValueError, match="informative or widen"):
+        BandConfig(dry="uniform")

@@ -854,3 +854,59 @@ def test_the_variance_schedule_moves_g_and_keeps_the_answers_per_step():
         RolloutConfig(g_schedule="variance", sizing="allocate")
     with pytest.raises(ValueError, match="choose one of"):
         RolloutConfig(sizing="knapsack")
+
+
+# ---------------------------------------------------------------------------- SPEED screening, the trace
+def test_screen_continues_only_mixed_screens_and_charges_every_answer():
+    """SPEED (sizing=screen): 4 answers screen each problem; only a mixed screen gets the other 4 of
+    its G = 8, its screen joining the group; the stopped screens are charged (screen_rollouts) and
+    reported to the scheduler at their own size."""
+    plans = [[1], [0], [1, 0]]  # problem i % 3: always right, always wrong, alternating
+    batcher, sched, engine = sized_batcher("screen", plans, [0.5] * 6, batch_groups=2, group_size=8, round_size=4,
+                                           candidates=3.0)
+    batch = batcher.next_batch()
+    idx, n_correct, sizes = sched.updates[0]
+    assert idx.tolist() == [0, 1, 2, 3, 4, 5] and engine.calls == 2  # one call for screens, one for continuations
+    assert sizes.tolist() == [4, 4, 8, 4, 4, 8] and n_correct.tolist() == [4, 0, 4, 4, 0, 4]
+    assert [g.problem for g in batch.groups] == [2, 5] and all(len(g.completions) == 8 for g in batch.groups)
+    assert batch.generated_rollouts == 6 * 4 + 2 * 4 and batch.screen_rollouts == 4 * 4
+    assert (batch.groups_all_right, batch.groups_all_wrong, batch.informative_groups) == (2, 2, 2)
+    assert batch.groups_in_band == 2 and not batch.underfilled  # 4 of 8 right: in [0.2, 0.8]
+
+
+def test_screen_needs_a_smaller_screen_than_g_and_resampling():
+    from grpo_train.config import RolloutConfig
+
+    with pytest.raises(ValueError, match="size_round < group_size"):
+        RolloutConfig(sizing="screen", size_round=8, group_size=8)
+    with pytest.raises(ValueError, match="dynamic_resampling=true"):
+        RolloutConfig(sizing="screen", size_round=4, group_size=8, dynamic_resampling=False)
+    assert RolloutConfig(sizing="screen", size_round=4, group_size=8).most_groups_per_step() == 16
+
+
+def test_group_kinds_and_step_trace_add_up():
+    from grpo_train.rollout import Group, group_kind
+    from grpo_train.trainer import step_trace
+
+    right, wrong, mixed = Group(0, [1], [None] * 4, np.ones(4)), Group(1, [1], [None] * 4, np.zeros(4)), \
+        Group(2, [1], [None] * 4, np.array([1.0, 0, 0, 1]))
+    masked = Group(3, [1], [None] * 2, np.array([1.0, 0.0]), train_mask=np.array([True, False]))  # trains as all right
+    none_trains = Group(4, [1], [None] * 2, np.array([0.0, 0.0]), train_mask=np.array([False, False]))
+    assert [group_kind(g) for g in (right, wrong, mixed, masked, none_trains)] == \
+        ["all_right", "all_wrong", "mixed", "all_right", "all_wrong"]
+    counts = {"generated_groups": 8, "informative_groups": 3, "groups_all_right": 4, "groups_all_wrong": 1,
+              "groups_in_band": 2, "screen_rollouts": 12, "groups_level_1": 6, "groups_level_3": 2}
+    trace = step_trace(counts, by_level=True)
+    assert trace["groups_all_right_share"] + trace["groups_all_wrong_share"] + trace["groups_mixed_share"] == 1.0
+    assert (trace["groups_mixed_share"], trace["groups_in_band_share"]) == (3 / 8, 2 / 8)
+    assert (trace["level_share_1"], trace["level_share_3"], trace["screen_rollouts"]) == (0.75, 0.25, 12)
+    assert "level_share_1" not in step_trace(counts, by_level=False)
+
+
+def test_the_batch_trace_counts_levels_and_the_band():
+    batcher, _ = make_batcher([4, 0, 2, 1], batch_groups=2, max_rounds=2)  # of 4: all right, all wrong, mixed, mixed
+    batcher.levels = np.arange(50) % 3
+    batch = batcher.next_batch()  # round 1: problems 0, 1 (4/4, 0/4); round 2: 2, 3, 4 (2/4, 1/4, 4/4)
+    assert (batch.groups_all_right, batch.groups_all_wrong, batch.informative_groups) == (2, 1, 2)
+    assert batch.level_groups == {0: 2, 1: 2, 2: 1}
+    assert batch.groups_in_band == 2  # band [0.2, 0.8]: 2/4 and 1/4 are in, 4/4 and 0/4 are out
