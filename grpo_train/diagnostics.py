@@ -199,7 +199,7 @@ def band_dry(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
     underfilled = np.mean([bool(r.get("underfilled")) for r in recent])
     seen = []
     if occupancy.size and occupancy.mean() < cfg.dry_occupancy:
-        seen.append(f"only {occupancy.mean():.1%} of the pool is estimated in band")
+        seen.append(f"the scheduler puts the problems it chose in band with probability {occupancy.mean():.1%} on average")
     if underfilled >= cfg.dry_underfilled:
         seen.append(f"{underfilled:.0%} of the last {cfg.window} batches were under-filled")
     if not seen:

@@ -346,7 +346,8 @@ def summary_table(s: dict) -> str:
               f"{s['profile_samples']} in the offline profile = {s['rollouts_generated'] + s['profile_samples']}, "
               f"informative-rollout ratio: {s['informative_rollout_ratio']:.3f}",
               f"training pool, mean estimated pass rate: {s['train_pass_rate_before']:.3f} -> "
-              f"{s['train_pass_rate_after']:.3f}; share in the band {s['band']}: {s['in_band_share_before']:.3f} -> "
+              f"{s['train_pass_rate_after']:.3f}; in-band share of the pool (estimated pass rate in {s['band']}): "
+              f"{s['in_band_share_before']:.3f} -> "
               f"{s['in_band_share_after']:.3f}"]
     ws = s.get("warm_start") or {}
     if ws.get("weights_hash"):

@@ -43,7 +43,10 @@ def write_plots(run_dir: Path, before: Path, after: Path, out: Path) -> list[Pat
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=120)
-    ax.plot([r["step"] for r in trains], [r["band_occupancy"] for r in trains], label="band occupancy")
+    ax.plot([r["step"] for r in trains], [r.get("groups_in_band_share", float("nan")) for r in trains],
+            label="in-band share (generated groups, observed)")
+    ax.plot([r["step"] for r in trains], [r["band_occupancy"] for r in trains], label="scheduler's mean P(in band)",
+            alpha=0.7)
     ax.plot([r["step"] for r in trains], [r["informative_rollout_ratio_step"] for r in trains],
             label="informative-rollout ratio", alpha=0.7)
     ax.set_xlabel("step")

@@ -206,7 +206,8 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
     sections.append(("Reward and informative rollouts", _lines("reward and signal per step", trains, {
         "reward_mean": "reward (kept answers)", "batch_pass_rate": "pass rate (all generated)",
         "informative_rollout_ratio_step": "informative-rollout ratio (step)",
-        "zero_variance_fraction": "zero-variance groups"}, ylim=(-0.02, 1.02))))
+        "groups_all_right_share": "all-right groups (of those generated)",
+        "groups_all_wrong_share": "all-wrong groups (of those generated)"}, ylim=(-0.02, 1.02))))
     sections.append(("Held-out accuracy", accuracy_panel(evals) if evals else '<p class="note">no evaluations logged</p>'))
     if before.exists() and after.exists():
         sections.append(("Pass rates before and after",
@@ -215,7 +216,9 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
         sections.append(("Pass rates before and after", f'<p class="note">no profiles at {html.escape(str(before))} and '
                          f'{html.escape(str(after))}: pass --before/--after</p>'))
     sections.append(("Band over time", _lines("the scheduler's band", trains, {
-        "band_lo": "band low", "band_hi": "band high", "band_occupancy": "pool share estimated in band"},
+        "band_lo": "band low", "band_hi": "band high",
+        "groups_in_band_share": "in-band share: generated groups whose pass rate lies in the band (observed)",
+        "band_occupancy": "the scheduler's estimate: mean P(in band) of the problems it chose"},
         ylim=(-0.02, 1.02))))
     sections.append(("KL and entropy", _lines("KL to the reference and entropy (per token)", trains, {
         "kl": "KL (k3)", "entropy": "entropy", "kl_beta": "KL coefficient",
