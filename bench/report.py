@@ -326,6 +326,9 @@ def write_readme(out_dir: Path | None = None) -> Path:
     folder = out_dir or RESULTS
     parts = ["# Benchmarks", "", "Written by `grpo bench all` (`make bench`) from `bench/results/*.json`.",
              "Each result file records the machine it ran on; ratios are measured within one run.", ""]
+    prereg = folder.parent / "PREREGISTRATION.md"  # dated plans, written by hand before their runs
+    if prereg.exists():
+        parts += [prereg.read_text().rstrip(), ""]
     for path in sorted(folder.glob("*.json")):
         r = json.loads(path.read_text())
         m = r.get("machine", {})

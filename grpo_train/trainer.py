@@ -259,7 +259,7 @@ def step_trace(counts: dict, by_level: bool) -> dict:
     generated groups."""
     n = max(1, counts["generated_groups"])
     mixed = counts["informative_groups"]
-    out = {"groups_all_right_share": counts["groups_all_right"] / n, "groups_all_wrong_share": counts["groups_all_wrong"] / n,
+    out = {"groups_generated": counts["generated_groups"], "groups_all_right_share": counts["groups_all_right"] / n, "groups_all_wrong_share": counts["groups_all_wrong"] / n,
            "groups_mixed_share": mixed / n, "groups_in_band_share": counts["groups_in_band"] / n,
            "screen_rollouts": counts["screen_rollouts"]}
     if by_level:

@@ -1,0 +1,94 @@
+"""The curriculum benchmark's arithmetic (bench/curriculum_bench.py), by hand; no engine runs here."""
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from bench import curriculum_bench as cb
+
+
+def test_profile_cost_and_charging_add_rollouts_and_tokens():
+    profile = pl.DataFrame({"k": [2, 4, None], "mean_completion_tokens": [10.0, 25.5, None]})
+    cost = cb.profile_cost(profile)
+    assert cost == {"rollouts": 6, "tokens": 2 * 10 + 4 * 25.5}  # 122
+    records = [{"rollouts_generated": 0, "tokens_generated": 0}, {"rollouts_generated": 640, "tokens_generated": 40_000}]
+    charged = cb.charge(records, cost)
+    assert [(r["total_rollouts"], r["total_tokens"]) for r in charged] == [(6, 122), (646, 40_122)]
+    assert cb.charge(records, {"rollouts": 0, "tokens": 0})[1]["total_tokens"] == 40_000
+
+
+def test_reach_interpolates_in_tokens():
+    evals = [{"heldout_accuracy": 0.5, "total_tokens": 100}, {"heldout_accuracy": 0.6, "total_tokens": 300},
+             {"heldout_accuracy": 0.7, "total_tokens": 500}]
+    assert cb.reach(evals, 0.65, "total_tokens") == pytest.approx(400.0)
+    assert cb.reach(evals, 0.4, "total_tokens") == 100.0
+    assert cb.reach(evals, 0.8, "total_tokens") is None
+
+
+def test_paired_difference_by_hand():
+    a = {"p1": 1.0, "p2": 0.5, "p3": 0.25}
+    b = {"p1": 0.5, "p2": 0.5, "p3": 0.0}
+    d = cb.paired_difference(a, b)  # differences 0.5, 0, 0.25: mean 0.25, sd 0.25, se 0.25 / sqrt 3
+    assert d["mean"] == pytest.approx(0.25) and d["se"] == pytest.approx(0.25 / np.sqrt(3)) and d["problems"] == 3
+    with pytest.raises(ValueError, match="different problems"):
+        cb.paired_difference(a, {"p1": 0.0})
+
+
+def _train(rollouts, groups, right, wrong, mixed, in_band, pass_rate, refresh=0, screen=0):
+    return {"rollouts_generated": rollouts, "groups_generated": groups, "groups_all_right_share": right,
+            "groups_all_wrong_share": wrong, "groups_mixed_share": mixed, "groups_in_band_share": in_band,
+            "batch_pass_rate": pass_rate, "refresh_rollouts": refresh, "screen_rollouts": screen}
+
+
+def test_waste_per_pass_cuts_the_trace_at_pool_x_g_rollouts():
+    # a pool of 4 problems at G = 8: a pass is 32 rollouts
+    trains = [_train(16, 2, 0.5, 0.0, 0.5, 0.5, 0.75), _train(32, 2, 0.0, 0.5, 0.5, 0.5, 0.25),
+              _train(48 + 8, 2, 1.0, 0.0, 0.0, 0.0, 1.0, refresh=8)]
+    passes = cb.waste_per_pass(trains, pool=4, group_size=8)
+    assert [p["pass"] for p in passes] == [1, 2] and [p["groups"] for p in passes] == [4, 2]
+    first = passes[0]
+    assert (first["all_right"], first["all_wrong"], first["mixed"]) == (0.25, 0.25, 0.5)
+    assert first["all_right"] + first["all_wrong"] + first["mixed"] == 1.0
+    assert first["batch_pass_rate"] == pytest.approx(0.5)  # 16 at 0.75 and 16 at 0.25
+    assert passes[1]["refresh_rollouts"] == 8 and passes[1]["batch_pass_rate"] == 1.0  # refresh not in the rate
+
+
+def test_pool_table_is_one_draw_and_drops_the_level_only_without_level():
+    train = pl.DataFrame({"id": [f"p{i}" for i in range(50)], "level": list(range(50))})
+    a, b = cb.pool_table(train, 20, level=True), cb.pool_table(train, 20, level=False)
+    assert a["id"].to_list() == b["id"].to_list() and a.height == 20 and "level" not in b.columns
+    with pytest.raises(ValueError, match="a pool of 60"):
+        cb.pool_table(train, 60, level=True)
+
+
+def _arm(final, per_problem, tokens_curve, ratio=0.5):
+    evals = [{"heldout_accuracy": acc, "total_tokens": t, "total_rollouts": t // 10} for acc, t in tokens_curve]
+    evals[-1]["heldout_accuracy"] = final
+    return {"evals": evals, "per_problem_final": per_problem, "informative_rollout_ratio_charged": ratio}
+
+
+def test_compare_reads_the_goals_from_paired_differences_and_tokens():
+    ids = [f"p{i}" for i in range(4)]
+    seeds = []
+    for shift in (0.0, 0.01, 0.02):
+        base = {i: 0.5 for i in ids}
+        ahead = {i: 0.75 + shift * (j % 2) for j, i in enumerate(ids)}
+        seeds.append({"arms": {
+            "A": _arm(0.76, ahead, [(0.5, 0), (0.6, 100), (0.76, 1000)], ratio=0.85),
+            "B": _arm(0.5, base, [(0.45, 0), (0.5, 1000)]),
+            "P": _arm(0.5, base, [(0.45, 0), (0.5, 1000)]),
+        }})
+    out = cb.compare(seeds)
+    # A reaches B's final 0.5 at tokens 0 + (0.5 - 0.5) ... = 0: its first eval is already 0.5
+    assert out["fewer_tokens_than_B"]["reached_in_seeds"] == 0  # a ratio over 0 tokens is undefined, not counted
+    assert out["paired_minus"]["B"]["mean"] == pytest.approx(np.mean([0.25, 0.255, 0.26]))
+    assert out["goals"]["A informative ratio charged >= 0.8"]
+    assert out["goals"]["A ahead of P, S, R by >= 2 paired SE"]
+
+
+def test_the_preregistration_names_every_arm_the_benchmark_runs():
+    readme = Path(cb.__file__).resolve().parent / "README.md"
+    assert cb.preregistered_arms(readme) == set(cb.ARMS)
+    assert "Pre-registration: curriculum benchmark (2026-12-03" in readme.read_text()
