@@ -293,7 +293,7 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     base = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={quick_policy}", "-o", f"data.train={train}",
             "-o", f"data.heldout={held}", "-o", f"run.out={out}", "-o", "rollout.batch_groups=4",
             "-o", "rollout.group_size=4", "-o", "run.save_every=2", "-o", "run.eval_every=2", "-o", "optim.lr=0.001",
-            "-o", "run.progress=false"]
+            "-o", "rollout.max_tokens=128", "-o", "run.progress=false"]
     # what changes over a run must resume too: the learning-rate schedule, the adaptive KL
     # coefficient and window_norm's reward window
     base += [a for o in ("optim.lr_schedule=cosine", "optim.warmup_steps=2", "algo.kl_beta=0.01",
@@ -374,7 +374,7 @@ def test_variance_schedule_resumes_its_group_size(tmp_path, warm_policy):
     out = tmp_path / "run"
     base = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={quick_policy}", "-o", f"data.train={train}",
             "-o", f"data.heldout={held}", "-o", f"run.out={out}", "-o", "run.save_every=2", "-o", "run.eval_every=0",
-            "-o", "run.progress=false"]
+            "-o", "rollout.max_tokens=128", "-o", "run.progress=false"]
     base += [a for o in ("rollout.batch_groups=2", "rollout.group_size=8", "rollout.g_schedule=variance",
                          "rollout.g_min=2", "rollout.g_max=8", "rollout.g_window=1", "rollout.g_low=0.99",
                          "rollout.g_high=1.0") for a in ("-o", o)]
@@ -407,8 +407,8 @@ def test_variable_groups_resume(tmp_path, warm_policy, sizing):
     out = tmp_path / "run"
     overrides = [f"model={quick_policy}", f"data.train={train}", f"data.heldout={held}", "run.save_every=2",
                  "run.eval_every=0", "run.progress=false", "rollout.batch_groups=4", "rollout.group_size=4",
-                 f"rollout.sizing={sizing}", "rollout.size_max=8", "rollout.max_rounds=2", "optim.lr=1e-4",
-                 f"run.out={out}"]
+                 f"rollout.sizing={sizing}", "rollout.size_max=8", "rollout.max_rounds=2", "rollout.max_tokens=128",
+                 "optim.lr=1e-4", f"run.out={out}"]
 
     def train_run(steps, resume=False):
         args = [a for o in [*overrides, f"run.steps={steps}"] for a in ("-o", o)]
@@ -455,7 +455,7 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     config = tmp_path / "train.yaml"
     config.write_text(yaml.safe_dump({"train": {"model": str(policy), "data": {"train": str(train), "heldout": str(held)},
                                                 "rollout": {"batch_groups": 2, "group_size": 4, "temperature": 0.6,
-                                                            "sizing": "allocate", "size_max": 12},
+                                                            "sizing": "allocate", "size_max": 12, "max_tokens": 128},
                                                 "optim": {"micro_batch_tokens": 96},
                                                 "run": {"out": str(out), "steps": 3, "eval_every": 3, "save_every": 3,
                                                         "threads": 1, "progress": False}}}))
@@ -517,7 +517,7 @@ def test_zero3_bf16_step_and_full_export(tmp_path, warm_policy):
     cmd = [sys.executable, "-m", "pipelines.cli", "train", "-o", f"model={policy}", "-o", f"data.train={train}",
            "-o", "data.heldout=null", "-o", f"run.out={out}", "-o", "run.steps=1", "-o", "run.save_every=1",
            "-o", "rollout.batch_groups=2", "-o", "rollout.group_size=4", "-o", "deepspeed.zero_stage=3",
-           "-o", "deepspeed.bf16=true", "-o", "run.progress=false"]
+           "-o", "deepspeed.bf16=true", "-o", "rollout.max_tokens=128", "-o", "run.progress=false"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     new, old = _safetensors(out / "checkpoints" / "step-000001" / "hf"), _safetensors(policy)
