@@ -227,6 +227,7 @@ class BandScheduler:
         self.fresh = 0  # outcomes recorded since the last refit
         self.last_batch_in_band = float("nan")
         self.likely_total = self.likely_available = 0  # problems with proposal score >= LIKELY (and offerable)
+        self.informative_total = self.informative_available = 0  # the same for E[mixed at group_size]
         self.scored_at = self.refit_at = self.largest_batch = 0
         self.dry, self.dry_fills, self.dry_filled = False, 0, 0  # dry-band state, slots filled by informativeness
         self._recell()
@@ -295,6 +296,8 @@ class BandScheduler:
         likely = score >= LIKELY
         self.likely_total, self.likely_available = int(sizes[likely].sum()), int(avail[likely].sum())
         informative = (post * p_informative(shifted_grid(self.drift[group]), self.cfg.group_size)).sum(axis=1)
+        worth = informative >= LIKELY
+        self.informative_total, self.informative_available = int(sizes[worth].sum()), int(avail[worth].sum())
         return CellTable(slots, group, s_cells * CELL_QUANTUM, f_cells * CELL_QUANTUM, sizes, avail, score, informative)
 
     def _rebase(self) -> None:
@@ -420,7 +423,14 @@ class BandScheduler:
         if not self.cfg.without_replacement or self.n_used == 0:
             return False
         pool_done = self.n - self.n_used < batch
-        band_done = self.cfg.epoch == "band" and self.likely_available < batch
+        # a band epoch ends when a new one would hold a batch again; with the informative fill a band
+        # too small for any batch runs its epoch through the pool (restarting it on every call redrew
+        # the same few in-band problems in every round of every step)
+        # a batch of problems likely informative (E[mixed] >= LIKELY), once the fill has used them
+        most = max(batch, self.largest_batch)
+        refills = (self.cfg.dry != "informative" or self.likely_total >= most
+                   or (self.informative_total >= most and self.informative_available < batch))
+        band_done = self.cfg.epoch == "band" and self.likely_available < batch and refills
         if pool_done or band_done:
             self.used[:] = False
             self.n_used = 0
@@ -439,15 +449,19 @@ class BandScheduler:
             table = self._cell_table()
         n_explore = int(round(self.cfg.explore * batch))
         n_band = batch - n_explore
-        dry = self.cfg.dry == "informative" and self.likely_available < n_band
-        if dry != self.dry:
-            if dry:
-                logger.warning("scheduler: only %d offerable problems likely in [%.2f, %.2f] for a batch of %d: the rest "
-                               "is filled by expected informativeness at G=%d (never worse than uniform)",
-                               self.likely_available, self.lo, self.hi, n_band, self.cfg.group_size)
+        dry = self.cfg.dry == "informative" and self.likely_available < n_band  # this call fills by informativeness
+        # the logged state, against the largest batch asked for: a top-up round asks for fewer and must
+        # not make the log flap between dry and refilled within a step
+        dry_state = self.cfg.dry == "informative" and self.likely_total < self.largest_batch
+        if dry_state != self.dry:
+            if dry_state:
+                logger.warning("scheduler: only %d problems likely in [%.2f, %.2f] for a batch of %d: the rest of each "
+                               "batch is filled by expected informativeness at G=%d (no worse than uniform sampling "
+                               "where the posteriors are calibrated)", self.likely_total, self.lo, self.hi,
+                               self.largest_batch, self.cfg.group_size)
             else:
-                logger.info("scheduler: the band holds a batch again (%d likely in band)", self.likely_available)
-            self.dry = dry
+                logger.info("scheduler: the band holds a batch again (%d likely in band)", self.likely_total)
+            self.dry = dry_state
         m = n_band * self.cfg.oversample
         if dry:  # half the candidates as the band proposes (its likely members), half by informativeness
             cand = np.union1d(self._propose(table, m // 2), self._propose(table, m - m // 2, table.informative))

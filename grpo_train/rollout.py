@@ -233,9 +233,10 @@ class RolloutBatcher:
             kind = group_kind(g)
             batch.groups_all_right += kind == "all_right"
             batch.groups_all_wrong += kind == "all_wrong"
-            batch.groups_in_band += bool(self.band[0] <= g.correct.mean() <= self.band[1]) if len(g.completions) else 0
+            trained = g.correct[g.trained]  # the answers that train, as group_kind judges them
+            batch.groups_in_band += bool(trained.size and self.band[0] <= trained.mean() <= self.band[1])
             if self.levels is not None:
-                batch.level_groups[int(self.levels[g.problem])] += 1
+                batch.level_groups[level_key(self.levels[g.problem])] += 1
         shares = [d for d in (g.distinct_wrong_answers for g in mine) if d is not None]
         batch.distinct_wrong_sum += float(sum(shares))
         batch.distinct_wrong_groups += len(shares)
@@ -319,14 +320,16 @@ class RolloutBatcher:
         screens = self._sample(mine_idx, batch, r)
         groups = [self._group(int(i), sg) for i, sg in zip(mine_idx, screens, strict=True)]
         go = [j for j, grp in enumerate(groups) if grp.informative]
+        forced = False
         if sum(self._all_ranks(len(go))):
             if not go:
-                go = [0]
+                go, forced = [0], True
             more = self._sample(mine_idx[go], batch, g - r)
             for j, sg in zip(go, more, strict=True):
                 screens[j] = ScoredGroup.concat([screens[j], sg])
                 groups[j] = self._group(int(mine_idx[j]), screens[j])
-        continued = set(go)
+        # a continuation made only to keep the ranks in lock-step is screening spend unless it trains
+        continued = set(go) if not (forced and not groups[0].informative) else set()
         batch.screen_rollouts += sum(len(grp.completions) for j, grp in enumerate(groups) if j not in continued)
         return groups
 
@@ -471,6 +474,14 @@ class RolloutBatcher:
             problems.append(i)
             scored.append(sg)
             groups.append(self._group(i, sg))
+
+
+def level_key(level) -> str:
+    """A level as the trace names it: `3` for 3.0, `none` for a problem without one (NaN)."""
+    value = float(level)
+    if np.isnan(value):
+        return "none"
+    return str(int(value)) if value.is_integer() else str(value)
 
 
 def group_kind(group: Group) -> str:

@@ -500,12 +500,18 @@ class Trainer:
         # reads it (the run folder is shared, as for checkpoints), so all of them agree to evaluate
         evals_done = {r["step"] for r in read_metrics(self.run_dir) if r["kind"] == "eval"}
         evaluated_at = self.step if (self.step == 0 or self.step in evals_done) else -1
+        end_k = cfg.eval_k_ends or cfg.eval_k
+        # the k of the evaluations already at this step: the last one is at end_k once, never twice
+        ks_here = {r.get("eval_k") for r in read_metrics(self.run_dir) if r["kind"] == "eval" and r["step"] == self.step}
+
+        def end_due() -> bool:
+            return evaluating and (evaluated_at != self.step or end_k not in ks_here)
         bar = tqdm(total=cfg.steps, initial=self.step, desc="grpo train", disable=not (cfg.progress and self.is_main))
         while self.step < cfg.steps:
             if cfg.max_rollouts and self.totals["rollouts_generated"] >= cfg.max_rollouts:
                 logger.info("rollout budget %d reached at step %d", cfg.max_rollouts, self.step)
-                if evaluating and (evaluated_at != self.step or cfg.eval_k_ends):
-                    self._evaluate(cfg.eval_k_ends or cfg.eval_k)
+                if end_due():
+                    self._evaluate(end_k)
                 if cfg.save_every:
                     self.save_checkpoint()
                 break
@@ -521,13 +527,13 @@ class Trainer:
                             inf=f"{record['informative_rollout_ratio']:.2f}")
             if evaluating and eval_due(self.step, before, self.totals["rollouts_generated"], cfg.eval_every,
                                        cfg.eval_every_rollouts):
-                self._evaluate()
+                ks_here = {self._evaluate()["eval_k"]}
                 evaluated_at = self.step
             if cfg.save_every and (self.step % cfg.save_every == 0 or self.step == cfg.steps):
                 self.save_checkpoint()
         else:  # all steps done: the run's last evaluation is at its end
-            if evaluating and (evaluated_at != self.step or cfg.eval_k_ends):
-                self._evaluate(cfg.eval_k_ends or cfg.eval_k)
+            if end_due():
+                self._evaluate(end_k)
         bar.close()
         return self.run_dir
 

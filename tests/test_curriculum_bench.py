@@ -17,6 +17,10 @@ def test_profile_cost_and_charging_add_rollouts_and_tokens():
     charged = cb.charge(records, cost)
     assert [(r["total_rollouts"], r["total_tokens"]) for r in charged] == [(6, 122), (646, 40_122)]
     assert cb.charge(records, {"rollouts": 0, "tokens": 0})[1]["total_tokens"] == 40_000
+    assert cb.training_budget(8_000, cost) == 7_994
+    with pytest.raises(ValueError, match="use up the budget"):
+        cb.training_budget(6, cost)
+    assert cb.arm_overrides("S")[-1] == "rollout.max_rounds=8" and cb.arm_overrides("S")[2] == "rollout.max_rounds=4"
 
 
 def test_reach_interpolates_in_tokens():
@@ -92,3 +96,11 @@ def test_the_preregistration_names_every_arm_the_benchmark_runs():
     readme = Path(cb.__file__).resolve().parent / "README.md"
     assert cb.preregistered_arms(readme) == set(cb.ARMS)
     assert "Pre-registration: curriculum benchmark (2026-12-03" in readme.read_text()
+
+
+def test_reach_and_stay_waits_for_the_last_dip():
+    evals = [{"heldout_accuracy": a, "total_tokens": t} for a, t in ((0.5, 0), (0.7, 100), (0.55, 200), (0.66, 300),
+                                                                      (0.7, 400))]
+    assert cb.reach(evals, 0.65, "total_tokens") == pytest.approx(75.0)  # the first, noisy crossing
+    assert cb.reach_and_stay(evals, 0.65, "total_tokens") == 300.0
+    assert cb.reach_and_stay(evals[:3], 0.65, "total_tokens") is None

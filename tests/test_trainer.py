@@ -908,5 +908,14 @@ def test_the_batch_trace_counts_levels_and_the_band():
     batcher.levels = np.arange(50) % 3
     batch = batcher.next_batch()  # round 1: problems 0, 1 (4/4, 0/4); round 2: 2, 3, 4 (2/4, 1/4, 4/4)
     assert (batch.groups_all_right, batch.groups_all_wrong, batch.informative_groups) == (2, 1, 2)
-    assert batch.level_groups == {0: 2, 1: 2, 2: 1}
+    assert batch.level_groups == {"0": 2, "1": 2, "2": 1}
     assert batch.groups_in_band == 2  # band [0.2, 0.8]: 2/4 and 1/4 are in, 4/4 and 0/4 are out
+
+
+def test_the_trace_keys_levels_and_survives_problems_without_one():
+    from grpo_train.rollout import level_key
+
+    assert [level_key(v) for v in (3.0, 2.5, float("nan"), 7)] == ["3", "2.5", "none", "7"]
+    batcher, _ = make_batcher([2], batch_groups=2, max_rounds=1)
+    batcher.levels = np.where(np.arange(50) % 2 == 0, np.nan, 4.0)
+    assert batcher.next_batch().level_groups == {"none": 1, "4": 1}
