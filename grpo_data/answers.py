@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from grpo_data.prose import final_polarity, final_sentence, polarity, says_none, stated_count
+from grpo_data.prose import answer_polarity, final_polarity, final_sentence, says_none, stated_count
 
 KINDS = ("number", "choice", "text", "count", "math")
 
@@ -48,6 +48,11 @@ _WORDS = re.compile(r"^[A-Za-z]+(?:[ '\-][A-Za-z]+)*$")
 # Words that are math: math-verify reads them as numbers or functions, so they stay "math".
 _MATH_WORDS = frozenset({"infinity", "inf", "pi", "oo", "sin", "cos", "tan", "cot", "sec", "csc", "log", "ln", "exp",
                          "max", "min", "mod", "det", "lim", "gcd", "lcm"})
+# Multiplier and fraction words: "2 million", "3 halves", "2 sqrt three" are not a count of 2 or 3.
+_SCALE_WORDS = frozenset({"hundred", "hundreds", "thousand", "thousands", "million", "millions", "billion", "billions",
+                          "trillion", "dozen", "dozens", "half", "halves", "third", "thirds", "quarter", "quarters",
+                          "fourth", "fourths", "fifth", "fifths", "sixth", "sixths", "eighth", "eighths", "tenth",
+                          "tenths", "percent", "sqrt", "root", "roots", "squared", "cubed", "times", "over"})
 _SHORT_TEXT = frozenset({"no", "ok"})
 _MARKDOWN = re.compile(r"\*\*|__|\*|`")
 _CLAUSE_END = re.compile(r"\s*(?:[,;]|\s(?:because|since|as|so|which|when|where)\s).*$", re.I | re.S)
@@ -157,9 +162,9 @@ def answer_kind(gold: str) -> str:
 
 def count_of(text: str) -> str | None:
     """The number of a count answer ("2 inequalities" -> "2"), or None. Unit words that are math
-    ("2 pi", "3 sin") do not make a count."""
+    ("2 pi", "3 sin") or scale it ("2 million", "3 halves", "2 sqrt three") do not make a count."""
     m = _COUNT.match(unwrap(text))
-    if m is None or any(t.lower() in _MATH_WORDS for t in re.split(r"[ \-]", m.group(2))):
+    if m is None or any(t.lower() in _MATH_WORDS or t.lower() in _SCALE_WORDS for t in re.split(r"[ \-]", m.group(2))):
         return None
     return m.group(1)
 
@@ -269,8 +274,8 @@ def judge_answer(gold: str, answer: str, kind: str) -> bool:
     if got_words is not None and got_words == words(gold):
         return True
     claim = gold_claim(gold)
-    if claim in ("yes", "no"):
-        return polarity(unwrap(answer)) == claim
+    if claim in ("yes", "no"):  # "Yes, because ...", "impossible"; "Not sure." and "I do not know" are neither
+        return answer_polarity(unwrap(answer)) == claim
     return claim == "none" and says_none(unwrap(answer))
 
 

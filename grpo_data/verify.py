@@ -18,8 +18,9 @@ Answer format. The prediction's final answer is taken, in priority order, from t
 then from LaTeX in `$...$`/`\\[...\\]`, then from a plain number or expression (math-verify's
 `LatexExtractionConfig(boxed_match_priority=0)` + `ExprExtractionConfig()`). Only the last
 `pred_tail_chars` characters of a prediction are read: the final answer sits at the end, and a
-megabyte of rambling must not cost a megabyte of regex work; when they hold no answer, the last
-`WIDE_TAIL_FACTOR` times as many are read once more (an answer followed by a long afterthought). Gold answers are bare strings
+megabyte of rambling must not cost a megabyte of regex work. An answer followed by more than that
+much text is not read (no_answer): in a truncated output it is as often a tentative guess ("First
+guess: \\boxed{5}. Hmm, ...") as a final answer. Gold answers are bare strings
 ("42", "\\frac{1}{2}", "(1, 2]"): they are wrapped in `$...$` unless they already carry a delimiter.
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 import sympy
@@ -40,6 +42,7 @@ from grpo_data.answers import (
     count_of,
     final_answer_text,
     for_math,
+    gold_claim,
     is_empty_set,
     judge_answer,
     judge_prose,
@@ -48,12 +51,13 @@ from grpo_data.answers import (
 )
 from grpo_data.prose import final_sentence, says_none
 
+_MARKDOWN = re.compile(r"\*\*|__|`")
+
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
 
 _PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
-WIDE_TAIL_FACTOR = 8  # a prediction with no answer in its tail is read once more over this many tails
 
 
 @dataclass(frozen=True)
@@ -153,10 +157,7 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
     Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings, count golds by
     their number. A "no_answer" verdict carries the final sentence it could not read in `detail`."""
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
-    verdict = _judge(gold, tail, timeout_s)
-    if verdict.reason == "no_answer" and len(pred) > len(tail):
-        verdict = _judge(gold, pred[-pred_tail_chars * WIDE_TAIL_FACTOR:], timeout_s)
-    return verdict
+    return _judge(gold, tail, timeout_s)
 
 
 def _judge(gold: str, text: str, timeout_s: int) -> Verdict:
@@ -187,19 +188,38 @@ def _judge_string_gold(gold: str, text: str, kind: str, timeout_s: int) -> Verdi
     return _judged(correct, (final_answer_text(text) or text.strip())[:80], detail)
 
 
+# A final sentence that is only one inline formula, maybe after "So"/"Therefore": "Therefore $B$.", "$B$".
+_WHOLE_FINAL_MATH = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:(?:so|thus|hence|therefore)\b[\s,]*)?"
+                               r"(\$[^$\n]{1,40}\$|\\\([^\n]{1,40}?\\\))\s*\.?\s*$", re.I)
+
+
 def _judge_unboxed(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
     """A choice or text gold against a prediction with no boxed or "answer is" answer: its final
-    sentence ("No, it is not possible."), else the LaTeX answer math-verify extracts when that is
-    a choice or words ("$E$", "$odd$"); else no answer."""
-    correct, said = judge_prose(gold, text, kind)
-    if correct is not None:
-        return _judged(correct, said)
+    sentence ("No, it is not possible."); a choice only from a final sentence that is one formula
+    ("Therefore $B$.": "Consider triangle $ABC$. The point $C$ lies on the circle." names no choice);
+    a text gold from the LaTeX answer math-verify extracts when that is words ("$odd$"). A "none" gold
+    is read from prose only when math-verify extracts nothing ("..., so the values are 2 and 3." is
+    not none). Else no answer."""
+    if kind == "choice":
+        m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
+        if m is None or answer_kind(m.group(1)) != "choice":
+            return _unread(text)
+        return _judged(judge_answer(gold, m.group(1), kind), unwrap(m.group(1)))
+    none_gold = gold_claim(gold) == "none"
+    if not none_gold:
+        correct, said = judge_prose(gold, text, kind)
+        if correct is not None:
+            return _judged(correct, said)
     try:
         parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
     except TimeoutException:
         return Verdict(False, "timeout", "parsing prediction")
     except Exception as exc:  # math-verify raises arbitrary sympy/antlr errors on odd input
         return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
+    if none_gold and not parsed:
+        correct, said = judge_prose(gold, text, kind)
+        if correct is not None:
+            return _judged(correct, said)
     latex = next((x for x in reversed(parsed) if isinstance(x, str)), None)
     if latex is None or answer_kind(latex) != kind:  # "$n$" in "... since $n$ is odd." is no answer
         return _unread(text)
@@ -264,7 +284,7 @@ def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
         correct, said = judge_prose(gold, text, kind)
         if correct is not None:
             return _judged(correct, said)
-    sentence = final_sentence(text)
+    sentence = final_sentence(text)  # math-verify extracted nothing (the caller's check)
     if sentence is not None and is_empty_set(gold) and says_none(sentence):
         return _judged(True, "none")
     return _unread(text)

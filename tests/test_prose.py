@@ -2,7 +2,7 @@
 
 import pytest
 
-from grpo_data.prose import final_polarity, final_sentence, polarity, says_none, stated_count
+from grpo_data.prose import answer_polarity, final_polarity, final_sentence, polarity, says_none, stated_count
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -31,7 +31,17 @@ def test_final_sentence(text, expected):
     ("No matter which n we take, the sum is even.", None),
     ("Thus the robot can stay inside the corridor.", None),  # an affirmation without yes
     ("The graph contains no cycle.", None),              # "no" as a determiner
-    ("Therefore $a \\neq b$ and $x$ is not in $S$.", "no"),  # words in formulas are not read
+    ("Therefore $a \\neq b$ and $x$ is not in $S$.", None),  # two clauses; "is not in" negates no existence
+    ("Hence such a tiling does not exist.", "no"),       # words in formulas are not read; one clause
+    # review 2026-12-03 (adversarial): a negation of a detail, in a second clause, or corrected later
+    ("So $n=5$ works, since $5$ is not divisible by $3$.", None),
+    ("Therefore such a function exists, because f is not constant.", None),
+    ("Thus such a sequence exists and it is not unique.", None),
+    ("The sequence never becomes negative, so it is bounded.", None),
+    ("The game is won by the first player, who never loses.", None),
+    ("Hence every n works and none fail.", None),
+    ("No, wait.", None),
+    ("\\text{Yes, because } f \\text{ is not constant}", "yes"),
 ])
 def test_polarity(sentence, expected):
     assert polarity(sentence) == expected
@@ -40,6 +50,20 @@ def test_polarity(sentence, expected):
 def test_final_polarity_reads_a_leading_yes_that_opens_the_last_paragraph():
     assert final_polarity("## Answer\n\n**Yes.** Such a sequence exists. Specifically, take $a_n = n$.") == "yes"
     assert final_polarity("Yes, we first try n = 1.\n\nIt works for every n.") is None
+    assert final_polarity("Try a grid.\n\nNo, wait. Actually we can always achieve it by choosing a larger grid, which works.") is None
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("\\text{Yes, because } f \\text{ is not constant}", "yes"),
+    ("No such function", "no"),
+    ("\\text{impossible}", "no"),
+    ("does not exist", "no"),
+    ("Not sure", None),
+    ("\\text{I do not know}", None),
+    ("f is not constant", None),
+])
+def test_answer_polarity(answer, expected):
+    assert answer_polarity(answer) == expected
 
 
 @pytest.mark.parametrize(("sentence", "expected"), [
@@ -51,6 +75,10 @@ def test_final_polarity_reads_a_leading_yes_that_opens_the_last_paragraph():
     ("There are no such primes if n is even.", False),
     ("It is not true that no solution exists.", False),
     ("The answer is 5.", False),
+    ("Thus none of the remaining cases fail, so all n work.", False),  # "none" as a determiner
+    ("So every prime works; none are excluded.", False),
+    ("There is no such thing as a free lunch, so the values are 2 and 3.", False),  # states values
+    ("None of them work.", True),
 ])
 def test_says_none(sentence, expected):
     assert says_none(sentence) is expected
@@ -62,7 +90,11 @@ def test_says_none(sentence, expected):
     ("There are no such primes.", 0.0),
     ("Two or three of them can hold.", None),
     ("It works for $n = 3$ and 4 others.", 4.0),  # a number inside a formula is not the sentence's
-    ("None of them is prime.", 0.0),
+    ("None of them work.", 0.0),
+    ("None of them is prime.", None),         # "none" read only as "None." or "none (of them) exist/work"
+    ("No one can win this game.", None),      # "one" is not a number word
+    ("The answer is the smaller one.", None),
+    ("The answer is three quarters.", None),  # a fraction word
     ("It cannot hold.", None),
 ])
 def test_stated_count(sentence, expected):

@@ -5,6 +5,8 @@
   verifier must be right too; a row with "ours" is a listed exception and says why.
 - prose.jsonl: final answers written as sentences, from public model outputs (each row names its
   source) and the guards beside them. Every false negative or false positive found later becomes a row.
+  A row with "known_miss" is one the verifier does not read yet (it must give no_answer, never a
+  guess); its "expected" stays the true verdict, so agreement.py counts it as missed.
 
 `tests/verifier_tables/agreement.py` prints the same figures for any checkout.
 """
@@ -39,6 +41,9 @@ def test_tables_are_well_formed():
     for r in MATH_VERIFY:
         assert ("ours" in r) == ("why" in r), r["source"]  # an exception always says why
     assert {r["expected"] for r in PROSE} <= {"ok", "wrong", "no_answer"}
+    assert all(r["expected"] != "no_answer" for r in PROSE if "known_miss" in r)
+    review = [r for r in PROSE if r["source"].startswith("review 2026-12-03 (adversarial)")]
+    assert len(review) >= 26 and all(r["expected"] != "ok" for r in review)  # the review's false positives
     assert all(r["source"] for r in MATH_VERIFY + PROSE)
 
 
@@ -71,9 +76,9 @@ def test_math_verify_tables_through_grpo_verify(tmp_path):
 @pytest.mark.parametrize("row", PROSE, ids=[f"{i}-{r['expected']}" for i, r in enumerate(PROSE)])
 def test_prose_table(row):
     v = verify_answer(row["gold"], row["pred"])
-    assert v.reason == row["expected"], (row["source"], v)
+    assert v.reason == ("no_answer" if "known_miss" in row else row["expected"]), (row["source"], v)
 
 
 def test_prose_table_through_the_workers(pool):
     verdicts = pool.verify([r["gold"] for r in PROSE], [r["pred"] for r in PROSE])
-    assert [v.reason for v in verdicts] == [r["expected"] for r in PROSE]
+    assert [v.reason for v in verdicts] == ["no_answer" if "known_miss" in r else r["expected"] for r in PROSE]
