@@ -96,16 +96,10 @@ def charge(records: list[dict], cost: dict) -> list[dict]:
 
 def reach(evals: list[dict], target: float, x: str) -> float | None:
     """`x` (total_tokens or total_rollouts) at which accuracy first reaches target, linear between
-    evaluations; None when it never does."""
-    prev = None
-    for r in evals:
-        if r["heldout_accuracy"] >= target:
-            if prev is None:
-                return float(r[x])
-            x0, y0, x1, y1 = prev[x], prev["heldout_accuracy"], r[x], r["heldout_accuracy"]
-            return float(x0 + (target - y0) * (x1 - x0) / max(y1 - y0, 1e-12))
-        prev = r
-    return None
+    evaluations; None when it never does (e2e's `rollouts_to_reach`, read on any axis)."""
+    from bench.e2e_bench import rollouts_to_reach
+
+    return rollouts_to_reach(evals, target, x)
 
 
 def reach_and_stay(evals: list[dict], target: float, x: str) -> float | None:
