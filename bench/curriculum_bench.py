@@ -242,3 +242,261 @@ def preregistered_arms(readme: Path) -> set[str]:
     section = text.split(head, 1)[1].split("\n## ", 1)[0]
     return {line.split("**")[1] for line in section.splitlines() if line.startswith("- **") and "**" in line[4:]
             and line.split("**")[1] in ARMS}
+
+
+# ---- the runs: orchestration (engines at the edge; the arithmetic above is what the tests pin) ----
+
+RUNS = "curriculum-runs"  # under the results folder: one JSON per finished arm run (committed; runs/ is per machine)
+LR_FILE = "curriculum_lr.json"  # under the results folder: the learning rate chosen on validation
+
+
+def base_args(policy: Path, heldout: Path, pool: Path, lr: float) -> list[str]:
+    """What every run of the benchmark shares besides TRAINING: model, data, lr and evaluation."""
+    return [f"model={policy}", f"data.heldout={heldout}", f"data.train={pool}", f"optim.lr={lr}",
+            "optim.minibatches=1", "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}",
+            f"run.eval_k={EVAL_K}", f"run.eval_k_ends={EVAL_K_ENDS}", "run.save_every=0", "run.progress=false"]
+
+
+def _setup(workdir: Path, regime: str, condition: str, results: Path) -> dict:
+    """The warm start (the one stored in results, shared with gsweep), the world and the regime's pool."""
+    from bench.gsweep_bench import sweep_warm_start
+    from grpo_data import io
+    from pipelines.stages import write_world
+
+    if regime not in REGIMES or condition not in CONDITIONS:
+        raise ValueError(f"regime {regime!r} / condition {condition!r}: choose from {sorted(REGIMES)} / {CONDITIONS}")
+    policy = sweep_warm_start(results)
+    paths = write_world("runs/world")
+    pool = workdir / f"pool-{regime}-{condition}.parquet"
+    table = pool_table(pl.read_parquet(paths["train"]), REGIMES[regime]["pool"], condition == "level")
+    if not pool.exists() or not pl.read_parquet(pool).equals(table):
+        io.write_parquet(pool, table)
+    return {"policy": policy, "paths": paths, "pool": pool, "pool_size": table.height}
+
+
+def _profile(setup: dict, workdir: Path, seed: int) -> tuple[str, dict, float]:
+    """Arm A's offline profile of the pool, its own draw per seed: (path, cost, wall seconds)."""
+    import time
+
+    from grpo_data.profiler import read_profile
+    from pipelines import pipeline
+
+    out = workdir / f"profile-{setup['pool'].stem}-seed{seed}.parquet"
+    start = time.monotonic()
+    pipeline.profile_stage(str(setup["policy"]), setup["pool"], PROFILE, out, seed=seed)
+    return str(out), profile_cost(read_profile(out)[0]), time.monotonic() - start
+
+
+def _per_problem(run_dir: Path, step: int, k: int) -> dict[str, float]:
+    """id -> pass rate at the evaluation of `step` (its parquet), checked to be the k asked."""
+    table = pl.read_parquet(run_dir / "evals" / f"step-{step:06d}.parquet")
+    if int(table["k"].max()) != k:
+        raise ValueError(f"{run_dir}: the evaluation at step {step} sampled k = {int(table['k'].max())}, not {k}")
+    return dict(zip(table["id"].to_list(), (table["n_correct"] / table["k"]).to_list(), strict=True))
+
+
+def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, results_dir: Path, budget: int,
+            eval_first: bool, lr: float) -> dict:
+    """One arm, one seed: profile (A), train to the charged budget, summarize; stored as JSON under
+    results_dir (committed: runs/ does not outlive a machine). A stored result made with the same
+    overrides and base is reused whatever library code made it (its code hash is in it)."""
+    import json
+
+    from bench.common import cached_train_run, machine, same_as_stored
+    from grpo_data import io
+
+    stored = results_dir / f"seed{seed}" / f"{arm}.json"
+    if stored.exists():
+        found = json.loads(stored.read_text())
+        if same_as_stored(found.get("base"), _portable(base, setup)) and found["overrides"][:len(ARMS[arm]["overrides"]) + len(TRAINING)] == arm_overrides(arm):
+            print(f"{stored}: reusing the stored run", flush=True)
+            return found
+        raise ValueError(f"{stored} was made with other settings: move it away to rerun this arm and seed")
+    cost, profile, profile_s = {"rollouts": 0, "tokens": 0}, "null", 0.0
+    if ARMS[arm]["profile"]:
+        profile, cost, profile_s = _profile(setup, workdir, seed)
+    args = [*arm_overrides(arm), f"run.seed={seed}", f"data.profile={profile}",
+            f"run.max_rollouts={training_budget(budget, cost)}", f"run.eval_first={'true' if eval_first else 'false'}"]
+    heldout = next(a.split("=", 1)[1] for a in base if a.startswith("data.heldout="))
+    inputs = [str(setup["policy"]), str(setup["pool"]), heldout, *([profile] if profile != "null" else [])]
+    name = f"{results_dir.name}/seed{seed}/{arm}"
+    records, seconds = cached_train_run(name, args, base, workdir, inputs, training_budget(budget, cost))
+    key = json.loads((workdir / name / "bench-key.json").read_text())["key"]
+    result = arm_result(records, cost, setup["pool_size"], seconds)
+    evals = [r for r in records if r["kind"] == "eval"]
+    result.update({"arm": arm, "seed": seed, "lr": lr, "code": key["code"], "inputs": key["inputs"],
+                   "overrides": args, "base": _portable(base, setup), "profile_seconds": profile_s, "machine": machine(),
+                   "per_problem_final": _per_problem(workdir / name, evals[-1]["step"], EVAL_K_ENDS)})
+    if eval_first:
+        result["per_problem_start"] = _per_problem(workdir / name, 0, EVAL_K_ENDS)
+    io.write_json(stored, result)
+    return result
+
+
+def _portable(base: list[str], setup: dict) -> list[str]:
+    """`base` as stored: the warm start's path is per machine, its weights hash is in `inputs`."""
+    return [a.replace(str(setup["policy"]), "<warm start>") for a in base]
+
+
+def chosen_lr(results: Path) -> float:
+    """The learning rate `grpo bench curriculum_lr` chose on validation (its file), never one picked here."""
+    import json
+
+    path = Path(results) / LR_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run `grpo bench curriculum_lr` first (the lr every arm "
+                                "shares is chosen on the validation split, for arm B)")
+    sel = json.loads(path.read_text())
+    if sel["candidates"] != list(LR_CANDIDATES) or sel["training"] != list(TRAINING):
+        raise ValueError(f"{path} was chosen among other candidates or training settings; rerun `grpo bench curriculum_lr`")
+    return float(sel["chosen"])
+
+
+def select_lr(workdir: str = "runs/bench-curriculum-lr", results: Path | None = None, seed: int = 0) -> dict:
+    """Arm B in the multi / nolevel regime at each LR_CANDIDATES value, scored on the validation split
+    (k = EVAL_K_ENDS at the end): the one with the best final accuracy is every arm's lr."""
+    from bench.common import RESULTS, cached_train_run
+
+    results = Path(results or RESULTS)
+    workdir = Path(workdir)
+    setup = _setup(workdir, "multi", "nolevel", results)
+    budget = REGIMES["multi"]["budget"]
+    runs = {}
+    for lr in LR_CANDIDATES:
+        base = base_args(setup["policy"], setup["paths"]["val"], setup["pool"], lr)
+        args = [*arm_overrides("B"), f"run.seed={seed}", "data.profile=null", f"run.max_rollouts={budget}",
+                "run.eval_first=false"]
+        records, seconds = cached_train_run(f"B-lr{lr:g}", args, base, workdir,
+                                            [str(setup["policy"]), str(setup["pool"]), str(setup["paths"]["val"])],
+                                            budget)
+        last = [r for r in records if r["kind"] == "eval"][-1]
+        runs[f"{lr:g}"] = {"final_val_accuracy": last["heldout_accuracy"], "final_val_se": last["heldout_accuracy_se"],
+                           "eval_k": last.get("eval_k"), "seconds": seconds,
+                           "evals": [{k: r.get(k) for k in ("step", "eval_k", "heldout_accuracy", "rollouts_generated")}
+                                     for r in records if r["kind"] == "eval"]}
+    best = max(runs, key=lambda k: runs[k]["final_val_accuracy"])
+    result = {"split": "val", "arm": "B", "regime": "multi", "condition": "nolevel", "seed": seed,
+              "candidates": list(LR_CANDIDATES), "training": list(TRAINING), "runs": runs, "chosen": float(best)}
+    from grpo_data import io
+
+    io.write_json(results / LR_FILE, result)
+    return result
+
+
+def folder_name(regime: str, condition: str, split: str = "test") -> str:
+    """Where one regime / condition / split's runs are stored under results/RUNS (and its result file)."""
+    if split not in ("test", "val"):
+        raise ValueError(f"split {split!r}: test (the headline) or val (the default's choice)")
+    return f"{regime}-{condition}" + ("-val" if split == "val" else "")
+
+
+def run(regime: str = "multi", condition: str = "nolevel", seeds: tuple[int, ...] = SEEDS,
+        arms: tuple[str, ...] = tuple(ARMS), workdir: str = "runs/bench-curriculum",
+        results: Path | None = None, split: str = "test") -> dict:
+    """Every (seed, arm) of one regime and condition not stored yet, seeds outermost (a stopped
+    benchmark leaves whole seeds); then the result from everything stored (`assemble`). split=val:
+    the same protocol scored on the validation split, which picks the default sampler."""
+    from bench.common import RESULTS
+
+    results = Path(results or RESULTS)
+    unknown = sorted(set(arms) - set(ARMS))
+    if unknown:
+        raise ValueError(f"unknown arms {unknown}: choose from {sorted(ARMS)}")
+    lr = chosen_lr(results)  # before anything is built
+    workdir = Path(workdir)
+    setup = _setup(workdir, regime, condition, results)
+    base = base_args(setup["policy"], setup["paths"][split], setup["pool"], lr)
+    name = folder_name(regime, condition, split)
+    folder = results / RUNS / name
+    for seed in seeds:
+        for i, arm in enumerate(arms):
+            # the start is the same policy for every arm and seed: evaluated once, by the first run
+            first = seed == seeds[0] and i == 0 and not (folder / "start.json").exists()
+            res = run_arm(arm, seed, setup, base, workdir, folder, REGIMES[regime]["budget"], first, lr)
+            if first:
+                from grpo_data import io
+
+                io.write_json(folder / "start.json", {"eval": res["evals"][0], "per_problem": res["per_problem_start"]})
+            print(f"curriculum {name} seed {seed} {arm}: final {res['evals'][-1]['heldout_accuracy']:.3f} "
+                  f"({res['seconds']:.0f}s)", flush=True)
+    return assemble(results, regime, condition, plot_to=results / f"curriculum-{name}.png", split=split)
+
+
+def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", plot_to: Path | None = None,
+             split: str = "test") -> dict:
+    """The result from the stored runs of one regime and condition: per seed the arms it holds;
+    the comparison over the seeds that hold every arm B and the candidate default hold."""
+    import json
+
+    folder = Path(results) / RUNS / folder_name(regime, condition, split)
+    seeds = []
+    for d in sorted(folder.glob("seed*")):
+        arms = {p.stem: json.loads(p.read_text()) for p in sorted(d.glob("*.json"))}
+        seeds.append({"seed": int(d.name.removeprefix("seed")), "arms": arms})
+    if not seeds:
+        raise FileNotFoundError(f"no stored runs in {folder}: run `grpo bench curriculum` first")
+    start = json.loads((folder / "start.json").read_text()) if (folder / "start.json").exists() else None
+    arms = set.union(*(set(s["arms"]) for s in seeds))
+    complete = [s for s in seeds if set(s["arms"]) == arms]  # a stopped seed is left out, not its arms
+    out = {"regime": regime, "condition": condition, "split": split, **REGIMES[regime], "seeds": [s["seed"] for s in seeds],
+           "complete_seeds": [s["seed"] for s in complete], "arms": sorted(arms),
+           "start": start["eval"] if start else None,
+           "per_arm": {s["seed"]: {a: {k: r[k] for k in r if k not in ("per_problem_final", "per_problem_start",
+                                                                         "machine", "inputs")}
+                                   for a, r in s["arms"].items()} for s in seeds}}
+    if "B" in arms and len(complete) >= 2:
+        out["compare"] = {d: compare(complete, default=d) for d in sorted(arms) if d != "B"}
+    if len(complete) < len(SEEDS) or arms != set(ARMS):
+        out["variant"] = (f"partial: complete seeds {out['complete_seeds']} of {out['seeds']}, arms {sorted(arms)}; "
+                          f"the registration asks seeds {list(SEEDS)} and arms {list(ARMS)}")
+    if plot_to is not None:
+        out["plot"] = str(plot(out, plot_to))
+    return out
+
+
+COLORS = {"A": "#4C72B0", "A0": "#55A868", "B": "#DD8452", "P": "#8172B2", "S": "#C44E52", "R": "#937860"}
+
+
+def plot(result: dict, path: Path) -> Path:
+    """Three panels from the stored runs: test accuracy against charged tokens and against charged
+    rollouts (one line per arm and seed), and the mixed-group share per pass over the pool per arm
+    (mean over seeds): does uniform's waste grow as the pool is learned, does refresh keep A's band filled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), dpi=110)
+    start = result.get("start")
+    for seed, arms in result["per_arm"].items():
+        for arm, r in arms.items():
+            evals = [e for e in r["evals"] if e["step"] > 0 or start is None]
+            if start is not None:  # every arm starts from the one evaluated start, at its profile's cost
+                evals = [{**start, "total_tokens": r["profile"]["tokens"], "total_rollouts": r["profile"]["rollouts"]},
+                         *evals]
+            evals = [e for i, e in enumerate(evals) if i + 1 == len(evals) or evals[i + 1]["step"] != e["step"]]
+            for ax, x in ((axes[0], "total_tokens"), (axes[1], "total_rollouts")):
+                ax.plot([e[x] for e in evals], [e["heldout_accuracy"] for e in evals], color=COLORS.get(arm, "gray"),
+                        marker="o", ms=3, alpha=0.7, label=arm if seed == next(iter(result["per_arm"])) else None)
+    by_arm: dict[str, list[list[float]]] = {}
+    for arms in result["per_arm"].values():
+        for arm, r in arms.items():
+            by_arm.setdefault(arm, []).append([p["mixed"] for p in r["waste_per_pass"]])
+    for arm, rows in by_arm.items():
+        n = min(len(x) for x in rows)
+        axes[2].plot(range(1, n + 1), np.mean([x[:n] for x in rows], axis=0), color=COLORS.get(arm, "gray"),
+                     marker="o", label=arm)
+    axes[0].set_xlabel("generated tokens, charged (training + screens + refresh + profile)")
+    axes[1].set_xlabel("rollouts, charged")
+    for ax in axes[:2]:
+        ax.set_ylabel(f"{result.get('split', 'test')} accuracy (k = 4; k = 32 at the start and the end)")
+    axes[2].set_xlabel("pass over the pool (pool x G rollouts)")
+    axes[2].set_ylabel("mixed (informative) share of generated groups")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle(f"curriculum benchmark, {result['regime']} / {result['condition']} / {result.get('split', 'test')} "
+                 "split: each line one seed")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path

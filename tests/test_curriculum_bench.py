@@ -104,3 +104,53 @@ def test_reach_and_stay_waits_for_the_last_dip():
     assert cb.reach(evals, 0.65, "total_tokens") == pytest.approx(75.0)  # the first, noisy crossing
     assert cb.reach_and_stay(evals, 0.65, "total_tokens") == 300.0
     assert cb.reach_and_stay(evals[:3], 0.65, "total_tokens") is None
+
+
+def test_the_lr_is_read_from_the_validation_choice_and_never_guessed(tmp_path):
+    with pytest.raises(FileNotFoundError, match="curriculum_lr"):
+        cb.chosen_lr(tmp_path)
+    sel = {"candidates": list(cb.LR_CANDIDATES), "training": list(cb.TRAINING), "chosen": 3e-5}
+    (tmp_path / cb.LR_FILE).write_text(__import__("json").dumps(sel))
+    assert cb.chosen_lr(tmp_path) == 3e-5
+    (tmp_path / cb.LR_FILE).write_text(__import__("json").dumps({**sel, "training": ["rollout.group_size=16"]}))
+    with pytest.raises(ValueError, match="other candidates or training"):
+        cb.chosen_lr(tmp_path)
+
+
+def test_base_args_share_evaluation_and_lr_and_arms_come_after():
+    base = cb.base_args(Path("w"), Path("test.parquet"), Path("pool.parquet"), 3e-5)
+    assert "optim.lr=3e-05" in base and f"run.eval_k_ends={cb.EVAL_K_ENDS}" in base and "data.heldout=test.parquet" in base
+    assert not any(a.startswith("scheduler.") for a in base)  # the sampler is the arm's alone
+
+
+def _stored_arm(final, per_problem, tokens, profile=None):
+    profile = profile or {"rollouts": 0, "tokens": 0}
+    evals = [{"step": 10, "eval_k": 4, "heldout_accuracy": final - 0.02, "heldout_accuracy_se": 0.01,
+              "total_rollouts": 4000 + profile["rollouts"], "total_tokens": tokens / 2 + profile["tokens"]},
+             {"step": 20, "eval_k": 32, "heldout_accuracy": final, "heldout_accuracy_se": 0.005,
+              "total_rollouts": 8000, "total_tokens": tokens + profile["tokens"]}]
+    return {"evals": evals, "profile": profile, "informative_rollout_ratio_charged": 0.5, "steps": 20,
+            "waste_per_pass": [{"pass": 1, "mixed": 0.4}, {"pass": 2, "mixed": 0.3}], "per_problem_final": per_problem}
+
+
+def test_assemble_pairs_the_stored_seeds_and_says_when_partial(tmp_path):
+    import json
+
+    folder = tmp_path / cb.RUNS / "multi-nolevel"
+    for seed, shift in ((0, 0.0), (1, 0.1)):
+        for arm, acc in (("A", {"p1": 1.0, "p2": 0.5}), ("B", {"p1": 0.5, "p2": 0.5})):
+            acc = {k: v - shift for k, v in acc.items()}
+            (folder / f"seed{seed}").mkdir(parents=True, exist_ok=True)
+            (folder / f"seed{seed}" / f"{arm}.json").write_text(json.dumps(
+                _stored_arm(float(np.mean(list(acc.values()))), acc, 10_000)))
+    (folder / "seed2").mkdir()  # a stopped seed with B only: not in the comparison
+    (folder / "seed2" / "B.json").write_text(json.dumps(_stored_arm(0.5, {"p1": 0.5, "p2": 0.5}, 10_000)))
+    out = cb.assemble(tmp_path, "multi", "nolevel", plot_to=tmp_path / "c.png")
+    assert out["seeds"] == [0, 1, 2] and out["complete_seeds"] == [0, 1] and out["arms"] == ["A", "B"]
+    assert "partial" in out["variant"] and (tmp_path / "c.png").exists()
+    d = out["compare"]["A"]["paired_minus"]["B"]  # per seed A - B = 0.25 on both seeds
+    assert d["mean"] == pytest.approx(0.25) and [p["mean"] for p in d["per_seed"]] == [0.25, 0.25]
+    (folder / "seed1" / "A.json").unlink()  # one complete seed left: nothing to pair over seeds
+    assert "compare" not in cb.assemble(tmp_path, "multi", "nolevel")
+    with pytest.raises(FileNotFoundError, match="grpo bench curriculum"):
+        cb.assemble(tmp_path, "one_pass", "level")

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, gsweep, "
-        "demo_lr, "
+        "demo_lr, curriculum_lr, curriculum, "
         "all); "
         "results to bench/results/")
 
 BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", "e2e", "memory", "trl", "variants",
-           "gsweep", "demo_lr")
+           "gsweep", "demo_lr", "curriculum_lr", "curriculum")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,6 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assemble", action="store_true",
                         help="gsweep: build the result from the stored runs of --arms/--seeds (default every arm), "
                              "running nothing; e2e: from the seeds stored in <out-dir>/e2e-seeds, running nothing")
+    parser.add_argument("--regime", default="multi", help="curriculum: multi (the primary) or one_pass")
+    parser.add_argument("--condition", default="nolevel", help="curriculum: nolevel (the primary) or level")
+    parser.add_argument("--split", default="test",
+                        help="curriculum: test (the headline) or val (the same runs on validation: picks the default)")
     parser.add_argument("--warm-start", default=None,
                         help="gsweep --assemble: the warm start (weights hash) whose stored runs to assemble, when "
                              "runs from more than one are stored")
@@ -57,7 +61,8 @@ def _write(name: str, result: dict, out_dir) -> dict:
 
 
 def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None,
-            assemble: bool = False, warm_start: str | None = None) -> dict:
+            assemble: bool = False, warm_start: str | None = None, regime: str = "multi",
+            condition: str = "nolevel", split: str = "test") -> dict:
     if name == "verify":
         from bench import verify_bench
 
@@ -118,6 +123,23 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         from bench import demo_lr_bench
 
         result = demo_lr_bench.run(seeds=(0,) if quick else demo_lr_bench.SEEDS)
+    elif name in ("curriculum_lr", "curriculum"):  # issue #33: pre-registered in bench/PREREGISTRATION.md
+        from bench import curriculum_bench
+        from bench.common import RESULTS
+
+        results = Path(out_dir or RESULTS)
+        if name == "curriculum_lr":
+            result = curriculum_bench.select_lr(results=results)
+        elif assemble:
+            folder = curriculum_bench.folder_name(regime, condition, split)
+            result = curriculum_bench.assemble(results, regime, condition, plot_to=results / f"curriculum-{folder}.png",
+                                               split=split)
+        else:
+            result = curriculum_bench.run(regime, condition, parse_seeds(seeds, curriculum_bench.SEEDS),
+                                          tuple(arms.split(",")) if arms else tuple(curriculum_bench.ARMS),
+                                          results=results, split=split)
+        if name == "curriculum":
+            name = f"curriculum-{curriculum_bench.folder_name(regime, condition, split)}"
     elif name == "e2e_select":  # settings chosen on the validation split, before the headline
         from bench import e2e_bench
         from bench.common import RESULTS
@@ -141,11 +163,11 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
 def run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir) if args.out_dir else QUICK_RESULTS if args.quick else None
     # demo_lr trains from the demo folders (`grpo demo --seed N`), which `all` does not build
-    names = tuple(b for b in BENCHES if b != "demo_lr") if args.name == "all" else (args.name,)
+    names = tuple(b for b in BENCHES if b not in ("demo_lr", "curriculum_lr", "curriculum")) if args.name == "all" else (args.name,)
     results = {}
     for name in names:
         results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds, args.assemble,
-                                args.warm_start)
+                                args.warm_start, args.regime, args.condition, args.split)
     if args.name == "all":
         from bench.report import write_readme
 
