@@ -224,6 +224,21 @@ def eval_summary(heldout: pl.DataFrame, n_correct: np.ndarray, majority: np.ndar
     return out
 
 
+def paired_gain(first: pl.DataFrame, last: pl.DataFrame) -> dict:
+    """Last minus first evaluation of the same problems (tables of id, n_correct, k: a run's
+    evals/step-*.parquet), paired per problem: the mean of the per-problem accuracy differences and
+    its SE (sd / sqrt(problems)). The problems' own difficulty cancels, so the SE is what sampling
+    leaves, far below the unpaired SE of either accuracy; the k of both is reported."""
+    both = first.join(last, on="id", how="inner", suffix="_last")
+    if both.height != first.height or both.height != last.height:
+        raise ValueError(f"paired gain over different problems: {first.height} and {last.height} problems, "
+                         f"{both.height} in both")
+    d = (both["n_correct_last"] / both["k_last"] - both["n_correct"] / both["k"]).to_numpy()
+    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+    return {"mean": float(d.mean()), "se": se, "problems": int(d.size), "k_first": int(first["k"].max()),
+            "k_last": int(last["k"].max())}
+
+
 def check_inputs(cfg: TrainConfig) -> None:
     """Every path the run reads exists, before any engine starts: one line naming the path and the
     command that makes it."""

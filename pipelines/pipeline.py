@@ -311,7 +311,13 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
     def in_band(t):
         return float(((t["p_est"] >= band[0]) & (t["p_est"] <= band[1])).mean())
 
-    return {
+    gain = None
+    files = [run_dir / "evals" / f"step-{e['step']:06d}.parquet" for e in (first, last)]
+    if first["step"] != last["step"] and all(f.exists() for f in files):
+        from grpo_train.trainer import paired_gain
+
+        gain = paired_gain(*(pl.read_parquet(f) for f in files))
+    return {"paired_gain": gain,
         "heldout_before": first["heldout_accuracy"], "heldout_after": last["heldout_accuracy"],
         "heldout_se_after": last.get("heldout_accuracy_se"),
         "heldout_by_level": {lv: (first[f"heldout_accuracy_level_{lv}"], last[f"heldout_accuracy_level_{lv}"])
@@ -341,6 +347,11 @@ def warm_start_identity(model: str | Path) -> dict | None:
 def summary_table(s: dict) -> str:
     lines = ["| test accuracy | before | after |", "| --- | --- | --- |",
              f"| all | {s['heldout_before']:.3f} | {s['heldout_after']:.3f} (+- {s.get('heldout_se_after') or 0:.3f} SE) |"]
+    g = s.get("paired_gain")
+    if g:  # the gain's own SE: paired per problem, far below either accuracy's
+        k = g["k_first"] if g["k_first"] == g["k_last"] else f"{g['k_first']} and {g['k_last']}"
+        lines.append(f"| gain, paired over {g['problems']} problems (k = {k}) | | {g['mean']:+.3f} +- {g['se']:.3f} SE "
+                     f"({g['mean'] / g['se'] if g['se'] else float('inf'):.1f} SE) |")
     lines += [f"| level {lv} | {b:.3f} | {a:.3f} |" for lv, (b, a) in s["heldout_by_level"].items()]
     lines += ["", f"steps: {s['steps']}, rollouts generated: {s['rollouts_generated']} in training + "
               f"{s['profile_samples']} in the offline profile = {s['rollouts_generated'] + s['profile_samples']}, "

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -103,6 +104,11 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     assert set(summary["heldout_by_level"]) == {str(i) for i in range(1, 11)}
     assert summary["band"] == [0.2, 0.95] and 0 <= summary["in_band_share_before"] <= 1
     assert "| test accuracy | before | after |" in first.stdout
+    # the first and last evaluations at eval_k_ends, paired per problem: the gain carries its own SE
+    gain, test_rows = summary["paired_gain"], len(pl.read_parquet(out / "world" / "test.parquet"))
+    assert (gain["k_first"], gain["k_last"], gain["problems"]) == (32, 32, test_rows) and gain["se"] > 0
+    assert summary["heldout_after"] - summary["heldout_before"] == pytest.approx(gain["mean"])
+    assert f"gain, paired over {test_rows} problems (k = 32)" in first.stdout
     # the warm start's identity, so a user can compare the policy their machine built with the README's
     weights = weights_hash(str(out / "policy-warm"))  # the hash the profile and the card print
     assert summary["warm_start"] == {"weights_hash": weights, "kernels_pinned": can_pin_kernels()}

@@ -919,3 +919,17 @@ def test_the_trace_keys_levels_and_survives_problems_without_one():
     batcher, _ = make_batcher([2], batch_groups=2, max_rounds=1)
     batcher.levels = np.where(np.arange(50) % 2 == 0, np.nan, 4.0)
     assert batcher.next_batch().level_groups == {"none": 1, "4": 1}
+
+
+def test_paired_gain_by_hand_and_refuses_other_problems():
+    import polars as pl
+
+    from grpo_train.trainer import paired_gain
+
+    first = pl.DataFrame({"id": ["a", "b", "c"], "n_correct": [8, 16, 0], "k": [32, 32, 32]})
+    last = pl.DataFrame({"id": ["c", "a", "b"], "n_correct": [8, 16, 16], "k": [32, 32, 32]})  # any row order
+    g = paired_gain(first, last)  # differences 0.25, 0, 0.25: mean 1/6, sd 0.1443, se 0.0833
+    assert g["mean"] == pytest.approx(1 / 6) and g["se"] == pytest.approx(np.std([0.25, 0, 0.25], ddof=1) / np.sqrt(3))
+    assert (g["problems"], g["k_first"], g["k_last"]) == (3, 32, 32)
+    with pytest.raises(ValueError, match="different problems"):
+        paired_gain(first, last.head(2))
