@@ -25,6 +25,23 @@ def test_record_groups_completions_by_id_whatever_their_order():
         cur.record(["a", "b"], [True])
 
 
+def test_the_dry_fill_learns_the_trainers_g_unless_the_user_set_it():
+    cur = Curriculum.from_columns(["a", "b", "c"])
+    assert cur.scheduler.cfg.group_size == 8  # the default, before any batch
+    cur.record(["a"] * 4 + ["b"] * 4, [True, False] * 4)  # verl's rollout.n = 4
+    assert cur.scheduler.cfg.group_size == 4
+    cur.record(["c"] * 16, [True] * 16)  # learned once: a later batch does not move it
+    assert cur.scheduler.cfg.group_size == 4
+    resumed = Curriculum.from_columns(["a", "b", "c"])
+    resumed.restore(cur.scheduler.state_dict(), cur.meta(), "test")  # the checkpoint's G, before any batch
+    assert resumed.scheduler.cfg.group_size == 4
+    mine = Curriculum.from_columns(["a", "b", "c"], group_size=16)
+    mine.record(["a"] * 4, [True, False, True, True])
+    assert mine.scheduler.cfg.group_size == 16
+    pools = Curriculum.from_columns(["a", "b"], scheduler="pools")  # no G to learn: nothing breaks
+    pools.record(["a"] * 4, [True, False, True, True])
+
+
 def test_offline_counts_become_the_prior_and_missing_ids_are_errors():
     cur = Curriculum.from_columns(["a", "b", "c"], n_correct=[4, None, 0], k=[4, None, 16], level=[1, 1, 2],
                                   max_prior_k=8.0)

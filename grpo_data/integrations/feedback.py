@@ -83,6 +83,9 @@ class Curriculum:
         self.batches_sampled = 0
         self.batches_scored = 0
         self.fingerprint = hashlib.sha1("\n".join(self.ids).encode()).hexdigest()[:16]  # ids, in dataset order
+        # the G a dry band's fill expects (BandConfig.group_size): learned from the first scored batch
+        # (TRL's num_generations, verl's rollout.n) unless the user set it
+        self.group_size_set = False
 
     def meta(self) -> dict:
         """What a checkpoint holds beside the scheduler's own state: the ids hash and the counters."""
@@ -98,6 +101,9 @@ class Curriculum:
         self.scheduler.load_state_dict(scheduler_state, origin=origin)
         for name in COUNTERS:
             setattr(self, name, meta[name])
+        saved = (scheduler_state.get("meta", {}).get("config") or {}).get("group_size")
+        if saved:  # the G learned before the checkpoint, not the default, chooses the first batch after it
+            self.use_group_size(int(saved))
 
     @classmethod
     def from_columns(cls, ids: Sequence[str], n_correct=None, k=None, level=None, scheduler: str = "band",
@@ -124,7 +130,9 @@ class Curriculum:
         sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
         logger.info("curriculum: %s scheduler over %d problems (%s offline profile)", scheduler, n,
                     "with" if offline is not None else "no")
-        return cls(sched, ids)
+        cur = cls(sched, ids)
+        cur.group_size_set = "group_size" in settings  # the user's G stays; else the first scored batch's
+        return cur
 
     def next_batch(self, batch: int) -> np.ndarray:
         self.batches_sampled += 1
@@ -150,12 +158,27 @@ class Curriculum:
             return {"groups": 0, "informative": 0, "unknown": unknown, "unscored": unscored}
         idx, inverse = np.unique(np.asarray(rows), return_inverse=True)
         size = np.bincount(inverse).astype(np.float64)
+        if not self.group_size_set:
+            self.use_group_size(int(np.median(size)))
         n_correct = np.bincount(inverse, weights=np.asarray(hits))
         self.scheduler.update(idx, n_correct, size)
         informative = int(np.count_nonzero((n_correct > 0) & (n_correct < size)))
         self.groups_seen += idx.size
         self.informative_seen += informative
         return {"groups": int(idx.size), "informative": informative, "unknown": unknown, "unscored": unscored}
+
+    def use_group_size(self, g: int) -> None:
+        """Tell a scheduler that weighs informativeness at G (the band scheduler's dry fill) the G the
+        trainer samples; once set (here or by the user's `group_size`) it stays."""
+        import dataclasses
+
+        self.group_size_set = True
+        cfg = getattr(self.scheduler, "cfg", None)
+        if g < 2 or cfg is None or not hasattr(cfg, "group_size") or cfg.group_size == g:
+            return
+        logger.info("curriculum: %d answers per prompt (the trainer's G; was %d): a dry band fills by "
+                    "informativeness at G = %d", g, cfg.group_size, g)
+        self.scheduler.cfg = dataclasses.replace(cfg, group_size=g)
 
     def tick(self) -> None:
         self.scheduler.tick()

@@ -155,6 +155,8 @@ class TRLCurriculum:
             self.curriculum, n, trainer.num_generations, args.generation_batch_size // trainer.num_generations,
             trainer.num_iterations * args.steps_per_generation)
         trainer._get_train_sampler = lambda dataset=None: self.sampler
+        if not self.curriculum.group_size_set:  # a dry band's fill weighs informativeness at TRL's G
+            self.curriculum.use_group_size(trainer.num_generations)
         i = self._success_index(trainer, success_from)
         trainer.reward_funcs[i] = self.track(trainer.reward_funcs[i])
         trainer.add_callback(CurriculumCallback(self))

@@ -24,7 +24,8 @@ What verl allows, by version (read in each release's source):
   hands batches to a sampler, and sees only the groups it kept).
 
 Settings go under `data.sampler` (seed, success_at, scheduler, and any BandConfig field such as lo,
-hi, decay). The prior and difficulty groups come from `extra_info` {id, n_correct, k, level}, as
+hi, decay). A dry band fills by informativeness at G answers per prompt: G is learned from the first
+scored batch (`rollout.n`), or set `data.sampler.group_size`. The prior and difficulty groups come from `extra_info` {id, n_correct, k, level}, as
 `grpo shards --format verl` writes it. A response counts as a success when the reward manager's
 `acc` is true, else when its summed `token_level_scores` >= success_at (0.5: 0/1 and -1/+1 rewards).
 
