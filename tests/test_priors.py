@@ -1,0 +1,191 @@
+"""Priors from columns (#34 item 1): each preset on a few rows shaped like its published dataset
+(column names and nesting as published), hand-computed pseudo-counts; the generic form; bad input;
+a profile taking precedence; and the offset learned online on a synthetic shift, against an
+undiscounted prior."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+from grpo_data.priors import (
+    PRESETS,
+    Prior,
+    PriorError,
+    fit_logit_offset,
+    frame_columns,
+    keep_patterns,
+    merge_offline,
+    origin_groups,
+    parse_spec,
+    read_prior,
+    record_columns,
+)
+
+NAN = float("nan")
+
+
+def counts(prior: Prior) -> list[tuple[float, float]]:
+    return [(round(float(c), 6), float(k)) if np.isfinite(k) else (NAN, NAN) for c, k in zip(prior.n_correct, prior.k)]
+
+
+def same(got, want) -> bool:
+    return all((np.isnan(a[0]) and np.isnan(b[0])) or a == b for a, b in zip(got, want, strict=True))
+
+
+# ---------------------------------------------------------------------------- fixtures shaped like the datasets
+BIGMATH = pl.DataFrame({  # SynthLabsAI/Big-Math-RL-Verified: problem, answer, source, domain, llama8b_solve_rate
+    "problem": ["1+1?", "2+2?", "3+3?", "4+4?"], "answer": ["2", "4", "6", "8"],
+    "source": ["orca_math", "cn_k12", "olympiads", "MATH"],
+    "domain": [["Mathematics -> Algebra"]] * 4,
+    "llama8b_solve_rate": [0.25, 1.0, None, 0.0],
+})
+POLARIS = pl.DataFrame({  # POLARIS-Project/Polaris-Dataset-53K: problem, answer, difficulty ("c/8")
+    "problem": ["a", "b", "c"], "answer": ["1", "2", "3"], "difficulty": ["3/8", "8/8", "0/8"],
+})
+SKYWORK = [  # Skywork/Skywork-OR1-RL-Data (verl layout): extra_info.model_difficulty per model
+    {"data_source": "train-math-deepscaler", "prompt": [{"role": "user", "content": "a"}], "ability": "math",
+     "reward_model": {"ground_truth": "[\"1\"]", "style": "rule"},
+     "extra_info": {"index": 0, "model_difficulty": {"DeepSeek-R1-Distill-Qwen-1.5B": 16,
+                                                     "DeepSeek-R1-Distill-Qwen-32B": 4,
+                                                     "DeepSeek-R1-Distill-Qwen-7B": 12}}},
+    {"data_source": "train-math-numinamath", "prompt": [{"role": "user", "content": "b"}], "ability": "math",
+     "reward_model": {"ground_truth": "[\"2\"]", "style": "rule"},
+     "extra_info": {"index": 1, "model_difficulty": {"DeepSeek-R1-Distill-Qwen-1.5B": 8,
+                                                     "DeepSeek-R1-Distill-Qwen-32B": 0,
+                                                     "DeepSeek-R1-Distill-Qwen-7B": 4}}},
+    {"data_source": "train-math-numinamath", "prompt": [{"role": "user", "content": "c"}], "ability": "math",
+     "reward_model": {"ground_truth": "[\"3\"]", "style": "rule"}, "extra_info": {"index": 2}},  # no labels
+]
+LIME = pl.DataFrame({  # lime-nlp/*_Difficulty: d = 100 (1 - successes / 128)
+    "problem": ["a", "b", "c"], "answer": ["1", "2", "3"], "difficulty": [75.0, 0.0, 100.0],
+})
+DART = pl.DataFrame({  # hkust-nlp/dart-math-pool-math-query-info
+    "query_id": ["q0", "q1"], "level": [3, 5], "domain": ["Algebra", "Geometry"],
+    "n_samples_list": [[10, 30], [64]], "n_corrects_list": [[3, 5], [0]],
+    "tot_n_samples": [40, 64], "tot_n_corrects": [8, 0], "pass_rate": [0.2, 0.0],
+    "pass_rate_bernoulli_std": [0.4, 0.0],
+})
+TRL_SHARD = pl.DataFrame({  # this project's `grpo shards --format trl`
+    "prompt": [[{"role": "user", "content": "a"}]] * 2, "solution": ["1", "2"], "id": ["x", "y"], "level": [1, 2],
+    "k": [16, 4], "n_correct": [8, 4], "pass_rate": [0.5, 1.0], "avg@16_tiny-policy": [0.5, 1.0],
+})
+
+
+@pytest.mark.parametrize(("spec", "table", "expected", "model"), [
+    # 0.25 of 64 samples -> 4 pseudo-samples (the discount), 1 success; a null is unprofiled
+    ("bigmath", BIGMATH, [(1.0, 4.0), (4.0, 4.0), (NAN, NAN), (0.0, 4.0)], "Llama-3.1-8B"),
+    ("polaris", POLARIS, [(1.5, 4.0), (4.0, 4.0), (0.0, 4.0)], "DeepSeek-R1-Distill-Qwen-7B"),
+    # 12 failures of 16 -> 0.25; 4 -> 0.75; a row without labels is unprofiled
+    ("skywork_7b", SKYWORK, [(1.0, 4.0), (3.0, 4.0), (NAN, NAN)], "DeepSeek-R1-Distill-Qwen-7B"),
+    ("skywork_1.5b", SKYWORK, [(0.0, 4.0), (2.0, 4.0), (NAN, NAN)], "DeepSeek-R1-Distill-Qwen-1.5B"),
+    ("skywork_32b", SKYWORK, [(3.0, 4.0), (4.0, 4.0), (NAN, NAN)], "DeepSeek-R1-Distill-Qwen-32B"),
+    ("lime", LIME, [(1.0, 4.0), (4.0, 4.0), (0.0, 4.0)], "Qwen2.5-Math-7B"),
+    ("dart", DART, [(0.8, 4.0), (0.0, 4.0)], "DeepSeekMath-7B-RL"),  # 8 of 40, 0 of 64
+    ("avg", TRL_SHARD, [(2.0, 4.0), (4.0, 4.0)], "tiny-policy"),
+])
+def test_each_preset_reads_its_published_columns(spec, table, expected, model):
+    columns = frame_columns(table) if isinstance(table, pl.DataFrame) else record_columns(table)
+    prior = read_prior(spec, columns, weight=4)
+    assert same(counts(prior), expected)
+    assert prior.describe()["model"] == model and prior.describe()["weight"] == 4
+
+
+def test_samples_behind_a_value_cap_its_weight_and_are_reported():
+    # a weight above what the source drew: Polaris' 8 samples stand, lime's 128 are capped
+    polaris = read_prior("polaris", frame_columns(POLARIS), weight=16)
+    assert same(counts(polaris), [(3.0, 8.0), (8.0, 8.0), (0.0, 8.0)])
+    assert polaris.describe()["samples"] == (8.0, 8.0)
+    dart = read_prior("dart", frame_columns(DART), weight=1000)
+    assert same(counts(dart), [(8.0, 40.0), (0.0, 64.0)])  # exact counts when the weight allows them
+    # a Polaris value written as a plain rate has no samples behind it: the weight
+    plain = read_prior("polaris", frame_columns(pl.DataFrame({"difficulty": [0.5]})), weight=6)
+    assert same(counts(plain), [(3.0, 6.0)]) and plain.describe()["samples"] is None
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("score", [(1.0, 4.0), (2.0, 4.0)]),  # value / 1
+    ("score:1:2", [(0.5, 2.0), (1.0, 2.0)]),  # 2 samples: less than the weight
+    ("pct:100:64", [(1.0, 4.0), (2.0, 4.0)]),  # percents
+    ("fails:-16:16", [(1.0, 4.0), (2.0, 4.0)]),  # 12 and 8 failures of 16
+    ("meta_like.inner.DeepSeek-R1-Distill-Qwen-1.5B:-16", [(3.0, 4.0), (NAN, NAN)]),  # a key with a dot, nested
+])
+def test_the_generic_form_reads_any_column(spec, expected):
+    table = pl.DataFrame({"score": [0.25, 0.5], "pct": [25.0, 50.0], "fails": [12, 8],
+                          "meta_like": [{"inner": {"DeepSeek-R1-Distill-Qwen-1.5B": 4}}, {"inner": {}}]})
+    assert same(counts(read_prior(spec, frame_columns(table))), expected)
+    src = parse_spec(spec)
+    assert src.kind == ("difficulty" if ":-" in spec else "rate") and src.fields == (spec.split(":")[0],)
+
+
+def test_the_avg_column_is_named_or_found():
+    assert parse_spec("avg@16_qwen2.5-7b").samples == 16 and parse_spec("avg@16_qwen2.5-7b").model == "qwen2.5-7b"
+    two = TRL_SHARD.with_columns(pl.col("pass_rate").alias("avg@8_other"))
+    with pytest.raises(PriorError, match=r"several \(avg@16_tiny-policy, avg@8_other\): name one"):
+        read_prior("avg", frame_columns(two))
+    assert same(counts(read_prior("avg@8_other", frame_columns(two))), [(2.0, 4.0), (4.0, 4.0)])
+
+
+def test_a_loaded_tables_meta_holds_the_kept_fields():
+    """`grpo load --prior` keeps the field in each row's meta (`fields`): the canonical table reads it."""
+    table = pl.DataFrame({"id": ["a", "b", "c"], "meta": [
+        '{"file": "x.jsonl", "row": 0, "fields": {"extra_info": {"model_difficulty": {"DeepSeek-R1-Distill-Qwen-7B": 8}}}}',
+        '{"file": "x.jsonl", "row": 1}', '{"file": "x.jsonl", "row": 2, "fields": {"extra_info": null}}']})
+    assert same(counts(read_prior("skywork_7b", frame_columns(table))), [(2.0, 4.0), (NAN, NAN), (NAN, NAN)])
+    assert keep_patterns("skywork_7b")[:2] == ("extra_info", r"extra_info\.model_difficulty")
+    assert keep_patterns("avg") == (r"avg@(\d+)_(.+)",) and keep_patterns(None) == ()
+
+
+# ---------------------------------------------------------------------------- bad input
+def test_a_missing_column_names_it_and_says_how_to_keep_it():
+    with pytest.raises(PriorError, match=r"prior bigmath: the data has no field `llama8b_solve_rate` \(its columns: "
+                                         r"problem, answer, difficulty\).*--prior bigmath.*FIELD\[:SCALE"):
+        read_prior("bigmath", frame_columns(POLARIS))
+    with pytest.raises(PriorError, match="has none"):
+        read_prior("avg", frame_columns(BIGMATH))
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ([0.5, 57.0, 0.1], r"1 rows .* row 1 \(id b\): `llama8b_solve_rate` = 57\.0 is outside \[0, 1\]; if the column "
+                       r"holds percents use `llama8b_solve_rate:100:64`"),
+    (["0.5", "hard", "easy"], r"2 rows .* row 1 \(id b\): `llama8b_solve_rate` = 'hard' is not a number"),
+    ([0.5, float("inf"), 0.1], "is not finite"),
+])
+def test_bad_values_name_the_row_and_the_fix(values, message):
+    with pytest.raises(PriorError, match=message):
+        read_prior("bigmath", frame_columns(pl.DataFrame({"llama8b_solve_rate": values})), ids=["a", "b", "c"])
+
+
+def test_bad_specs_and_empty_columns_are_refused():
+    for spec, message in (("x:0", "non-zero"), ("x:a", "must be numbers"), ("x:1:2:3", "expected a preset"),
+                          ("x:1:-2", "SAMPLES > 0"), ("", "empty")):
+        with pytest.raises(PriorError, match=message):
+            parse_spec(spec)
+    with pytest.raises(PriorError, match="no row .* has a value"):
+        read_prior("bigmath", frame_columns(pl.DataFrame({"llama8b_solve_rate": [None, None]},
+                                                         schema={"llama8b_solve_rate": pl.Float64})))
+    with pytest.raises(PriorError, match="weight must be > 0"):
+        read_prior("bigmath", frame_columns(BIGMATH), weight=0)
+    assert set(PRESETS) >= {"bigmath", "polaris", "skywork_7b", "lime", "dart", "avg"}
+
+
+# ---------------------------------------------------------------------------- with a profile; groups
+def test_a_profile_takes_precedence_and_the_prior_fills_the_rest():
+    prior = read_prior("bigmath", frame_columns(BIGMATH))  # rows 0, 1, 3 have a value
+    (c, k), from_prior = merge_offline((np.array([2.0, NAN, NAN, NAN]), np.array([2.0, NAN, NAN, NAN])), prior)
+    np.testing.assert_array_equal(from_prior, [False, True, False, True])
+    assert same(list(zip(c, k)), [(2.0, 2.0), (4.0, 4.0), (NAN, NAN), (0.0, 4.0)])
+    assert merge_offline(None, None) == (None, None)
+    np.testing.assert_array_equal(origin_groups(np.array([0, 0, 1, 1]), np.array([True, False, True, False])),
+                                  [1, 0, 3, 2])  # prior rows apart from the profile's in each group
+    np.testing.assert_array_equal(origin_groups(None, np.array([True, False])), [1, 0])
+    assert origin_groups(None, np.array([True, True])) is None  # all from the prior: nothing to split
+
+
+def test_the_logit_offset_is_recovered_from_own_counts():
+    rng = np.random.default_rng(0)
+    rate = rng.uniform(0.05, 0.95, 2000)
+    truth = 1 / (1 + np.exp(-(np.log(rate / (1 - rate)) - 1.0)))  # this model: 1 logit harder
+    k = np.full(rate.size, 4.0)
+    c = rng.binomial(4, truth).astype(float)
+    assert fit_logit_offset(rate, c, k) == pytest.approx(-1.0, abs=0.1)
+    assert fit_logit_offset(rate, np.full(rate.size, NAN), k) == 0.0  # nothing measured yet
