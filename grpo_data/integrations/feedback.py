@@ -1,6 +1,7 @@
 """One scheduler over a trainer's dataset, fed by the groups the trainer scored.
 
     cur = Curriculum.from_columns(ids, n_correct=c, k=k, level=level, seed=0)
+    cur = Curriculum.from_columns(ids, level=level, prior=read_prior("bigmath", dataset_columns(ds)))
     rows = cur.next_batch(64)                       # dataset positions the trainer should generate for
     cur.record(["id-1", "id-1", "id-7"], [True, False, None])   # one entry per scored completion
     cur.tick()                                      # after each optimizer step
@@ -12,6 +13,9 @@ likely to come back all-equal: at G = 8, 0.8^8 + 0.2^8 = 17% against 66% at p = 
 `grpo train`, each problem at most once per band epoch. Any BandConfig field can be passed; with
 scheduler="pools" or "greso" (the peers' samplers, `grpo_data.peer_schedulers`) their PoolsConfig or
 GresoConfig fields instead. Unknown settings of these are refused, naming the accepted ones.
+A `prior` (`grpo_data.priors`: another model's published difficulty, discounted) fills the problems
+the offline counts leave unprofiled, in difficulty groups of its own so that their drift learns the
+offset between that model and the policy.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from grpo_data.priors import Prior, merge_offline, origin_groups
 from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
 
 logger = logging.getLogger(__name__)
@@ -107,11 +112,12 @@ class Curriculum:
 
     @classmethod
     def from_columns(cls, ids: Sequence[str], n_correct=None, k=None, level=None, scheduler: str = "band",
-                     seed: int = 0, share: bool = True, **settings) -> Curriculum:
+                     seed: int = 0, share: bool = True, prior: Prior | None = None, **settings) -> Curriculum:
         """A scheduler over `ids`, starting from offline counts (None or NaN: unprofiled) and one fitted
         prior per level (without `level`: the pool's prior, offline-estimate buckets sharing drift, as
-        the trainer does); `share` False keeps each
-        problem's estimate to its own outcomes (no drift, no refits)."""
+        the trainer does); `share` False keeps each problem's estimate to its own outcomes (no drift,
+        no refits). `prior` (one row per id) gives the problems without offline counts its discounted
+        pseudo-counts, as the trainer's `data.prior` does."""
         if ids is None:
             raise MissingColumnError("the dataset has no `id` column: the scheduler needs one id per problem to map "
                                  "scored completions back (grpo shards writes it; or add one with "
@@ -122,14 +128,19 @@ class Curriculum:
             offline = (float_column(n_correct, n), float_column(k, n))
             if np.isnan(offline[1]).all():
                 offline = None
+        if prior is not None and prior.rate.size != n:
+            raise ValueError(f"the prior has {prior.rate.size} rows for {n} ids; read it from the same dataset")
+        offline, from_prior = merge_offline(offline, prior)
         groups = None
         if scheduler == "band":  # as the trainer groups (grpo_train.trainer.scheduler_groups / scheduler_kwargs)
             levels = level_column(level, n)
-            groups = difficulty_groups(n, offline, levels)
+            groups = origin_groups(difficulty_groups(n, offline, levels), from_prior)
             settings = {**DEFAULT_BAND, "share": share, "group_priors": levels is not None, **settings}
         sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
-        logger.info("curriculum: %s scheduler over %d problems (%s offline profile)", scheduler, n,
-                    "with" if offline is not None else "no")
+        logger.info("curriculum: %s scheduler over %d problems (%s offline profile%s)", scheduler, n,
+                    "with" if offline is not None else "no", "" if prior is None else
+                    f"; prior {prior.source.name} of {prior.source.model or 'an unnamed model'} on "
+                    f"{int(from_prior.sum())} problems, {prior.weight:g} pseudo-samples at most")
         cur = cls(sched, ids)
         cur.group_size_set = "group_size" in settings  # the user's G stays; else the first scored batch's
         return cur
