@@ -31,11 +31,18 @@ logger = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class DataConfig:
     """train: canonical problem table to train on; heldout: table for evaluation (optional);
-    profile: offline profile of `train` (optional; the band scheduler's prior)."""
+    profile: offline profile of `train` (optional; the band scheduler's prior);
+    prior: another model's difficulty read from `train`'s own columns (`grpo_data.priors`: a preset
+    such as bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES; a table written by
+    `grpo load` keeps the field when loaded with `--prior`): the problems the profile does not cover
+    start from it, in difficulty groups of their own whose drift learns the offset to the policy;
+    prior_weight: the most pseudo-samples one of its values counts for (the discount; 4 by default)."""
 
     train: str = "runs/world/train.parquet"
     heldout: str | None = "runs/world/test.parquet"
     profile: str | None = None
+    prior: str | None = None
+    prior_weight: float = 4.0
 
 
 @dataclass(frozen=True)
@@ -364,8 +371,9 @@ class TrainConfig:
             (self.scheduler.epoch in ("pool", "band"), f"scheduler.epoch must be pool or band, got {self.scheduler.epoch!r}"),
             (self.scheduler.groups in ("level", "none"),
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
-            (self.scheduler.name != "offline_band" or self.data.profile,
-             "scheduler.name=offline_band needs data.profile (an offline profile of data.train)"),
+            (self.scheduler.name != "offline_band" or self.data.profile or self.data.prior,
+             "scheduler.name=offline_band needs data.profile (an offline profile of data.train) or data.prior"),
+            (self.data.prior_weight > 0, f"data.prior_weight must be > 0 pseudo-samples, got {self.data.prior_weight}"),
             (self.rollout.temperature > 0, "rollout.temperature must be > 0: greedy groups have no variance"),
             (self.rollout.overlong in OVERLONG, f"rollout.overlong must be one of {OVERLONG}, got {self.rollout.overlong!r}"),
             (self.rollout.overlong != "penalty" or 0 < self.rollout.overlong_buffer <= self.rollout.max_tokens,
@@ -398,6 +406,13 @@ class TrainConfig:
                 raise ValueError(msg)
         if self.scheduler.name in PEER_SCHEDULERS:
             peer_config(self.scheduler.name, self.scheduler.settings)  # refuses unknown or bad settings
+        if self.data.prior:
+            from grpo_data.priors import PriorError, parse_spec
+
+            try:
+                parse_spec(self.data.prior)  # a malformed spec is refused before any engine starts
+            except PriorError as exc:
+                raise ValueError(f"data.prior: {exc}") from None
         if self.algo.ratio_level == "sequence" and max(self.algo.clip_low, self.algo.clip_high) >= 0.01:
             logger.warning("algo.ratio_level=sequence with clip %s/%s: a length-normalized sequence ratio seldom "
                            "leaves +-0.01, so this barely clips (GSPO uses 3e-4/4e-4; leave clip_low/high unset "

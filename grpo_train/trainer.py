@@ -29,6 +29,7 @@ import polars as pl
 import torch
 
 from grpo_data import io
+from grpo_data.priors import Prior, frame_columns, merge_offline, origin_groups, read_prior
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
 from grpo_data.rewards import build_reward
@@ -79,6 +80,24 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None) -
                     problems.height)
     return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
             joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy())
+
+
+def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | None:
+    """`data.prior` read from the training table's own columns (or the fields `grpo load --prior`
+    kept in its meta), at most `data.prior_weight` pseudo-samples a problem; None without one."""
+    if not data.prior:
+        return None
+    prior = read_prior(data.prior, frame_columns(problems, f"data.train {data.train}"), data.prior_weight,
+                       ids=problems["id"].to_list())
+    if not log:
+        return prior
+    info = prior.describe()
+    logger.info("scheduler prior %s: %d of %d problems, measured by %s (%s samples each), counted as at most %g "
+                "pseudo-samples; its offset to this policy is learned online (the groups' drift)", info["spec"],
+                info["problems"], info["rows"], info["model"] or "an unnamed model",
+                "unstated" if info["samples"] is None else "-".join(f"{x:g}" for x in sorted(set(info["samples"]))),
+                prior.weight)
+    return prior
 
 
 def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
@@ -240,8 +259,8 @@ def paired_gain(first: pl.DataFrame, last: pl.DataFrame) -> dict:
 
 
 def check_inputs(cfg: TrainConfig) -> None:
-    """Every path the run reads exists, before any engine starts: one line naming the path and the
-    command that makes it."""
+    """Every path the run reads exists, and `data.prior` can be read from `data.train`, before any
+    engine starts: one line naming the path (or the column) and the command that makes it."""
     from grpo_data.engines import check_model_path
 
     check_model_path(cfg.model)
@@ -250,6 +269,8 @@ def check_inputs(cfg: TrainConfig) -> None:
                             ("data.profile", cfg.data.profile, "grpo profile (or grpo pipeline)")):
         if path and not Path(path).exists():
             raise FileNotFoundError(f"{key} {path} does not exist: write it with {make}, or set {key}=PATH")
+    if cfg.data.prior:  # a missing column or an unreadable value stops the run here, before any engine starts
+        training_prior(pl.read_parquet(cfg.data.train), cfg.data, log=False)
 
 
 def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray | None) -> dict:
@@ -343,10 +364,15 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
         sc = cfg.scheduler
-        offline = offline_counts(self.problems, cfg.data.profile, cfg)
+        # a profile's own counts where it measured a problem; another model's discounted prior elsewhere
+        prior = training_prior(self.problems, cfg.data)
+        if prior is not None and self.is_main:  # which model and how many samples stand behind the start
+            io.write_json(self.run_dir / "prior.json", prior.describe())
+        offline, from_prior = merge_offline(offline_counts(self.problems, cfg.data.profile, cfg), prior)
+        groups = scheduler_groups(self.problems, offline, sc)
         band_g = {"group_size": cfg.rollout.group_size} if sc.name == "band" else {}  # a dry band's fill scores at G
         self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
-                                        groups=scheduler_groups(self.problems, offline, sc),
+                                        groups=origin_groups(groups, from_prior) if sc.name == "band" else groups,
                                         **scheduler_kwargs(sc, self.problems), **band_g)
         self.levels = level_array(self.problems)
         self.times_trained = np.zeros(self.problems.height, dtype=np.int64)  # groups trained per problem

@@ -238,3 +238,29 @@ def test_the_discount_lets_outcomes_override_another_models_ranking(seed):
     _, full_last, full_seen_mae, _ = train_from_prior(seed, 1.0, weight=64)
     assert last > full_last + 0.05
     assert seen_mae < full_seen_mae - 0.01
+
+
+# ---------------------------------------------------------------------------- plumbing: grpo train
+def test_train_config_takes_a_prior_and_refuses_a_bad_one_before_any_engine(tmp_path):
+    from grpo_train.config import load_config
+    from grpo_train.trainer import check_inputs, training_prior
+
+    cfg = load_config(None, ["data.prior=skywork_7b", "data.prior_weight=2"])
+    assert cfg.data.prior == "skywork_7b" and cfg.data.prior_weight == 2.0
+    with pytest.raises(ValueError, match="data.prior: prior 'x:0'"):
+        load_config(None, ["data.prior='x:0'"])
+    with pytest.raises(ValueError, match="data.prior_weight must be > 0"):
+        load_config(None, ["data.prior=bigmath", "data.prior_weight=0"])
+    assert load_config(None, ["scheduler.name=offline_band", "data.prior=bigmath"]).data.prior == "bigmath"
+    # a canonical table loaded with `grpo load --prior skywork_7b`: the field travels in meta
+    train = tmp_path / "train.parquet"
+    pl.DataFrame({"id": ["a", "b"], "meta": [
+        '{"file": "s.parquet", "row": 0, "fields": {"extra_info": {"model_difficulty": {"DeepSeek-R1-Distill-Qwen-7B": 4}}}}',
+        '{"file": "s.parquet", "row": 1}']}).write_parquet(train)
+    ok = load_config(None, [f"data.train={train}", "data.heldout=null", "model=org/model", "data.prior=skywork_7b"])
+    check_inputs(ok)
+    prior = training_prior(pl.read_parquet(train), ok.data)
+    assert same(counts(prior), [(3.0, 4.0), (NAN, NAN)])
+    missing = load_config(None, [f"data.train={train}", "data.heldout=null", "model=org/model", "data.prior=bigmath"])
+    with pytest.raises(PriorError, match=rf"data.train {train} has no field `llama8b_solve_rate`"):
+        check_inputs(missing)
