@@ -93,6 +93,7 @@ class Preset:
     id_field: str | None = None
     level_field: str | None = None
     source_field: str | None = None
+    keep: tuple[str, ...] = ()  # top-level fields carried into meta (`Fields.keep`), e.g. a prior's column
 
 
 PRESETS: dict[str, Preset] = {
@@ -177,7 +178,8 @@ class Source:
 
 
 def fields_of(preset: Preset) -> Fields:
-    return Fields(preset.question_field, preset.answer_field, preset.id_field, preset.level_field, preset.source_field)
+    return Fields(preset.question_field, preset.answer_field, preset.id_field, preset.level_field, preset.source_field,
+                  preset.keep)
 
 
 # ---------------------------------------------------------------- records -> canonical rows (columnar)
@@ -245,7 +247,9 @@ def canonicalize(df: pl.DataFrame, label: str, source: str, preset: Preset, limi
         pl.col("id_raw").is_not_null().alias("_explicit"),
         pl.coalesce(pl.col("id_raw"), problem_ids(df["_key"])).alias("id"),
         pl.coalesce(pl.col("src"), pl.lit(source)).alias("source"),
-        pl.concat_str(pl.lit('{"file": ' + quoted + ', "row": '), pl.col("_row").cast(pl.String), pl.lit("}")).alias("meta"),
+        pl.concat_str(pl.lit('{"file": ' + quoted + ', "row": '), pl.col("_row").cast(pl.String),
+                      pl.when(pl.col("_keep").is_not_null()).then(pl.concat_str(pl.lit(', "fields": '), pl.col("_keep")))
+                      .otherwise(pl.lit("")), pl.lit("}")).alias("meta"),
         pl.lit(label).alias("_label"),
         pl.col("_key").hash(seed=1).alias("_k1"), pl.col("_key").hash(seed=2).alias("_k2"),
     ).select("_label", "_row", "_reason", "_detail", "_explicit", "_k1", "_k2", *SCHEMA)

@@ -365,6 +365,15 @@ class Prior:
                 "weight": self.weight, "problems": int(np.isfinite(self.rate).sum()), "rows": int(self.rate.size),
                 "citation": self.source.citation}
 
+    def summary(self) -> str:
+        """One line for a command's output: how many problems have a value, whose, from how many samples."""
+        info = self.describe()
+        samples = ("samples unstated" if info["samples"] is None
+                   else "-".join(f"{x:g}" for x in sorted(set(info["samples"]))) + " samples")
+        return (f"prior {info['spec']}: {info['problems']} of {info['rows']} problems have a value "
+                f"({info['model'] or 'model unnamed'}, {samples}; each counted as at most {self.weight:g} "
+                "pseudo-samples)")
+
 
 def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids: Sequence | None = None) -> Prior:
     """The prior `spec` names, read from `columns`; `ids` (one per row) name rows in errors."""

@@ -20,6 +20,7 @@ check runs later on the columns.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ CHUNK = 100_000  # records per frame handed on (bounds the Python objects and ra
 EXTRACTED = pl.Schema({
     "_row": pl.Int64, "q_text": pl.String, "q_msgs": pl.List(MESSAGE), "a_text": pl.String,
     "id_raw": pl.String, "level": pl.Int64, "src": pl.String, "_reason": pl.String, "_detail": pl.String,
+    "_keep": pl.String,
 })
 
 
@@ -43,13 +45,20 @@ class DataError(ValueError):
 
 @dataclass(frozen=True)
 class Fields:
-    """Dotted field paths to read (`reward_model.ground_truth`); None = not read."""
+    """Dotted field paths to read (`reward_model.ground_truth`); None = not read. `keep`: regular
+    expressions of top-level field names whose values travel whole, as a JSON object, into each row's
+    `meta` (`_keep`): a prior's difficulty column (`grpo_data.priors.keep_patterns`)."""
 
     question: str
     answer: str
     id: str | None = None
     level: str | None = None
     source: str | None = None
+    keep: tuple[str, ...] = ()
+
+    def kept(self, names) -> list[str]:
+        """The names (in order) that `keep` matches whole."""
+        return [n for n in names if any(re.fullmatch(p, n) for p in self.keep)] if self.keep else []
 
 
 @dataclass
@@ -125,7 +134,7 @@ def parse_level(value) -> int | None:
 def extract_record(rec, fields: Fields, error: str = "") -> dict:
     """One EXTRACTED row (without _row) from a decoded record (None when it was not an object)."""
     out = {"q_text": None, "q_msgs": None, "a_text": None, "id_raw": None, "level": None, "src": None,
-           "_reason": None, "_detail": None}
+           "_reason": None, "_detail": None, "_keep": None}
     if not isinstance(rec, dict):
         out["_reason"], out["_detail"] = "malformed_row", error or f"a JSON {type(rec).__name__}, not an object"
         return out
@@ -164,6 +173,8 @@ def extract_record(rec, fields: Fields, error: str = "") -> dict:
     out["level"] = parse_level(_optional(rec, fields.level))
     src = _optional(rec, fields.source)
     out["src"] = None if src is None else str(src)
+    kept = fields.kept(rec)
+    out["_keep"] = json.dumps({n: rec[n] for n in kept}, default=str, ensure_ascii=False) if kept else None
     out["_reason"], out["_detail"] = reason, detail
     return out
 
@@ -339,6 +350,8 @@ def _extract_columns(df: pl.DataFrame, fields: Fields, offset: int) -> pl.DataFr
         return none_s if e is None else e.cast(pl.String)
 
     id_raw = optional_text(fields.id)
+    kept = fields.kept(schema)
+    keep = pl.struct(kept).struct.json_encode() if kept else none_s
     lv, lt = _field_expr(schema, fields.level) if fields.level else (None, None)
     reason = pl.coalesce([c[0] for c in checks]) if checks else none_s
     detail = pl.coalesce([c[1] for c in checks]) if checks else none_s
@@ -348,14 +361,14 @@ def _extract_columns(df: pl.DataFrame, fields: Fields, offset: int) -> pl.DataFr
         pl.when(id_raw != "").then(id_raw).alias("id_raw"),
         (none_i if lv is None else _level_expr(lv, lt)).alias("level"),
         optional_text(fields.source).alias("src"),
-        reason.alias("_reason"), detail.alias("_detail"),
+        reason.alias("_reason"), detail.alias("_detail"), keep.alias("_keep"),
     ).cast(dict(EXTRACTED))
 
 
 def needed_columns(columns, fields: Fields) -> list[str]:
     """The top-level columns (of `columns`) that the fields reach into."""
     heads = {f.split(".")[0] for f in (fields.question, fields.answer, fields.id, fields.level, fields.source) if f}
-    return [c for c in columns if c in heads]
+    return [c for c in columns if c in heads or c in fields.kept([c])]
 
 
 def _scan_raw(scan: Callable[[], pl.LazyFrame]) -> Callable[[list[int]], dict[int, str]]:

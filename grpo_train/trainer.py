@@ -89,14 +89,8 @@ def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | No
         return None
     prior = read_prior(data.prior, frame_columns(problems, f"data.train {data.train}"), data.prior_weight,
                        ids=problems["id"].to_list())
-    if not log:
-        return prior
-    info = prior.describe()
-    logger.info("scheduler prior %s: %d of %d problems, measured by %s (%s samples each), counted as at most %g "
-                "pseudo-samples; its offset to this policy is learned online (the groups' drift)", info["spec"],
-                info["problems"], info["rows"], info["model"] or "an unnamed model",
-                "unstated" if info["samples"] is None else "-".join(f"{x:g}" for x in sorted(set(info["samples"]))),
-                prior.weight)
+    if log:
+        logger.info("scheduler %s; its offset to this policy is learned online (the groups' drift)", prior.summary())
     return prior
 
 

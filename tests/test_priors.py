@@ -264,3 +264,37 @@ def test_train_config_takes_a_prior_and_refuses_a_bad_one_before_any_engine(tmp_
     missing = load_config(None, [f"data.train={train}", "data.heldout=null", "model=org/model", "data.prior=bigmath"])
     with pytest.raises(PriorError, match=rf"data.train {train} has no field `llama8b_solve_rate`"):
         check_inputs(missing)
+
+
+# ---------------------------------------------------------------------------- plumbing: grpo load
+def test_grpo_load_keeps_the_priors_field_in_meta(tmp_path, capsys):
+    """Parquet (columnar reader, struct nesting) and JSON lines (record reader) alike: the field the
+    prior reads travels into each row's meta, and the canonical table reads as the source did."""
+    import json
+
+    from pipelines.cli import main
+
+    skywork = tmp_path / "skywork.parquet"
+    pl.DataFrame([{**row, "reward_model": {**row["reward_model"], "ground_truth": str(i + 1)}}
+                  for i, row in enumerate(SKYWORK)]).write_parquet(skywork)
+    out = tmp_path / "sky.parquet"
+    assert main(["load", "--data", str(skywork), "--preset", "verl", "--prior", "skywork_7b", "--out", str(out)]) == 0
+    assert "prior skywork_7b: 2 of 3 problems have a value (DeepSeek-R1-Distill-Qwen-7B, 16 samples" in capsys.readouterr().out
+    table = pl.read_parquet(out)
+    assert json.loads(table["meta"][0])["fields"]["extra_info"]["model_difficulty"]["DeepSeek-R1-Distill-Qwen-7B"] == 12
+    assert same(counts(read_prior("skywork_7b", frame_columns(table))), [(1.0, 4.0), (3.0, 4.0), (NAN, NAN)])
+
+    bigmath = tmp_path / "bigmath.jsonl"
+    bigmath.write_text("\n".join(json.dumps(r) for r in BIGMATH.to_dicts()) + "\n")
+    out = tmp_path / "big.parquet"
+    assert main(["load", "--data", str(bigmath), "--preset", "problem_answer", "--prior", "bigmath",
+                 "--out", str(out)]) == 0
+    table = pl.read_parquet(out)
+    assert same(counts(read_prior("bigmath", frame_columns(table))), [(1.0, 4.0), (4.0, 4.0), (NAN, NAN), (0.0, 4.0)])
+    # without --prior nothing is kept; a prior the source lacks stops the load, naming the field
+    assert main(["load", "--data", str(bigmath), "--preset", "problem_answer", "--out", str(tmp_path / "p.parquet")]) == 0
+    assert "fields" not in json.loads(pl.read_parquet(tmp_path / "p.parquet")["meta"][0])
+    capsys.readouterr()
+    assert main(["load", "--data", str(bigmath), "--preset", "problem_answer", "--prior", "lime",
+                 "--out", str(tmp_path / "q.parquet")]) == 2
+    assert "grpo load: prior lime: " in capsys.readouterr().err and not (tmp_path / "q.parquet").exists()

@@ -26,6 +26,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-prompt-chars", type=int, default=20_000, help="reject longer prompts")
     parser.add_argument("--max-prompt-tokens", type=int, help="reject longer prompts (needs --tokenizer)")
     parser.add_argument("--tokenizer", help="tokenizer path/name for --max-prompt-tokens")
+    parser.add_argument("--prior", default=None, metavar="SPEC",
+                        help="another model's difficulty column (grpo_data.priors: bigmath, polaris, skywork_7b, "
+                        "lime, dart, avg, or FIELD:SCALE:SAMPLES), kept in each row's meta so later stages can read it")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,8 +50,10 @@ def load_from_args(args: argparse.Namespace):
     from dataclasses import replace
 
     from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
+    from grpo_data.priors import keep_patterns
 
     preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
+    preset = replace(preset, keep=keep_patterns(getattr(args, "prior", None)))
     limits = LoadLimits(args.max_prompt_chars, args.max_prompt_tokens, args.tokenizer)
     if getattr(args, "context_length", None) is not None:  # `grpo load` only; profile and train measure their own
         limits = replace(limits, context_length=args.context_length, max_tokens=args.max_tokens,
@@ -56,16 +61,31 @@ def load_from_args(args: argparse.Namespace):
     return load_problems(args.data, preset, limits, split=args.split, hub_config=args.hub_config)
 
 
+def read_prior_from_args(args, table):
+    """The prior `--prior` names, read from a loaded or canonical table (`--prior-weight` where the
+    command has one); None without --prior. PriorError when it cannot be read."""
+    from grpo_data.priors import DEFAULT_WEIGHT, frame_columns, read_prior
+
+    if not getattr(args, "prior", None):
+        return None
+    weight = getattr(args, "prior_weight", None) or DEFAULT_WEIGHT
+    return read_prior(args.prior, frame_columns(table, args.data), weight, ids=table["id"].to_list())
+
+
 def run(args: argparse.Namespace) -> int:
     from grpo_data.loaders import DataError, write_load_result
+    from grpo_data.priors import PriorError
 
     try:
         result = load_from_args(args)
-    except DataError as exc:
+        prior = read_prior_from_args(args, result.table) if result.table.height else None
+    except (DataError, PriorError) as exc:
         print(f"grpo load: {exc}", file=sys.stderr)
         return 2
     problems, rejects = write_load_result(result, args.out)
     print(result.summary())
+    if prior is not None:
+        print(prior.summary())
     print(f"problems -> {problems}\nrejects  -> {rejects}")
     if result.table.height == 0:
         print("grpo load: no valid rows remain; see the rejects file for each row's reason", file=sys.stderr)
