@@ -2,7 +2,8 @@
 
 Public training sets publish difficulty for free. A prior spec names where a row's value lives and
 how it becomes a pass rate; `read_prior` turns a table's column into per-problem pseudo-counts that
-the scheduler (and the adaptive profiler) start from where this model has no profile of its own:
+the scheduler and the adaptive profiler weigh beside this model's own samples (`merge_offline`: added
+to a profile's counts, moved by the offset fitted between the two; alone where there is no profile):
 
     prior = read_prior("bigmath", frame_columns(problems), weight=4)
     prior.n_correct, prior.k            # (N,) pseudo-counts, NaN where a row has no value
@@ -48,10 +49,11 @@ code; a direction a source does not state is marked as this module's reading):
 
 The discount. A value counts as k = min(samples, weight) pseudo-samples, (n_correct, k) = (rate x k, k),
 with `weight` (DEFAULT_WEIGHT) far below what the source drew: another model's pass rate predicts this
-policy's only up to a shared logit offset and a per-problem scatter. The offset is learned online,
-as each difficulty group's drift in the band scheduler (prior rows form groups of their own, apart
-from profiled rows, see `origin_groups`) and as `fit_logit_offset` in the adaptive profiler; the
-scatter is what the discount is for. Assumed, not measured: a logit scatter of 1 near p = 0.5 is a
+policy's only up to a shared logit offset and a per-problem scatter. The offset is learned: from
+this model's own counts where a profile covers the prior's problems (`fit_logit_offset`, in the
+adaptive profiler as it samples and when a scheduler starts from both), and online as each
+difficulty group's drift in the band scheduler (rows only the prior covers form groups of their own,
+see `origin_groups`). The scatter is what the discount is for. Assumed, not measured: a logit scatter of 1 near p = 0.5 is a
 pass-rate spread of 0.25, the spread of a Beta posterior after 3 samples (0.25 / (n + 1) = 1/16), so
 another model's estimate weighs about as much as a 4-sample screen however many samples it drew.
 
@@ -67,6 +69,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -408,19 +411,38 @@ def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids:
 
 
 # ---------------------------------------------------------------------------- with a profile
-def merge_offline(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior | None):
-    """((n_correct, k) per problem, from_prior mask): a profile's counts where it measured the problem
-    (this model's own samples take precedence), the prior's pseudo-counts where it did not. Either
-    may be None; the counts are None when neither gives one."""
+class Start(NamedTuple):
+    """What a scheduler starts from when a prior is given (`merge_offline`).
+
+    offline:    (n_correct, k) per problem, NaN where neither the profile nor the prior has one.
+    from_prior: (N,) the rows only the prior covers (None without a prior).
+    offset:     the logit offset of this model against the prior's, fitted on the rows both cover
+                (0 when none do; then the scheduler's drift learns it).
+    """
+
+    offline: tuple[np.ndarray, np.ndarray] | None
+    from_prior: np.ndarray | None
+    offset: float = 0.0
+
+
+def merge_offline(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior | None) -> Start:
+    """A profile's counts and a prior, combined. Where the profile measured a problem its own counts
+    are kept and the prior's pseudo-counts added, moved by the offset fitted between the two on the
+    problems both cover (`fit_logit_offset`, `offset_evidence`): the adaptive profiler stopped on
+    exactly that evidence, and a 2-sample screen alone would undo its decision. Where only the prior
+    has a value, its pseudo-counts, moved the same way. Either may be None."""
     if prior is None:
-        return offline, None
-    pc, pk = prior.n_correct, prior.k
+        return Start(offline, None)
+    has = np.isfinite(prior.k)
     if offline is None:
-        return (pc, pk), np.isfinite(pk)
+        return Start((prior.n_correct, prior.k), has)
     c, k = (np.asarray(x, dtype=np.float64) for x in offline)
     measured = np.isfinite(c) & np.isfinite(k) & (k > 0)
-    from_prior = ~measured & np.isfinite(pk)
-    return (np.where(from_prior, pc, c), np.where(from_prior, pk, k)), from_prior
+    offset = fit_logit_offset(prior.rate, np.where(measured, c, np.nan), np.where(measured, k, np.nan))
+    s, f = offset_evidence(prior.rate, prior.k, offset)
+    own_c, own_k = np.where(measured, c, 0.0), np.where(measured, k, 0.0)
+    known = measured | has
+    return Start((np.where(known, own_c + s, np.nan), np.where(known, own_k + s + f, np.nan)), has & ~measured, offset)
 
 
 def origin_groups(groups: np.ndarray | None, from_prior: np.ndarray | None) -> np.ndarray | None:
@@ -454,3 +476,19 @@ def fit_logit_offset(rate: np.ndarray, n_correct: np.ndarray, k: np.ndarray, kap
         if abs(step) < 1e-8:
             break
     return float(d)
+
+
+def offset_evidence(rate: np.ndarray, k: np.ndarray, offset: float) -> tuple[np.ndarray, np.ndarray]:
+    """(successes, failures) of k pseudo-samples at another model's pass rate moved by a logit
+    `offset`: sigmoid(logit(rate) + offset) x k, the rate clipped to [0.01, 0.99] first as
+    `fit_logit_offset` clips it (at offset 0 the rate stands as read, 0 and 1 included); 0 and 0 where
+    a row has none.
+    The rate is moved, not the counts: a 0.99 counted as 4 pseudo-samples stays near 0.98 under a
+    1-logit shift, where moving half-sample-smoothed counts would pull it to 0.75."""
+    r, k = np.asarray(rate, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    if abs(offset) > 1e-9:  # a fitted 0 comes back as rounding noise; it must leave 0 and 1 where they are
+        clipped = np.clip(r, 0.01, 0.99)
+        r = 1.0 / (1.0 + np.exp(-(np.log(clipped) - np.log1p(-clipped) + offset)))
+    has = np.isfinite(r) & np.isfinite(k)
+    s = np.where(has, r * np.where(has, k, 0.0), 0.0)
+    return s, np.where(has, k, 0.0) - s

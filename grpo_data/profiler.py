@@ -19,7 +19,11 @@ context (`grpo_data.context`). One that cannot fit with max_tokens is left out w
 (`left_out`, `clipped`, `context_length`); a rerun measures them again and does not generate them.
 
 Fixed mode samples k per problem. Adaptive mode (`cfg.rule`) screens every problem with a few
-samples and keeps sampling only those whose in-band/out-of-band decision is still uncertain.
+samples and keeps sampling only those whose in-band/out-of-band decision is still uncertain. With
+a `prior` (another model's published difficulty, `grpo_data.priors`), those decisions also weigh its
+discounted pseudo-counts, moved by the logit offset between that model and this one as fitted to
+every count drawn so far (`fit_logit_offset`); the rows written are this model's own samples only,
+and the metadata names the prior.
 
 Resumable: problems are processed in chunks; each finished chunk is written atomically to
 `NAME.parquet.parts/`. A rerun with the same `out` skips ids already there, so a kill -9 loses at
@@ -48,6 +52,7 @@ from grpo_data.context import (
     count_reasons,
     measure_problems,
 )
+from grpo_data.priors import Prior, fit_logit_offset, offset_evidence
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
 from grpo_data.rewards import Answer, correctness
@@ -238,14 +243,29 @@ def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list
     return int(sum(n_each))
 
 
+@dataclass
+class ChunkPrior:
+    """A prior's view of one chunk: rate and pseudo-samples k (M,) per prompt (NaN without a value),
+    the same for the history's problems, and the offset last fitted (set by `profile_chunk`)."""
+
+    rate: np.ndarray
+    k: np.ndarray
+    history_rate: np.ndarray
+    history_k: np.ndarray
+    offset: float = 0.0
+
+
 def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], cfg: ProfileConfig,
                   history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
-                  groups: np.ndarray | None = None, unread: list[str] | None = None) -> tuple[list[dict], int]:
+                  groups: np.ndarray | None = None, unread: list[str] | None = None,
+                  prior: ChunkPrior | None = None) -> tuple[list[dict], int]:
     """Profile rows (without ids) for one chunk of encoded prompts, and the number of samples drawn.
 
     Adaptive decisions use an empirical-Bayes grid prior fitted to this chunk's counts together
     with `history` (n_correct, k, group of problems profiled before), so it sharpens as the run
-    goes; with `groups` (one key per prompt, e.g. its level) one prior per group. `unread`, when
+    goes; with `groups` (one key per prompt, e.g. its level) one prior per group. With `prior`
+    (another model's pass rates and pseudo-counts for this chunk, its rates for `history`) they
+    also weigh its pseudo-counts, moved by the offset fitted to all counts so far. `unread`, when
     given, collects final sentences the verifier read no answer from (for the format warning)."""
     tallies = [_Tally() for _ in prompts]
     if cfg.rule is None:
@@ -257,10 +277,18 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             c = np.array([t.correct for t in tallies])
             k = np.array([t.k for t in tallies])
             hc, hk, hg = history if history is not None else (np.zeros(0), np.zeros(0), np.zeros(0))
-            # one prior per group (when given), fitted on everything so far; rows only for this chunk
-            weights = row_priors(np.concatenate([hc, c]), np.concatenate([hk, k]),
+            all_c, all_k = np.concatenate([hc, c]), np.concatenate([hk, k])
+            s = f = 0.0
+            if prior is not None:  # the other model's view, moved by how far off it has been so far
+                rate = np.concatenate([prior.history_rate, prior.rate])
+                prior.offset = fit_logit_offset(rate, all_c, all_k)
+                s, f = offset_evidence(rate, np.concatenate([prior.history_k, prior.k]), prior.offset)
+            # one prior per group (when given), fitted on everything so far (pseudo-counts included: the
+            # evidence it is a prior for); rows only for this chunk
+            weights = row_priors(all_c + s, all_k + s + f,
                                  None if groups is None else np.concatenate([hg, groups]), rows=groups)
-            more = rule.undecided(c, k, weights)
+            pseudo = None if prior is None else (s[hc.size:], f[hc.size:])
+            more = rule.undecided(c, k, weights, pseudo)
             if not more.any():
                 break
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
@@ -322,8 +350,10 @@ def prior_group_keys(problems: pl.DataFrame, cfg: ProfileConfig) -> dict[str, fl
 
 def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,
                      shard: tuple[int, int] = (0, 1), metadata: dict | None = None,
-                     progress: bool = True, on_chunk: Callable[[int], None] | None = None) -> dict:
-    """Profile this shard's problems that `out` does not hold yet; returns counts of the run."""
+                     progress: bool = True, on_chunk: Callable[[int], None] | None = None,
+                     prior: Prior | None = None) -> dict:
+    """Profile this shard's problems that `out` does not hold yet; returns counts of the run (with a
+    `prior`, one row per row of `problems`, its last fitted offset as `prior_offset`)."""
     from tqdm import tqdm
 
     mine = shard_slice(problems, shard)
@@ -333,12 +363,21 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     hist_c, hist_k = done["n_correct"].to_numpy(), done["k"].to_numpy()
     hist_g = (np.array([group_of[i] for i in done["id"].to_list()], dtype=np.float64) if group_of is not None
               else np.zeros(done.height))
+    prior_of = None  # id -> (rate, pseudo n_correct, pseudo k), adaptive mode only
+    if prior is not None and cfg.rule is not None:
+        prior_of = dict(zip(problems["id"].to_list(), zip(prior.rate, prior.k), strict=True))
+    hist_r, hist_pk = np.zeros(0), np.zeros(0)
+    if prior_of:
+        hist_r = np.array([prior_of[i][0] for i in done["id"].to_list()], dtype=np.float64)
+        hist_pk = np.array([prior_of[i][1] for i in done["id"].to_list()], dtype=np.float64)
+    offset = 0.0
     logger.info("profile shard %d/%d: %d problems, %d already done, %d to go",
                 shard[0], shard[1], mine.height, mine.height - todo.height, todo.height)
     pdir = parts_dir(out)
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
-        io.write_json(pdir / "metadata.json", metadata)
+        used = prior is not None and cfg.rule is not None  # fixed k draws the same samples whatever the prior says
+        io.write_json(pdir / "metadata.json", {**metadata, **({"prior": prior.describe()} if used else {})})
     fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
     # an engine that states no context (a test double) generates every prompt with max_tokens
     context = getattr(engine, "context_length", None)
@@ -357,8 +396,14 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
         prompts = [sampler.encode(m) for m in chunk["prompt"].to_list()]
         groups = (np.array([group_of[i] for i in chunk["id"].to_list()], dtype=np.float64)
                   if group_of is not None else None)
+        view = None
+        if prior_of:
+            rate, pk = (np.array(x, dtype=np.float64) for x in zip(*(prior_of[i] for i in chunk["id"].to_list())))
+            view = ChunkPrior(rate, pk, hist_r, hist_pk, offset)
         rows, samples = profile_chunk(sampler, prompts, chunk["answer"].to_list(), cfg,
-                                      (hist_c, hist_k, hist_g), groups, unread)
+                                      (hist_c, hist_k, hist_g), groups, unread, view)
+        if view is not None:
+            hist_r, hist_pk, offset = np.concatenate([hist_r, view.rate]), np.concatenate([hist_pk, view.k]), view.offset
         samples_total += samples
         hist_c = np.concatenate([hist_c, [r["n_correct"] for r in rows]])
         hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
@@ -378,7 +423,8 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     rate = sampler.cost.formatted / sampler.cost.completions if fmt and sampler.cost.completions else None
     warn_format(rate, fmt, "this run's", unread)
     return {"problems": todo.height, "skipped": mine.height - todo.height - left_out, "left_out": left_out,
-            "clipped": clipped, "samples": samples_total, "seconds": time.monotonic() - start, "format_rate": rate}
+            "clipped": clipped, "samples": samples_total, "seconds": time.monotonic() - start, "format_rate": rate,
+            **({"prior_offset": offset} if prior_of else {})}
 
 
 def warn_format(rate: float | None, fmt: str | None, whose: str, unread: list[str] = ()) -> None:

@@ -217,9 +217,13 @@ class StoppingRule:
         a, b = posterior(n_correct, k, self.prior)
         return prob_in_band(a, b, self.lo, self.hi)
 
-    def undecided(self, n_correct, k, weights: np.ndarray | None = None) -> np.ndarray:
-        """Boolean mask: problems that need more samples."""
-        q = self.band_prob(n_correct, k, weights)
+    def undecided(self, n_correct, k, weights: np.ndarray | None = None,
+                  extra: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """Boolean mask: problems that need more samples. `extra` (successes, failures), e.g. another
+        model's discounted pseudo-counts (`grpo_data.priors`), joins the evidence but not the samples
+        drawn that max_k bounds."""
+        s, f = (0.0, 0.0) if extra is None else extra
+        q = self.band_prob(np.asarray(n_correct) + s, np.asarray(k) + s + f, weights)
         k = np.asarray(k)
         return (q > 1 - self.confidence) & (q < self.confidence) & (k < self.max_k)
 

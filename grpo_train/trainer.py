@@ -358,11 +358,12 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
         sc = cfg.scheduler
-        # a profile's own counts where it measured a problem; another model's discounted prior elsewhere
+        # a profile's own counts with another model's discounted pseudo-counts added (moved by the offset
+        # between the two); those alone where the profile has none
         prior = training_prior(self.problems, cfg.data)
+        offline, from_prior, offset = merge_offline(offline_counts(self.problems, cfg.data.profile, cfg), prior)
         if prior is not None and self.is_main:  # which model and how many samples stand behind the start
-            io.write_json(self.run_dir / "prior.json", prior.describe())
-        offline, from_prior = merge_offline(offline_counts(self.problems, cfg.data.profile, cfg), prior)
+            io.write_json(self.run_dir / "prior.json", {**prior.describe(), "offset_from_profile": offset})
         groups = scheduler_groups(self.problems, offline, sc)
         band_g = {"group_size": cfg.rollout.group_size} if sc.name == "band" else {}  # a dry band's fill scores at G
         self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,

@@ -13,9 +13,10 @@ likely to come back all-equal: at G = 8, 0.8^8 + 0.2^8 = 17% against 66% at p = 
 `grpo train`, each problem at most once per band epoch. Any BandConfig field can be passed; with
 scheduler="pools" or "greso" (the peers' samplers, `grpo_data.peer_schedulers`) their PoolsConfig or
 GresoConfig fields instead. Unknown settings of these are refused, naming the accepted ones.
-A `prior` (`grpo_data.priors`: another model's published difficulty, discounted) fills the problems
-the offline counts leave unprofiled, in difficulty groups of its own so that their drift learns the
-offset between that model and the policy.
+A `prior` (`grpo_data.priors`: another model's published difficulty, discounted) joins the offline
+counts: added to them where both exist, alone where the offline counts leave a problem unprofiled,
+those in difficulty groups of their own so that their drift learns the offset between that model and
+the policy.
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ class Curriculum:
         prior per level (without `level`: the pool's prior, offline-estimate buckets sharing drift, as
         the trainer does); `share` False keeps each problem's estimate to its own outcomes (no drift,
         no refits). `prior` (one row per id) gives the problems without offline counts its discounted
-        pseudo-counts, as the trainer's `data.prior` does."""
+        pseudo-counts and adds them, moved by the offset fitted on the problems both cover, to the
+        counts of the others, as the trainer's `data.prior` does (`grpo_data.priors.merge_offline`)."""
         if ids is None:
             raise MissingColumnError("the dataset has no `id` column: the scheduler needs one id per problem to map "
                                  "scored completions back (grpo shards writes it; or add one with "
@@ -130,7 +132,7 @@ class Curriculum:
                 offline = None
         if prior is not None and prior.rate.size != n:
             raise ValueError(f"the prior has {prior.rate.size} rows for {n} ids; read it from the same dataset")
-        offline, from_prior = merge_offline(offline, prior)
+        offline, from_prior, offset = merge_offline(offline, prior)
         groups = None
         if scheduler == "band":  # as the trainer groups (grpo_train.trainer.scheduler_groups / scheduler_kwargs)
             levels = level_column(level, n)
@@ -139,8 +141,7 @@ class Curriculum:
         sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
         logger.info("curriculum: %s scheduler over %d problems (%s offline profile%s)", scheduler, n,
                     "with" if offline is not None else "no", "" if prior is None else
-                    f"; prior {prior.source.name} of {prior.source.model or 'an unnamed model'} on "
-                    f"{int(from_prior.sum())} problems, {prior.weight:g} pseudo-samples at most")
+                    f"; {prior.summary()}, {offset:+.2f} logits from the profile's counts")
         cur = cls(sched, ids)
         cur.group_size_set = "group_size" in settings  # the user's G stays; else the first scored batch's
         return cur

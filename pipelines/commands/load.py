@@ -27,8 +27,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-prompt-tokens", type=int, help="reject longer prompts (needs --tokenizer)")
     parser.add_argument("--tokenizer", help="tokenizer path/name for --max-prompt-tokens")
     parser.add_argument("--prior", default=None, metavar="SPEC",
-                        help="another model's difficulty column (grpo_data.priors: bigmath, polaris, skywork_7b, "
-                        "lime, dart, avg, or FIELD:SCALE:SAMPLES), kept in each row's meta so later stages can read it")
+                        help="another model's published difficulty (grpo_data.priors: bigmath, polaris, skywork_7b, "
+                        "lime, dart, avg, or FIELD:SCALE:SAMPLES): loading keeps its field in each row's meta for "
+                        "later stages; profile (adaptive) and shards also weigh it, discounted")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -3,13 +3,16 @@
     grpo profile --data runs/world/train.parquet --model runs/policy-warm --k 16 --out profiles/arith.parquet
     grpo profile ... --adaptive                 # sequential sampling toward the 0.2-0.8 band
     grpo profile ... --shard 0/4                # one deterministic slice; then `--merge`
+    grpo profile --data SynthLabsAI/Big-Math-RL-Verified --preset problem_answer --prior bigmath --adaptive ...
     torchrun --nproc-per-node 4 -m pipelines.cli profile ...   # shard = RANK/WORLD_SIZE, one GPU per rank
 
 Prompts are rendered and tokenized exactly as training renders them (`grpo_data.rollouts`); generation
 stops at the chat template's end-of-turn token and EOS unless --stop-token-ids says otherwise.
 A prompt that does not fit the engine's context (--max-model-len, else the model's) with --max-tokens
 is left out and listed in OUT.rejects.jsonl with its reason, or profiled with the room left under
---overlong-prompts clip; the run goes on and says how many were left out.
+--overlong-prompts clip; the run goes on and says how many were left out. With --prior (adaptive mode)
+another model's published difficulty joins the stopping decisions, discounted to --prior-weight
+pseudo-samples and moved by the offset fitted to this model's own samples; rows hold own samples only.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--screen-k", type=int, default=2, help="adaptive: first samples per problem")
     parser.add_argument("--step-k", type=int, default=2, help="adaptive: samples added per round")
     parser.add_argument("--max-k", type=int, default=32, help="adaptive: most samples per problem")
+    parser.add_argument("--prior-weight", type=float, default=None, metavar="K",
+                        help="with --prior: the most pseudo-samples one of its values counts for (default 4)")
     parser.add_argument("--prior-groups", choices=("level", "none"), default="level",
                         help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once")
     parser.add_argument("--answer-format", choices=("auto", "boxed", "none"), default="auto",
@@ -114,6 +119,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         shard = parse_shard(args.shard)
         cfg, choice = profile_options(options_from_args(args))
+        if args.prior:
+            from grpo_data.priors import parse_spec
+
+            parse_spec(args.prior)  # a malformed spec stops here, before any data is read
         settings = engine_settings(choice["vllm"])
         engine_name = choice["engine"] or default_engine()
         if engine_name not in ENGINES:
@@ -133,6 +142,16 @@ def run(args: argparse.Namespace) -> int:
         return 2 if "no valid rows" not in str(exc) else 1
     if args.limit:
         problems = problems.sort("id").head(args.limit)
+    from grpo_data.priors import PriorError
+    from pipelines.commands.load import read_prior_from_args
+
+    try:
+        prior = read_prior_from_args(args, problems)
+    except PriorError as exc:
+        print(f"grpo profile: {exc}", file=sys.stderr)
+        return 2
+    if prior is not None:
+        print(prior.summary() + ("" if cfg.rule else " (not used: fixed k draws the same samples; see --adaptive)"))
 
     from grpo_data.engines import make_engine
 
@@ -142,9 +161,11 @@ def run(args: argparse.Namespace) -> int:
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig()
     with VerifierPool(pool_cfg) as pool:
         meta = run_metadata(engine, cfg, args.data, {"deadline_s": pool_cfg.deadline_s, "timeout_s": pool_cfg.timeout_s})
-        stats = profile_problems(problems, engine, pool, cfg, args.out, shard=shard, metadata=meta)
+        stats = profile_problems(problems, engine, pool, cfg, args.out, shard=shard, metadata=meta, prior=prior)
     print(f"profiled {stats['problems']} problems ({stats['skipped']} already done), "
           f"{stats['samples']} samples in {stats['seconds']:.1f}s")
+    if "prior_offset" in stats:
+        print(f"this model against the prior's: {stats['prior_offset']:+.2f} logits (fitted to its own samples)")
     if stats["left_out"] or stats["clipped"]:
         from grpo_data.profiler import rejects_file
 
