@@ -17,6 +17,7 @@ import yaml
 
 from grpo_data import io
 from grpo_data.estimates import posteriors
+from grpo_data.priors import offset_evidence
 from grpo_data.shards import ShardIntegrityError, read_shards, verify_shards
 from grpo_data.stats import grid_all_same
 
@@ -45,6 +46,29 @@ def avg_column_doc(manifest: dict, ks: pl.Series) -> str:
         text += (f" Samples were drawn adaptively, {int(ks.min())}-{int(ks.max())} per problem (column `k`); "
                  f"`{name.split('_')[0]}` names the most any problem got.")
     return text
+
+
+PRIOR_DOC = ("`prior_rate` (another model's pass rate, see Prior from another model; null where it has none), "
+             "`prior_k` (the pseudo-samples it counts for)")
+
+
+def prior_section(info: dict, own: int) -> str:
+    """Markdown: whose estimate the prior is, how many samples stand behind it, how much it counts,
+    and the offset to the profiling model (`manifest["prior"]`, see `grpo_data.priors`)."""
+    samples = ("not stated by the source" if info.get("samples") is None
+               else "-".join(f"{x:g}" for x in sorted(set(info["samples"]))) + " per problem")
+    offset = info.get("offset_from_profile", 0.0)
+    fitted = (f"fitted on the problems both cover, the profiling model is {offset:+.2f} logits from it (its "
+              "pseudo-counts are moved by that much before they join the estimates)" if own and info["alone"] < info[
+                  "problems"] else "no problem has both, so no offset was fitted: a scheduler learns it online (the "
+              "difficulty groups' drift)")
+    fields = "`, `".join(info["fields"])
+    return (f"## Prior from another model\n\n`{info['spec']}` reads `{fields}`: pass rates measured by "
+            f"**{info.get('model') or 'a model the source does not name'}**, samples {samples} ({info.get('citation')}). "
+            f"{info['problems']} of the set's problems have a value; {info['alone']} have no profile of their own and "
+            f"rest on it alone. Each value counts as at most {info['weight']:g} pseudo-samples, far below what the "
+            "source drew, because another model's pass rate predicts this one's only up to an offset and a "
+            f"per-problem scatter; {fitted}.")
 
 
 def size_category(n: int) -> str:
@@ -223,8 +247,16 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     per_level = estimate.get("prior") == "per level"
     counts = pl.DataFrame({"n_correct": profile_column(table, "n_correct"), "k": profile_column(table, "k"),
                            "level": profile_column(table, "level")})
-    all_same = grid_all_same(posteriors(counts, per_level), group_size)  # (N,), rows in `table` order
-    ks, p = counts["k"].to_numpy(), p_est.to_numpy()
+    own = counts["k"].is_not_null().to_numpy()  # rows with a profile (the others rest on a prior alone)
+    prior_info = manifest.get("prior")
+    evidence = counts.with_columns(pl.col("n_correct", "k").cast(pl.Float64).fill_null(0.0))
+    if prior_info:  # what the estimates were fitted on: own counts + the prior's moved pseudo-counts
+        s, f = offset_evidence(profile_column(table, "prior_rate").fill_null(np.nan).to_numpy(),
+                               profile_column(table, "prior_k").fill_null(np.nan).to_numpy(),
+                               prior_info.get("offset_from_profile", 0.0))
+        evidence = evidence.with_columns(pl.col("n_correct") + s, pl.col("k") + s + f)
+    all_same = grid_all_same(posteriors(evidence, per_level), group_size)  # (N,), rows in `table` order
+    ks, p = counts["k"].to_numpy().astype(np.float64), p_est.to_numpy()
     bucket = table["bucket"].to_numpy()
     prof = manifest.get("profile", {})
     cfg = prof.get("config", {})
@@ -234,7 +266,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
 
     def bucket_row(b: str, v: dict) -> str:
         mine = bucket == int(b)
-        mean_k = f"{ks[mine].mean():.1f}" if mine.any() else "-"
+        mean_k = f"{ks[mine & own].mean():.1f}" if (mine & own).any() else "-"
         return (f"| {b} | [{v['lo']:.2f}, {v['hi']:.2f}{']' if v['hi'] == 1.0 else ')'} | {v['rows']} | {mean_k} "
                 f"| {mean_percent(all_same[mine])} |")
 
@@ -244,10 +276,22 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     left_note = f", of which {left} did not fit the profiling context (see Rejected rows)" if left else ""
     rej_lines = "\n".join(f"| {reason} | {n} |" for reason, n in rejected.items()) or "| (none) | 0 |"
     versions = prof.get("versions", {})
-    avg_doc = avg_column_doc(manifest, profile_column(table, "k"))
+    avg_doc = avg_column_doc(manifest, profile_column(table, "k").drop_nulls())
+    columns_doc = COLUMN_DOCS[manifest['format']].replace('{avg}', manifest.get('avg_column') or 'avg@k_<model>')
+    if prior_info and not manifest.get("avg_column"):  # a set without a profile has no avg@k column
+        columns_doc = columns_doc.replace(", `avg@k_<model>`", "")
+    if prior_info:
+        columns_doc = columns_doc.replace("`p_std` (its posterior standard deviation)",
+                                          f"`p_std` (its posterior standard deviation), {PRIOR_DOC}")
     prior = ("one per level, fitted (EM on a 41-point grid of pass rates) to the counts of this set's problems of "
              "that level and shrunk toward the whole set's fit (a level of n problems keeps n / (n + 20) of its own)"
              if per_level else "one for the whole set, fitted (EM on a 41-point grid of pass rates) to its counts")
+    samples_text = (samples_section(ks[own], rule) if own.any()
+                    else "No problem was profiled: every estimate rests on the prior below.")
+    prior_text = prior_section(prior_info, int(own.sum())) + "\n\n" if prior_info else ""
+    prior_limit = ("\n- Estimates that rest on the prior alone are another model's view, moved by an offset fitted "
+                   "elsewhere (or none); they order problems as that model does. Profile them before trusting their "
+                   "bucket." if prior_info and prior_info.get("alone") else "")
     band_note = (f"The shaded span is the band training uses, [{band[0]:g}, {band[1]:g}] (the scheduler's lo and hi)."
                  if band is not None else "No training band was given to the card (`band=`), so none is drawn.")
     body = f"""# {pretty_name or name}
@@ -270,7 +314,7 @@ mean of the problem's pass rate under an empirical-Bayes prior: {prior}. It is t
 profiler's adaptive sampling decided with. `p_std` is the posterior standard deviation. A
 problem screened 1 correct of 2 is not put at 0.5: one success rules out a pass rate of 0, and its
 level says where in between it most likely lies: low in a level where nearly every problem went 0
-of 2, near 0.5 in a level of problems around 0.5.{screen_note(counts['n_correct'].to_numpy(), ks, p)}
+of 2, near 0.5 in a level of problems around 0.5.{screen_note(counts['n_correct'].to_numpy()[own], ks[own], p[own])}
 
 **Raw pass rate** (`pass_rate`) = verified-correct samples / samples drawn (`n_correct / k`), at the
 sampling settings above, kept for compatibility; `ci_low`/`ci_high` are its 90% equal-tailed
@@ -278,11 +322,11 @@ interval under the Jeffreys Beta(1/2, 1/2) prior (no pooling).
 
 ## Samples behind the estimates
 
-{samples_section(ks, rule)}
+{samples_text}
 
-## Columns
+{prior_text}## Columns
 
-{COLUMN_DOCS[manifest['format']].replace('{avg}', manifest.get('avg_column') or 'avg@k_<model>')}{avg_doc}
+{columns_doc}{avg_doc}
 
 ## Buckets
 
@@ -315,7 +359,7 @@ Total: {manifest['rows']} problems. Not profiled (left out): {manifest.get('unpr
 - An estimate from few samples leans on its level: a problem unlike the rest of its level is pulled
   toward them until it has many samples (see `k`). `p_std` holds under the fitted prior, a
   distribution on a grid of steps of 0.025.
-- A raw pass rate of 0 or 1 means "no success/failure seen in k tries", not certainty.
+- A raw pass rate of 0 or 1 means "no success/failure seen in k tries", not certainty.{prior_limit}
 - Answers are judged by math-verify's extraction (last `\\boxed{{}}`, then LaTeX, then a final
   number); answers in other forms can be scored wrong.
 """

@@ -155,8 +155,8 @@ def parse_spec(spec: str) -> PriorSource:
     except ValueError:
         raise PriorError(f"prior {spec!r}: SCALE and SAMPLES must be numbers (FIELD[:SCALE[:SAMPLES]], e.g. "
                          "difficulty:-100:128)") from None
-    if scale == 0 or not math.isfinite(scale) or (samples is not None and not samples > 0):
-        raise PriorError(f"prior {spec!r}: SCALE must be a non-zero number and SAMPLES > 0")
+    if scale == 0 or not math.isfinite(scale) or (samples is not None and not samples >= 1):
+        raise PriorError(f"prior {spec!r}: SCALE must be a non-zero number and SAMPLES at least 1")
     kind = "rate" if scale > 0 else "difficulty"
     return PriorSource(spec, (field,), kind, abs(scale), samples, None, f"column `{field}` as named by the user")
 
@@ -380,8 +380,9 @@ class Prior:
 
 def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids: Sequence | None = None) -> Prior:
     """The prior `spec` names, read from `columns`; `ids` (one per row) name rows in errors."""
-    if not weight > 0:
-        raise PriorError(f"the prior's weight must be > 0 pseudo-samples, got {weight}")
+    if not weight >= 1:
+        raise PriorError(f"the prior's weight must be at least 1 pseudo-sample, got {weight} (to ignore the prior, "
+                         "leave it out)")
     source = resolve(parse_spec(spec), columns.names)
     fields = [field_values(columns, path, source.name) for path in source.fields]
     rate, samples = np.full(columns.rows, np.nan), np.full(columns.rows, np.nan)

@@ -30,6 +30,13 @@ Formats:
 `pass_rate` stays the raw n_correct / k (and `ci_low`/`ci_high` its Jeffreys interval), as the profile
 has it. verl and trl sets also carry that raw rate under the name public RL datasets use,
 `avg@K_<model>` (`community_column`: K the most samples any problem got, the model's folder name).
+
+With a `prior` (another model's published difficulty, `grpo_data.priors`) the set also holds the
+problems only the prior covers (their profile columns null), every format gains `prior_rate` (that
+model's pass rate) and `prior_k` (the pseudo-samples it counts for), and `p_est` is estimated from
+the evidence a scheduler starts from: own counts plus the prior's pseudo-counts moved by the offset
+fitted between the two (`merge_offline`). The plug-ins (`grpo_data.integrations`) read both columns
+back; the manifest's `prior` names the model, its samples, the weight and the offset.
 """
 
 from __future__ import annotations
@@ -41,13 +48,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from grpo_data import io
 from grpo_data.estimates import by_level, with_estimates
+from grpo_data.priors import Prior, merge_offline
 from grpo_data.problems import level_array
 
 FORMATS = ("native", "verl", "trl")
+PRIOR_COLUMNS = ("prior_rate", "prior_k")  # another model's pass rate and the pseudo-samples it counts for
 DEFAULT_EDGES = (0.0, 0.1, 0.3, 0.7, 0.9, 1.0)
 MANIFEST = "manifest.json"
 
@@ -84,9 +94,10 @@ def to_format(table: pl.DataFrame, fmt: str, split: str = "train", avg_column: s
     `avg_column` names the community-convention copy of the raw `pass_rate` in verl and trl sets
     (see `community_column`)."""
     avg = [pl.col("pass_rate").alias(avg_column)] if avg_column else []
+    prior = [c for c in PRIOR_COLUMNS if c in table.columns]
     if fmt == "native":
         return table.select("id", "source", "prompt", "answer", "level", "meta", "k", "n_correct", "pass_rate",
-                            "ci_low", "ci_high", "p_est", "p_std", "bucket")
+                            "ci_low", "ci_high", "p_est", "p_std", *prior, "bucket")
     if fmt == "verl":
         return table.with_row_index("index").select(
             pl.col("source").alias("data_source"),
@@ -94,13 +105,13 @@ def to_format(table: pl.DataFrame, fmt: str, split: str = "train", avg_column: s
             pl.lit("math").alias("ability"),
             pl.struct(pl.lit("rule").alias("style"), pl.col("answer").alias("ground_truth")).alias("reward_model"),
             pl.struct(pl.col("index").cast(pl.Int64), pl.lit(split).alias("split"), "id", "level", "pass_rate", "k",
-                      "n_correct", "p_est", "p_std").alias("extra_info"),
+                      "n_correct", "p_est", "p_std", *prior).alias("extra_info"),
             *avg,
             "bucket",
         )
     if fmt == "trl":
         return table.select("prompt", pl.col("answer").alias("solution"), "id", "level", "k", "n_correct",
-                            "pass_rate", "p_est", "p_std", *avg, "bucket")
+                            "pass_rate", "p_est", "p_std", *prior, *avg, "bucket")
     raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
 
 
@@ -112,23 +123,46 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path, edges: Sequence[float] = DEFAULT_EDGES,
-                 fmt: str = "native", source: str = "", profile_meta: dict | None = None,
-                 rejected: dict[str, int] | None = None, extra: dict | None = None) -> dict:
+def write_shards(problems: pl.DataFrame, profile: pl.DataFrame | None, out: str | Path,
+                 edges: Sequence[float] = DEFAULT_EDGES, fmt: str = "native", source: str = "",
+                 profile_meta: dict | None = None, rejected: dict[str, int] | None = None, extra: dict | None = None,
+                 prior: Prior | None = None) -> dict:
     """Write the bucketed set atomically; returns the manifest. Problems are bucketed on `p_est`
     (see the module docstring), its prior fitted to the counts of the problems in the set, per level
     unless the profile ran with `prior_groups: none` (`profile_meta`). `extra` keys are added to the
-    manifest (e.g. a pipeline's record of the inputs it was built from)."""
+    manifest (e.g. a pipeline's record of the inputs it was built from). `prior` (one row per row of
+    `problems`) adds the problems only it covers; `profile` may then be None."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    if profile is None and prior is None:
+        raise ValueError("shards need a profile, a prior, or both")
     edges = check_edges(edges)
     out = Path(out)
-    joined = problems.join(profile.select("id", "k", "n_correct", "pass_rate", "ci_low", "ci_high"), on="id", how="inner")
+    profile_cols = ("k", "n_correct", "pass_rate", "ci_low", "ci_high")
+    if profile is None:
+        profile = pl.DataFrame(schema={"id": pl.String, "k": pl.Int64, "n_correct": pl.Int64, "pass_rate": pl.Float64,
+                                       "ci_low": pl.Float64, "ci_high": pl.Float64})
+    if prior is not None:  # the prior's columns ride on the problem rows they were read from
+        problems = problems.with_columns(pl.Series("prior_rate", prior.rate).fill_nan(None),
+                                         pl.Series("prior_k", prior.k).fill_nan(None))
+    joined = problems.join(profile.select("id", *profile_cols), on="id", how="left" if prior is not None else "inner")
+    offset = 0.0
+    if prior is not None:
+        own = [joined[name].cast(pl.Float64).fill_null(np.nan).to_numpy() for name in ("n_correct", "k")]
+        rate, pk = (joined[name].fill_null(np.nan).to_numpy() for name in PRIOR_COLUMNS)
+        view = Prior(prior.source, rate, pk, np.inf)
+        (c, k), _, offset = merge_offline((own[0], own[1]), view)
+        joined = joined.with_columns(pl.Series("_c", c), pl.Series("_k", k)).filter(pl.Series(np.isfinite(k)))
     per_level = by_level(profile_meta) and level_array(joined) is not None
-    joined = with_estimates(joined.sort("id"), per_level)
+    joined = joined.sort("id")
+    if prior is not None:  # estimated on the evidence a scheduler starts from; the profile columns stay its own
+        est = with_estimates(joined.select("level", pl.col("_c").alias("n_correct"), pl.col("_k").alias("k")), per_level)
+        joined = joined.with_columns(est["p_est"], est["p_std"]).drop("_c", "_k")
+    else:
+        joined = with_estimates(joined, per_level)
     joined = joined.with_columns(bucket_of(pl.col("p_est"), edges).alias("bucket"))
     unprofiled = problems.height - joined.height
-    avg_column = community_column(profile_meta or {}, joined["k"]) if fmt != "native" else ""
+    avg_column = community_column(profile_meta or {}, joined["k"].drop_nulls()) if fmt != "native" and profile.height else ""
     exported = to_format(joined, fmt, avg_column=avg_column)
     files, counts = {}, {}
     with io.atomic_folder(out) as tmp:
@@ -145,6 +179,8 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame, out: str | Path,
             "rows": exported.height, "files": files,
             "schema": {name: str(dtype) for name, dtype in exported.schema.items()},
             "source": source, "profile": profile_meta or {}, "avg_column": avg_column,
+            **({"prior": {**prior.describe(), "offset_from_profile": offset,
+                          "alone": int(joined["k"].null_count())}} if prior is not None else {}),
             # problems the profile left out (prompt over the engine's context) are rejected rows, by reason
             "unprofiled": unprofiled, "rejected": {**(rejected or {}), **(profile_meta or {}).get("left_out", {})},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -373,7 +373,7 @@ class TrainConfig:
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
             (self.scheduler.name != "offline_band" or self.data.profile or self.data.prior,
              "scheduler.name=offline_band needs data.profile (an offline profile of data.train) or data.prior"),
-            (self.data.prior_weight > 0, f"data.prior_weight must be > 0 pseudo-samples, got {self.data.prior_weight}"),
+            (self.data.prior_weight >= 1, f"data.prior_weight must be at least 1 pseudo-sample, got {self.data.prior_weight}"),
             (self.rollout.temperature > 0, "rollout.temperature must be > 0: greedy groups have no variance"),
             (self.rollout.overlong in OVERLONG, f"rollout.overlong must be one of {OVERLONG}, got {self.rollout.overlong!r}"),
             (self.rollout.overlong != "penalty" or 0 < self.rollout.overlong_buffer <= self.rollout.max_tokens,

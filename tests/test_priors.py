@@ -160,14 +160,14 @@ def test_bad_values_name_the_row_and_the_fix(values, message):
 
 def test_bad_specs_and_empty_columns_are_refused():
     for spec, message in (("x:0", "non-zero"), ("x:a", "must be numbers"), ("x:1:2:3", "expected a preset"),
-                          ("x:1:-2", "SAMPLES > 0"), ("", "empty")):
+                          ("x:1:0.5", "SAMPLES at least 1"), ("", "empty")):
         with pytest.raises(PriorError, match=message):
             parse_spec(spec)
     with pytest.raises(PriorError, match="no row .* has a value"):
         read_prior("bigmath", frame_columns(pl.DataFrame({"llama8b_solve_rate": [None, None]},
                                                          schema={"llama8b_solve_rate": pl.Float64})))
-    with pytest.raises(PriorError, match="weight must be > 0"):
-        read_prior("bigmath", frame_columns(BIGMATH), weight=0)
+    with pytest.raises(PriorError, match="weight must be at least 1 pseudo-sample"):
+        read_prior("bigmath", frame_columns(BIGMATH), weight=0.5)
     assert set(PRESETS) >= {"bigmath", "polaris", "skywork_7b", "lime", "dart", "avg"}
 
 
@@ -259,7 +259,7 @@ def test_train_config_takes_a_prior_and_refuses_a_bad_one_before_any_engine(tmp_
     assert cfg.data.prior == "skywork_7b" and cfg.data.prior_weight == 2.0
     with pytest.raises(ValueError, match="data.prior: prior 'x:0'"):
         load_config(None, ["data.prior='x:0'"])
-    with pytest.raises(ValueError, match="data.prior_weight must be > 0"):
+    with pytest.raises(ValueError, match="data.prior_weight must be at least 1"):
         load_config(None, ["data.prior=bigmath", "data.prior_weight=0"])
     assert load_config(None, ["scheduler.name=offline_band", "data.prior=bigmath"]).data.prior == "bigmath"
     # a canonical table loaded with `grpo load --prior skywork_7b`: the field travels in meta
@@ -355,3 +355,61 @@ def test_grpo_profile_refuses_a_bad_prior_before_reading_data(tmp_path, capsys):
     assert main(["profile", "--data", str(tmp_path / "none.parquet"), "--model", "org/model", "--prior", "x:0",
                  "--out", str(tmp_path / "p.parquet")]) == 2
     assert "grpo profile: prior 'x:0': SCALE must be a non-zero number" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- plumbing: grpo shards, the card
+def canonical_with_prior(rates: list) -> pl.DataFrame:
+    """A canonical problem table whose rows carry Big-Math's solve rate in meta, as `grpo load
+    --prior bigmath` writes it (None: the source row had no value)."""
+    from grpo_data.problems import to_table, user_prompt
+
+    return to_table([{"id": f"p{i}", "source": "big", "prompt": user_prompt(f"q{i}"), "answer": str(i), "level": None,
+                      "meta": json.dumps({"file": "big.jsonl", "row": i, "fields": {"llama8b_solve_rate": r}})}
+                     for i, r in enumerate(rates)])
+
+
+def test_grpo_shards_with_a_prior_and_the_card_that_names_it(tmp_path, capsys):
+    from grpo_data.cards import write_card
+    from grpo_data.shards import read_manifest, read_shards
+    from pipelines.cli import main
+
+    rates = [None, None, 0.25, 0.75, 0.0, 0.5, 1.0, 0.9, None, None]
+    problems = canonical_with_prior(rates)
+    data = tmp_path / "problems.parquet"
+    problems.write_parquet(data)
+    # no profile: every problem with a value, on the prior alone
+    assert main(["shards", "--data", str(data), "--prior", "bigmath", "--format", "trl",
+                 "--out", str(tmp_path / "alone")]) == 0
+    assert "prior bigmath: 6 of 10 problems have a value (Llama-3.1-8B, 64 samples" in capsys.readouterr().out
+    table = read_shards(tmp_path / "alone").sort("id")
+    assert table["id"].to_list() == ["p2", "p3", "p4", "p5", "p6", "p7"] and table["k"].null_count() == 6
+    assert table["prior_rate"].to_list() == [0.25, 0.75, 0.0, 0.5, 1.0, 0.9] and set(table["prior_k"]) == {4.0}
+    by_rate = table.sort("prior_rate")["p_est"].to_list()
+    assert by_rate == sorted(by_rate)  # estimated from the pseudo-counts: in the prior's order
+    manifest = read_manifest(tmp_path / "alone")
+    assert manifest["prior"]["model"] == "Llama-3.1-8B" and manifest["prior"]["alone"] == 6
+    assert manifest["unprofiled"] == 4
+    card = write_card(tmp_path / "alone", "big", tmp_path / "big.md").read_text()
+    assert "## Prior from another model" in card and "**Llama-3.1-8B**, samples 64 per problem" in card
+    assert "at most 4 pseudo-samples" in card and "6 have no profile of their own" in card
+    assert "No problem was profiled" in card and "no offset was fitted" in card and "`prior_rate`" in card
+    # with a profile of p0-p3 (verl): the profile's rows kept, p2 and p3 carry both, the rest the prior alone
+    profile = tmp_path / "profile.parquet"
+    own = pl.DataFrame({"id": ["p0", "p1", "p2", "p3"], "k": [4, 4, 4, 4], "n_correct": [0, 4, 1, 3]})
+    from grpo_data.profiler import summarize_problem
+
+    rows = [{"id": i, **summarize_problem(c, k, [], 0, {})} for i, k, c in own.iter_rows()]
+    pl.DataFrame(rows).write_parquet(profile)
+    assert main(["shards", "--data", str(data), "--profile", str(profile), "--prior", "bigmath", "--prior-weight", "2",
+                 "--format", "verl", "--out", str(tmp_path / "both")]) == 0
+    verl = read_shards(tmp_path / "both")
+    info = pl.DataFrame(verl["extra_info"].to_list()).sort("id")
+    assert info["id"].to_list() == [f"p{i}" for i in range(8)] and info["k"].null_count() == 4
+    assert info["prior_k"].to_list()[2:] == [2.0] * 6 and info["prior_rate"].null_count() == 2
+    manifest = read_manifest(tmp_path / "both")
+    assert manifest["prior"]["alone"] == 4 and manifest["prior"]["offset_from_profile"] == pytest.approx(0, abs=1e-9)
+    card = write_card(tmp_path / "both", "both", tmp_path / "both.md").read_text()
+    assert "the profiling model is +0.00 logits from it" in card and "4 have no profile of their own" in card
+    # neither a profile nor a prior: refused with what to give
+    assert main(["shards", "--data", str(data), "--out", str(tmp_path / "none")]) == 2
+    assert "give --profile" in capsys.readouterr().err

@@ -1,4 +1,11 @@
-"""`grpo shards`: bucket profiled problems by pass rate into checksummed parquet shards (+ manifest)."""
+"""`grpo shards`: bucket profiled problems by pass rate into checksummed parquet shards (+ manifest).
+
+    grpo shards --data runs/world/train.parquet --profile runs/world-profile.parquet --format trl --out shards/arith
+    grpo shards --data bigmath.parquet --prior bigmath --format verl --out shards/bigmath   # no profile: the prior
+
+With --prior (another model's published difficulty, `grpo_data.priors`) the set also holds the
+problems only the prior covers, with `prior_rate`/`prior_k` columns the plug-ins start from.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from pipelines.commands.load import add_data_arguments
 
     add_data_arguments(parser)
-    parser.add_argument("--profile", required=True, help="profile parquet written by `grpo profile`")
+    parser.add_argument("--profile", default=None,
+                        help="profile parquet written by `grpo profile` (required unless --prior is given)")
+    parser.add_argument("--prior-weight", type=float, default=None, metavar="K",
+                        help="with --prior: the most pseudo-samples one of its values counts for (default 4)")
     parser.add_argument("--out", required=True, help="output folder, e.g. shards/NAME")
     parser.add_argument("--edges", default="0,0.1,0.3,0.7,0.9,1", help="bucket edges from 0 to 1")
     parser.add_argument("--format", default="native", choices=["native", "verl", "trl"])
@@ -23,20 +33,30 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grpo_data.loaders import DataError, read_provenance
+    from grpo_data.priors import parse_spec
     from grpo_data.profiler import read_profile
     from grpo_data.shards import write_shards
+    from pipelines.commands.load import read_prior_from_args
     from pipelines.stages import read_problems
 
     try:
         edges = [float(x) for x in args.edges.split(",")]
-        profile, meta = read_profile(args.profile)
+        if not args.profile and not args.prior:
+            raise ValueError("give --profile (grpo profile's output), --prior (another model's difficulty column), "
+                             "or both")
+        if args.prior:
+            parse_spec(args.prior)
+        profile, meta = read_profile(args.profile) if args.profile else (None, {})
         problems = read_problems(args)
+        prior = read_prior_from_args(args, problems)
     except (ValueError, DataError, FileNotFoundError) as exc:
         print(f"grpo shards: {exc}", file=sys.stderr)
         return 2
+    if prior is not None:
+        print(prior.summary())
     rejected = {}
-    rejects_file = Path(args.profile).with_suffix(".problems.rejects.jsonl")
-    if rejects_file.exists():
+    rejects_file = Path(args.profile).with_suffix(".problems.rejects.jsonl") if args.profile else None
+    if rejects_file is not None and rejects_file.exists():
         for line in rejects_file.read_text().splitlines():
             reason = json.loads(line)["reason"]
             rejected[reason] = rejected.get(reason, 0) + 1
@@ -44,8 +64,12 @@ def run(args: argparse.Namespace) -> int:
     prov = read_provenance(data) if data.is_file() and data.suffix == ".parquet" else {}
     rejected = {**rejected, **prov.get("rejected", {})}
     manifest = write_shards(problems, profile, args.out, edges, args.format, source=args.data, profile_meta=meta,
-                            rejected=rejected, extra={"data": prov})
+                            rejected=rejected, extra={"data": prov}, prior=prior)
     for b, info in manifest["buckets"].items():
         print(f"bucket {b} [{info['lo']:.2f}, {info['hi']:.2f}]: {info['rows']} problems")
-    print(f"{manifest['rows']} problems ({manifest['unprofiled']} unprofiled) -> {args.out}")
+    if prior is not None:
+        print(f"{manifest['rows']} problems ({manifest['prior']['alone']} on the prior alone; {manifest['unprofiled']} "
+              f"with neither a profile nor a prior value left out) -> {args.out}")
+    else:
+        print(f"{manifest['rows']} problems ({manifest['unprofiled']} unprofiled) -> {args.out}")
     return 0
