@@ -233,6 +233,30 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
     return out
 
 
+def choose_default(seeds: list[dict], tie_in_se: float = 2.0) -> dict:
+    """The default sampler from validation runs (Amendment 2): the best arm by mean final accuracy;
+    every arm whose paired difference from it (per seed over problems, then SE over seeds) is
+    within `tie_in_se` SE ties with it; among the tied, the fewest charged generated tokens at
+    the budget (mean over seeds) wins: at equal accuracy the cheaper run."""
+    arms = list(seeds[0]["arms"])
+    final = {a: float(np.mean([s["arms"][a]["evals"][-1]["heldout_accuracy"] for s in seeds])) for a in arms}
+    tokens = {a: float(np.mean([s["arms"][a]["evals"][-1]["total_tokens"] for s in seeds])) for a in arms}
+    best = max(arms, key=lambda a: final[a])
+    behind = {}
+    for a in arms:
+        if a == best:
+            continue
+        d = over_seeds([paired_difference(s["arms"][best]["per_problem_final"], s["arms"][a]["per_problem_final"])["mean"]
+                        for s in seeds])
+        behind[a] = {"mean": d["mean"], "se": d["se"], "in_se": d["mean"] / d["se"] if d["se"] > 0 else float("inf")}
+    tied = [best, *(a for a, d in behind.items() if d["in_se"] < tie_in_se)]
+    chosen = min(tied, key=lambda a: tokens[a])
+    return {"best": best, "final_accuracy": final, "tokens": tokens, "best_minus": behind, "tied_with_best": tied,
+            "chosen": chosen, "profiles": bool(ARMS[chosen]["profile"]),
+            "rule": f"best mean final accuracy; arms within {tie_in_se:g} paired SE of it tie; the tied arm with the "
+                    "fewest charged tokens wins"}
+
+
 def preregistered_arms(readme: Path) -> set[str]:
     """The arm names the pre-registration entry in bench/README.md lists (its `Arms:` lines)."""
     text = readme.read_text()
@@ -441,11 +465,13 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
     out = {"regime": regime, "condition": condition, "split": split, **REGIMES[regime], "seeds": [s["seed"] for s in seeds],
            "complete_seeds": [s["seed"] for s in complete], "arms": sorted(arms),
            "start": start["eval"] if start else None,
-           "per_arm": {s["seed"]: {a: {k: r[k] for k in r if k not in ("per_problem_final", "per_problem_start",
+           "per_arm": {str(s["seed"]): {a: {k: r[k] for k in r if k not in ("per_problem_final", "per_problem_start",
                                                                          "machine", "inputs")}
                                    for a, r in s["arms"].items()} for s in seeds}}
     if "B" in arms and len(complete) >= 2:
         out["compare"] = {d: compare(complete, default=d) for d in sorted(arms) if d != "B"}
+    if split == "val" and len(complete) >= 2:
+        out["default"] = choose_default(complete)
     if len(complete) < len(SEEDS) or arms != set(ARMS):
         out["variant"] = (f"partial: complete seeds {out['complete_seeds']} of {out['seeds']}, arms {sorted(arms)}; "
                           f"the registration asks seeds {list(SEEDS)} and arms {list(ARMS)}")

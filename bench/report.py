@@ -100,6 +100,13 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 + ", ".join(f"{k} {_fmt(v)}" for k, v in (a.get('agreement_on_sure_reference') or {}).items())]
     if name == "e2e":
         return e2e_lines(r)
+    if name.startswith("curriculum-"):
+        return curriculum_lines(r)
+    if name == "curriculum_lr":
+        return [f"- arm B ({r['regime']} / {r['condition']}, seed {r['seed']}) on the validation split, final accuracy "
+                f"(k = {next(iter(r['runs'].values())).get('eval_k')}): "
+                + ", ".join(f"lr {lr} {_fmt(x['final_val_accuracy'])}" for lr, x in r["runs"].items())
+                + f"; chosen for every arm: {r['chosen']:g}"]
     # gsweep-warm-HASH: runs from an earlier warm start; gsweep-kl: the KL grid (its own seeds)
     if name in ("gsweep", "gsweep-kl") or name.startswith("gsweep-warm-"):
         return gsweep_lines(r)
@@ -239,6 +246,53 @@ def e2e_lines(r: dict) -> list[str]:
     if r.get("run_code"):
         lines.append("- library code hash of each seed's runs (seeds may run in separate invocations): " + "; ".join(
             f"{seed} {', '.join(sorted(set(codes.values())))}" for seed, codes in r["run_code"].items()))
+    return lines
+
+
+def curriculum_lines(r: dict) -> list[str]:
+    """The curriculum benchmark (#33): per arm over complete seeds, every rollout and token charged;
+    paired differences at the budget (k = 32, same problems) for each candidate default."""
+    import numpy as np
+
+    seeds = [str(s) for s in r["complete_seeds"]]
+    arms = r["arms"]
+    per = {a: [r["per_arm"][s][a] for s in seeds] for a in arms}
+
+    def mean(xs):
+        return _fmt(float(np.mean(xs))) if xs else "-"
+
+    lines = [f"- {r['regime']} regime ({r['pool']} pool problems, {r['budget']} charged rollouts per arm), "
+             f"{r['condition']}, {r['split']} split; complete seeds {r['complete_seeds']}; start "
+             f"{_fmt((r.get('start') or {}).get('heldout_accuracy'))} (k = {(r.get('start') or {}).get('eval_k')})", "",
+             "| arm | final accuracy (k = 32) | steps | rollouts charged | tokens charged | profile rollouts | "
+             "mixed share, pass 1 -> last | informative ratio, charged |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for a in arms:
+        runs = per[a]
+        final = [x["evals"][-1]["heldout_accuracy"] for x in runs]
+        spread = {"mean": float(np.mean(final)), "se": float(np.std(final, ddof=1) / np.sqrt(len(final)))
+                  if len(final) > 1 else float("nan"), "min": min(final), "max": max(final)}
+        mixed = [(x["waste_per_pass"][0]["mixed"], x["waste_per_pass"][-1]["mixed"]) for x in runs]
+        lines.append(f"| {a} | {_spread(spread)} | {mean([x['steps'] for x in runs])} | "
+                     f"{mean([x['evals'][-1]['total_rollouts'] for x in runs])} | "
+                     f"{mean([x['evals'][-1]['total_tokens'] for x in runs])} | {mean([x['profile']['rollouts'] for x in runs])} | "
+                     f"{mean([m[0] for m in mixed])} -> {mean([m[1] for m in mixed])} | "
+                     f"{mean([x['informative_rollout_ratio_charged'] for x in runs])} |")
+    lines.append("")
+    for default, c in (r.get("compare") or {}).items():
+        diffs = "; ".join(f"- {o} {_fmt(d['mean'])} +- {_fmt(d['se'])} ({_fmt(d['in_se'])} SE over seeds; within-seed "
+                          f"SE {_fmt(d['se_within_seeds'])})" for o, d in c["paired_minus"].items())
+        f, st = c["fewer_tokens_than_B"], c["fewer_tokens_than_B_staying"]
+        lines.append(f"- {default} at the budget, paired per problem: {diffs}")
+        lines.append(f"- {default}: B's final over the tokens {default} needs to reach it: first crossing "
+                     f"{_spread(f) if 'mean' in f else '-'} (reached in {f['reached_in_seeds']} of {f['seeds']} seeds); "
+                     f"crossing and staying {_spread(st) if 'mean' in st else '-'} (in {st['reached_in_seeds']})")
+        lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in c["goals"].items()]
+    d = r.get("default")
+    if d:
+        lines.append(f"- the default (Amendment 2: {d['rule']}): best {d['best']}; behind it: " + "; ".join(
+            f"{a} {_fmt(x['mean'])} +- {_fmt(x['se'])} ({_fmt(x['in_se'])} SE)" for a, x in d["best_minus"].items())
+            + f"; tied with it: {', '.join(d['tied_with_best'])}; chosen: **{d['chosen']}** (mean charged tokens "
+            + ", ".join(f"{a} {_fmt(d['tokens'][a])}" for a in d["tied_with_best"]) + ")")
     return lines
 
 

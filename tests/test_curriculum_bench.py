@@ -154,3 +154,20 @@ def test_assemble_pairs_the_stored_seeds_and_says_when_partial(tmp_path):
     assert "compare" not in cb.assemble(tmp_path, "multi", "nolevel")
     with pytest.raises(FileNotFoundError, match="grpo bench curriculum"):
         cb.assemble(tmp_path, "one_pass", "level")
+
+
+def test_the_default_is_the_cheapest_arm_tied_with_the_best_on_validation():
+    # per seed, per-problem finals of 2 problems; B best, A0 behind by a steady 0.25 (a clear loss),
+    # P behind by 0.05 on one seed and ahead by 0.05 on the other (a tie); P spends fewer tokens than B
+    def seed(b, a0, p):
+        return {"arms": {name: {"evals": [{"heldout_accuracy": float(np.mean(list(v.values()))), "total_tokens": t}],
+                                "per_problem_final": v}
+                         for name, v, t in (("B", b, 500), ("A0", a0, 400), ("P", p, 450))}}
+
+    seeds = [seed({"x": 1.0, "y": 0.5}, {"x": 0.75, "y": 0.25}, {"x": 0.95, "y": 0.5}),
+             seed({"x": 0.5, "y": 0.5}, {"x": 0.25, "y": 0.25}, {"x": 0.55, "y": 0.5}),
+             seed({"x": 0.5, "y": 1.0}, {"x": 0.25, "y": 0.75}, {"x": 0.5, "y": 0.9})]
+    out = cb.choose_default(seeds)
+    assert out["best"] == "B" and out["best_minus"]["A0"]["in_se"] == float("inf")  # 0.25 on every seed
+    assert out["tied_with_best"] == ["B", "P"] and out["chosen"] == "P" and out["profiles"] is False
+    assert out["best_minus"]["P"]["mean"] == pytest.approx(np.mean([0.025, -0.025, 0.05]))
