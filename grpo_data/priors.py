@@ -411,6 +411,18 @@ def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids:
     return Prior(source, rate, samples, float(weight))
 
 
+def stored_prior(rate, k) -> Prior | None:
+    """The prior a shard set carries (`prior_rate`, `prior_k` as `grpo shards --prior` writes them,
+    None or NaN where a row has none), or None when no row has one. The pseudo-samples are already
+    discounted; the set's card names the model behind them."""
+    r = np.array([np.nan if v is None else float(v) for v in rate], dtype=np.float64)
+    n = np.array([np.nan if v is None else float(v) for v in k], dtype=np.float64)
+    if not np.isfinite(r).any():
+        return None
+    source = PriorSource("shards", ("prior_rate", "prior_k"), citation="the shard set's prior (see its card)")
+    return Prior(source, r, n, float(np.nanmax(n)))
+
+
 # ---------------------------------------------------------------------------- with a profile
 class Start(NamedTuple):
     """What a scheduler starts from when a prior is given (`merge_offline`).

@@ -184,7 +184,9 @@ def test_a_profile_and_the_prior_combine_and_the_prior_fills_the_rest():
     assert same(list(zip(c, k)), [(1.0, 4.0), (4.0, 4.0), (NAN, NAN), (0.0, 4.0)]) and offset == 0.0
     # the pseudo-counts move by an offset as their rate does: 0.5 by log 3 logits is 0.75
     s, f = offset_evidence(np.array([0.5, NAN]), np.array([4.0, NAN]), np.log(3.0))
-    np.testing.assert_allclose(s, [3.0, 0.0]) and np.testing.assert_allclose(f, [1.0, 0.0])
+    np.testing.assert_allclose(s, [3.0, 0.0])
+
+    np.testing.assert_allclose(f, [1.0, 0.0])
     np.testing.assert_array_equal(origin_groups(np.array([0, 0, 1, 1]), np.array([True, False, True, False])),
                                   [1, 0, 3, 2])  # prior rows apart from the profile's in each group
     np.testing.assert_array_equal(origin_groups(None, np.array([True, False])), [1, 0])
@@ -413,3 +415,61 @@ def test_grpo_shards_with_a_prior_and_the_card_that_names_it(tmp_path, capsys):
     # neither a profile nor a prior: refused with what to give
     assert main(["shards", "--data", str(data), "--out", str(tmp_path / "none")]) == 2
     assert "give --profile" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------------- plumbing: the TRL and verl plug-ins
+def test_trl_from_dataset_reads_a_prior_or_the_shards_pseudo_counts(tmp_path):
+    import datasets
+
+    from grpo_data.integrations.trl import TRLCurriculum
+
+    ds = datasets.Dataset.from_list([{**row, "id": f"b{i}"} for i, row in enumerate(BIGMATH.to_dicts())])
+    cur = TRLCurriculum.from_dataset(ds, prior="bigmath", seed=0).curriculum
+    np.testing.assert_allclose(cur.scheduler.successes, [1, 4, 0, 0])  # 0.25, 1, -, 0 as 4 pseudo-samples
+    np.testing.assert_allclose(cur.scheduler.failures, [3, 0, 0, 4])
+    heavier = TRLCurriculum.from_dataset(ds, prior="bigmath", prior_weight=16).curriculum
+    np.testing.assert_allclose(heavier.scheduler.successes + heavier.scheduler.failures, [16, 16, 0, 16])
+    with pytest.raises(PriorError, match="has no field `difficulty`"):
+        TRLCurriculum.from_dataset(ds, prior="lime")
+    # a `grpo shards --prior --format trl` set: its prior_rate / prior_k start the scheduler by themselves
+    from pipelines.cli import main
+
+    data = tmp_path / "problems.parquet"
+    canonical_with_prior([0.25, None, 1.0]).write_parquet(data)
+    assert main(["shards", "--data", str(data), "--prior", "bigmath", "--format", "trl", "--out", str(tmp_path / "s")]) == 0
+    shards = datasets.load_dataset("parquet", data_files=str(tmp_path / "s" / "bucket=*" / "*.parquet"), split="train")
+    cur = TRLCurriculum.from_dataset(shards).curriculum
+    got = dict(zip(shards["id"], zip(cur.scheduler.successes, cur.scheduler.failures)))
+    assert got == {"p0": (1.0, 3.0), "p2": (4.0, 0.0)}
+
+
+def test_verl_sampler_reads_data_sampler_prior_from_extra_info():
+    from grpo_data.integrations.verl import CurriculumSampler
+
+    class Rows:  # verl's RLHFDataset rows, Skywork-OR1's layout
+        def __len__(self):
+            return len(SKYWORK)
+
+        def __getitem__(self, i):
+            return SKYWORK[i]
+
+    cfg = {"train_batch_size": 2, "sampler": {"prior": "skywork_7b", "prior_weight": 4}}
+    sched = CurriculumSampler(Rows(), cfg).curriculum.scheduler
+    np.testing.assert_allclose(sched.successes, [1, 3, 0])
+
+    np.testing.assert_allclose(sched.failures, [3, 1, 0])
+    # a `grpo shards --prior --format verl` set: extra_info's prior_rate / prior_k, no setting needed
+    shard_rows = [{"extra_info": {"id": f"p{i}", "prior_rate": r, "prior_k": None if r is None else 2.0}}
+                  for i, r in enumerate([0.5, None, 1.0])]
+
+    class ShardRows(Rows):
+        def __len__(self):
+            return len(shard_rows)
+
+        def __getitem__(self, i):
+            return shard_rows[i]
+
+    sched = CurriculumSampler(ShardRows(), {"train_batch_size": 2}).curriculum.scheduler
+    np.testing.assert_allclose(sched.successes, [1, 0, 2])
+
+    np.testing.assert_allclose(sched.failures, [1, 0, 0])

@@ -5,6 +5,7 @@
 
     train = datasets.load_dataset("parquet", data_files="shards/arith-trl/bucket=*/*.parquet", split="train")
     cur = TRLCurriculum.from_dataset(train, seed=0)        # starts from the shards' profile (k, n_correct, level)
+    cur = TRLCurriculum.from_dataset(bigmath, prior="bigmath")   # or from another model's published difficulty
     with MathReward() as accuracy:                          # math-verify in killable worker processes
         trainer = GRPOTrainer(model=..., reward_funcs=[accuracy], args=GRPOConfig(...), train_dataset=train)
         cur.attach(trainer)                                 # sampler + reward feedback + checkpointed state
@@ -45,7 +46,8 @@ from torch.utils.data import Sampler
 from transformers import TrainerCallback
 
 from grpo_data import io
-from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
+from grpo_data.integrations.feedback import Curriculum, MissingColumnError, dataset_prior, verdicts
+from grpo_data.priors import DEFAULT_WEIGHT, dataset_columns
 from grpo_data.rewards import Answer, correctness
 from grpo_data.scheduler import load_state, save_state
 
@@ -122,14 +124,19 @@ class TRLCurriculum:
 
     @classmethod
     def from_dataset(cls, dataset, scheduler: str = "band", seed: int = 0, success_at: float = 0.5,
-                     **settings) -> TRLCurriculum:
+                     prior: str | None = None, prior_weight: float = DEFAULT_WEIGHT, **settings) -> TRLCurriculum:
         """Over a map-style `datasets.Dataset` with an `id` column; `n_correct`, `k` and `level` (as in
-        `grpo shards --format trl`) give the scheduler its prior and difficulty groups when present."""
+        `grpo shards --format trl`) give the scheduler its prior and difficulty groups when present.
+        `prior`: another model's published difficulty in the dataset's own columns (`grpo_data.priors`:
+        bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES), at most `prior_weight`
+        pseudo-samples a problem; without it, the `prior_rate`/`prior_k` a `grpo shards --prior` set carries."""
         if not hasattr(dataset, "column_names") or not hasattr(dataset, "__len__"):
             raise TypeError("TRLCurriculum needs a map-style datasets.Dataset (an IterableDataset has no positions "
                             "for a sampler to choose)")
-        cur = Curriculum.from_columns(column(dataset, "id"), column(dataset, "n_correct"), column(dataset, "k"),
-                                      column(dataset, "level"), scheduler=scheduler, seed=seed, **settings)
+        ids = column(dataset, "id")
+        given = dataset_prior(dataset_columns(dataset), prior, prior_weight, ids)
+        cur = Curriculum.from_columns(ids, column(dataset, "n_correct"), column(dataset, "k"),
+                                      column(dataset, "level"), scheduler=scheduler, seed=seed, prior=given, **settings)
         return cls(cur, success_at)
 
     # ------------------------------------------------------------ wiring

@@ -25,8 +25,12 @@ What verl allows, by version (read in each release's source):
 
 Settings go under `data.sampler` (seed, success_at, scheduler, and any BandConfig field such as lo,
 hi, decay). A dry band fills by informativeness at G answers per prompt: G is learned from the first
-scored batch (`rollout.n`), or set `data.sampler.group_size`. The prior and difficulty groups come from `extra_info` {id, n_correct, k, level}, as
-`grpo shards --format verl` writes it. A response counts as a success when the reward manager's
+scored batch (`rollout.n`), or set `data.sampler.group_size`. The prior and difficulty groups come
+from `extra_info` {id, n_correct, k, level, and prior_rate/prior_k with `--prior`}, as `grpo shards
+--format verl` writes it. `data.sampler.prior` reads another model's published difficulty from the
+dataset's own columns instead (`grpo_data.priors`: e.g. skywork_7b for Skywork-OR1's
+extra_info.model_difficulty, or FIELD:SCALE:SAMPLES), at most `data.sampler.prior_weight` (4)
+pseudo-samples a problem. A response counts as a success when the reward manager's
 `acc` is true, else when its summed `token_level_scores` >= success_at (0.5: 0/1 and -1/+1 rewards).
 
 The scheduler's state rides in verl's own checkpoint: StatefulDataLoader saves `state_dict()` of a
@@ -45,6 +49,14 @@ import os
 from collections.abc import Mapping
 
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
+from grpo_data.priors import (
+    DEFAULT_WEIGHT,
+    Columns,
+    dataset_columns,
+    read_prior,
+    record_columns,
+    stored_prior,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +82,14 @@ def problem_key(info: Mapping | None, row: int) -> str:
                          "them (grpo shards --format verl writes both)")
 
 
+def dataset_fields(dataset) -> Columns:
+    """The dataset's top-level columns (`extra_info`, `data_source`, ...) for a prior to read."""
+    frame = getattr(dataset, "dataframe", None)
+    if frame is not None and hasattr(frame, "column_names"):
+        return dataset_columns(frame, "the verl dataset")
+    return record_columns([dataset[i] for i in range(len(dataset))], "the verl dataset")
+
+
 def extra_infos(dataset) -> list:
     frame = getattr(dataset, "dataframe", None)  # verl's RLHFDataset keeps its rows in a datasets.Dataset
     if frame is not None and "extra_info" in getattr(frame, "column_names", ()):
@@ -84,6 +104,7 @@ class CurriculumSampler(_SamplerBase):
         seed = int(seed if seed is not None else data_config.get("seed") or 0)
         self.success_at = float(opts.pop("success_at", 0.5))
         scheduler = str(opts.pop("scheduler", "band"))
+        spec, weight = opts.pop("prior", None), float(opts.pop("prior_weight", None) or DEFAULT_WEIGHT)
         self.batch = int(data_config.get("gen_batch_size") or data_config.get("train_batch_size"))
         infos = extra_infos(data_source)
         ids = [problem_key(info, i) for i, info in enumerate(infos)]
@@ -92,8 +113,13 @@ class CurriculumSampler(_SamplerBase):
             values = [(info or {}).get(name) for info in infos]
             return values if any(v is not None for v in values) else None
 
+        if spec:
+            prior = read_prior(str(spec), dataset_fields(data_source), weight, ids=ids)
+        else:  # a `grpo shards --prior` set's pseudo-counts, when it has them
+            rate, pseudo_k = field("prior_rate"), field("prior_k")
+            prior = stored_prior(rate, pseudo_k) if rate is not None and pseudo_k is not None else None
         self.curriculum = Curriculum.from_columns(ids, field("n_correct"), field("k"), field("level"),
-                                                  scheduler=scheduler, seed=seed, **opts)
+                                                  scheduler=scheduler, seed=seed, prior=prior, **opts)
         self.n = len(infos)
         if self.n < self.batch:
             raise ValueError(f"a batch needs {self.batch} prompts; the dataset has {self.n}")
