@@ -204,8 +204,14 @@ def band_dry(history: list[dict], cfg: DiagnosticsConfig) -> str | None:
         seen.append(f"{underfilled:.0%} of the last {cfg.window} batches were under-filled")
     if not seen:
         return None
-    return (f"the band is running dry: {'; '.join(seen)}. Try: a wider band (scheduler.lo/hi), more data, a "
-            "refresh (scheduler.refresh_every), more resampling rounds (rollout.max_rounds)")
+    # the band scheduler's default (scheduler.dry=informative) already fills a dry batch by expected
+    # informativeness (its sched_dry_fills counter); a wider band renames problems in band, it does not
+    # make more of them informative. Measured (bench/README.md, curriculum benchmark): a 200-problem
+    # pool held ~15 problems in a 0.2-0.8 band, which the scheduler then cycled through every 1-2 steps
+    return (f"the band is running dry: {'; '.join(seen)}. The pool holds few problems the policy solves "
+            "sometimes. Try: more data of the policy's difficulty (helps most), a refresh of stale estimates "
+            "(scheduler.refresh_every), more resampling rounds (rollout.max_rounds), or scheduler.dry=informative "
+            "(the band scheduler's default) if it is set to widen")
 
 
 def _level(lv) -> str:
