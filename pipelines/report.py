@@ -218,8 +218,12 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
     sections.append(("Band over time", _lines("the scheduler's band", trains, {
         "band_lo": "band low", "band_hi": "band high",
         "groups_in_band_share": "in-band share: generated groups whose pass rate lies in the band (observed)",
-        "band_occupancy": "the scheduler's estimate: mean P(in band) of the problems it chose"},
-        ylim=(-0.02, 1.02))))
+        "band_occupancy": "the scheduler's estimate: mean P(in band) of the problems it chose",
+        "sched_band_dry": "dry (1: too few problems likely in band; the batch is filled by expected informativeness)"},
+        ylim=(-0.02, 1.02))
+        + _lines("the band's use of the pool (cumulative)", trains, {
+            "sched_dry_fills": "batch slots filled by expected informativeness (dry band)",
+            "sched_epoch": "band epochs (every problem likely in band offered once)"})))
     sections.append(("KL and entropy", _lines("KL to the reference and entropy (per token)", trains, {
         "kl": "KL (k3)", "entropy": "entropy", "kl_beta": "KL coefficient",
         "distinct_wrong_ratio": "distinct wrong answers per group"})))

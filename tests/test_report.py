@@ -27,7 +27,8 @@ def fake_run(folder, steps=30, warn_at=22):
              "batch_pass_rate": 0.5, "informative_rollout_ratio_step": 0.8, "informative_rollout_ratio": 0.79,
              "zero_variance_fraction": 0.2, "band_lo": 0.2, "band_hi": 0.95, "band_occupancy": 0.4,
              "kl": 0.01 if step < warn_at else 0.4, "entropy": 1.0, "completion_len_mean": 20.0, "completion_len_max": 31,
-             "truncated_fraction": 0.01, "grad_norm": 1.0, "clip_fraction": 0.02, "lr": 1e-4}
+             "truncated_fraction": 0.01, "grad_norm": 1.0, "clip_fraction": 0.02, "lr": 1e-4,
+             "sched_band_dry": float(step > 20), "sched_dry_fills": 3 * max(0, step - 20), "sched_epoch": step // 5}
         if step >= warn_at:
             r["diag_kl_blowup"] = 1.0
         if step == warn_at:
@@ -53,7 +54,8 @@ def test_report_is_one_self_contained_page(tmp_path):
     profile(tmp_path / "demo" / "profile-after.parquet", np.linspace(0.2, 1, 50))
     page = write_report(run).read_text()
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    assert len(images) == 9  # reward, accuracy, pass rates, band, KL/entropy, length, truncation, optimizer, warnings
+    # reward, accuracy, pass rates, band, the band's use of the pool, KL/entropy, length, truncation, optimizer, warnings
+    assert len(images) == 10  # the pool-use panel draws from the logged sched_dry_fills / sched_epoch
     assert all(base64.b64decode(img)[:8] == b"\x89PNG\r\n\x1a\n" for img in images)
     assert "src=\"http" not in page and "<script" not in page  # nothing fetched, nothing run
     assert "0.410 -&gt; 0.520" in page and "pass@4" in page and "maj@4" in page
