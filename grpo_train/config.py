@@ -34,9 +34,12 @@ class DataConfig:
     profile: offline profile of `train` (optional; the band scheduler's prior);
     prior: another model's difficulty read from `train`'s own columns (`grpo_data.priors`: a preset
     such as bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES; a table written by
-    `grpo load` keeps the field when loaded with `--prior`): the problems the profile does not cover
-    start from it, in difficulty groups of their own whose drift learns the offset to the policy;
-    prior_weight: the most pseudo-samples one of its values counts for (the discount; 4 by default)."""
+    `grpo load` keeps the field when loaded with `--prior`): its pseudo-counts join the profile's
+    counts, moved by the logit offset fitted on the problems both cover (`priors.merge_offline`), and
+    the problems the profile does not cover start from them alone, in difficulty groups of their own
+    whose drift learns the offset to the policy;
+    prior_weight: the most pseudo-samples one of its values counts for (the discount; 4 by default,
+    at least 1)."""
 
     train: str = "runs/world/train.parquet"
     heldout: str | None = "runs/world/test.parquet"
