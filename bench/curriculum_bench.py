@@ -233,6 +233,30 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
     return out
 
 
+def profile_pays(seeds: list[dict], amortize: tuple[int, ...] = (1, 3, 10)) -> dict:
+    """When to profile: A (profile) against A0 (no profile) in one regime. Per seed, the charged
+    tokens A needs to reach A0's final accuracy, with the profile's tokens shared by N runs
+    (N = 1: charged in full), as A0's tokens at the budget over A's (> 1: the profile paid for
+    itself); and A - A0 at the budget, paired per problem. Mean over the seeds where A reaches it."""
+    out = {}
+    for n in amortize:
+        ratios = []
+        for s in seeds:
+            a, a0 = s["arms"]["A"], s["arms"]["A0"]
+            share = a["profile"]["tokens"] * (1 - 1 / n)  # what the other N - 1 runs pay of it
+            evals = [{**e, "x": e["total_tokens"] - share} for e in a["evals"]]
+            mine = reach(evals, a0["evals"][-1]["heldout_accuracy"], "x")
+            ratios.append(a0["evals"][-1]["total_tokens"] / mine if mine else None)
+        got = [r for r in ratios if r is not None]
+        out[f"amortized_{n}"] = {**(over_seeds(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(seeds),
+                                 "per_seed": ratios}
+    d = [paired_difference(s["arms"]["A"]["per_problem_final"], s["arms"]["A0"]["per_problem_final"])["mean"]
+         for s in seeds]
+    out["A_minus_A0"] = over_seeds(d)
+    out["profile_rollouts_per_problem"] = float(np.mean([s["arms"]["A"]["profile"]["rollouts"] for s in seeds]))
+    return out
+
+
 def choose_default(seeds: list[dict], tie_in_se: float = 2.0) -> dict:
     """The default sampler from validation runs (Amendment 2): the best arm by mean final accuracy;
     every arm whose paired difference from it (per seed over problems, then SE over seeds) is
@@ -470,6 +494,9 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
                                    for a, r in s["arms"].items()} for s in seeds}}
     if "B" in arms and len(complete) >= 2:
         out["compare"] = {d: compare(complete, default=d) for d in sorted(arms) if d != "B"}
+    if {"A", "A0"} <= arms and len(complete) >= 2:
+        out["profile_pays"] = profile_pays(complete)
+        out["profile_pays"]["profile_rollouts_per_problem"] /= out["pool"]
     if split == "val" and len(complete) >= 2:
         out["default"] = choose_default(complete)
     if len(complete) < len(SEEDS) or arms != set(ARMS):

@@ -287,6 +287,14 @@ def curriculum_lines(r: dict) -> list[str]:
                      f"{_spread(f) if 'mean' in f else '-'} (reached in {f['reached_in_seeds']} of {f['seeds']} seeds); "
                      f"crossing and staying {_spread(st) if 'mean' in st else '-'} (in {st['reached_in_seeds']})")
         lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in c["goals"].items()]
+    pp = r.get("profile_pays")
+    if pp:
+        lines.append(f"- when to profile (A against A0; the profile is {_fmt(pp['profile_rollouts_per_problem'])} rollouts "
+                     f"per pool problem, the run {r['budget'] / r['pool']:g}): A - A0 at the budget "
+                     f"{_spread(pp['A_minus_A0'])}; A0's charged tokens over A's to reach A0's final, profile "
+                     + "; ".join(f"shared by {k.removeprefix('amortized_')} run(s) {_spread(v) if 'mean' in v else '-'} "
+                                 f"(reached in {v['reached_in_seeds']} of {v['seeds']} seeds)"
+                                 for k, v in pp.items() if k.startswith("amortized_")))
     d = r.get("default")
     if d:
         lines.append(f"- the default (Amendment 2: {d['rule']}): best {d['best']}; behind it: " + "; ".join(

@@ -171,3 +171,18 @@ def test_the_default_is_the_cheapest_arm_tied_with_the_best_on_validation():
     assert out["best"] == "B" and out["best_minus"]["A0"]["in_se"] == float("inf")  # 0.25 on every seed
     assert out["tied_with_best"] == ["B", "P"] and out["chosen"] == "P" and out["profiles"] is False
     assert out["best_minus"]["P"]["mean"] == pytest.approx(np.mean([0.025, -0.025, 0.05]))
+
+
+def test_profile_pays_compares_a_with_a0_and_amortizes_the_profile():
+    def arm(evals, profile, per_problem):
+        return {"evals": [{"heldout_accuracy": acc, "total_tokens": t} for t, acc in evals],
+                "profile": {"rollouts": profile[0], "tokens": profile[1]}, "per_problem_final": per_problem}
+
+    # A pays 100 tokens of profile; reaches A0's final 0.7 at 300 charged tokens (200 with the profile shared
+    # by 2 of... N = 10: 300 - 90 = 210); A0 ends at 0.7 after 600 tokens
+    seed = {"arms": {"A": arm([(100, 0.5), (300, 0.7), (700, 0.72)], (50, 100), {"p": 1.0, "q": 0.5}),
+                     "A0": arm([(0, 0.5), (600, 0.7)], (0, 0), {"p": 0.5, "q": 0.5})}}
+    out = cb.profile_pays([seed, seed], amortize=(1, 10))
+    assert out["amortized_1"]["mean"] == pytest.approx(600 / 300)
+    assert out["amortized_10"]["mean"] == pytest.approx(600 / 210) and out["amortized_10"]["reached_in_seeds"] == 2
+    assert out["A_minus_A0"]["mean"] == pytest.approx(0.25) and out["profile_rollouts_per_problem"] == 50
