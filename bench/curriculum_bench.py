@@ -183,7 +183,23 @@ def arm_result(records: list[dict], cost: dict, pool: int, seconds: float) -> di
             "profile": cost, "steps": last["step"], "rollouts_generated": last["rollouts_generated"],
             "tokens_generated": last.get("tokens_generated", 0),
             "informative_rollout_ratio_charged": last["informative_rollout_ratio"] * last["rollouts_generated"] / total,
-            "waste_per_pass": waste_per_pass(trains, pool), "seconds": seconds}
+            "waste_per_pass": waste_per_pass(trains, pool), "seconds": seconds, "wall_s": wall_per_phase(records)}
+
+
+def wall_per_phase(records: list[dict]) -> dict:
+    """Wall seconds of a run by phase, from its metrics: generation (training rounds, screens; its
+    tokens over its rate), verification, the learner, weight sync, whole training steps (refresh
+    included), and evaluation (not charged)."""
+    trains = [r for r in records if r["kind"] == "train"]
+
+    def total(key):
+        return float(sum(r.get(key, 0.0) or 0.0 for r in trains))
+
+    gen = float(sum(r["gen_tokens_step"] / r["gen_tokens_per_s"] for r in trains
+                    if r.get("gen_tokens_per_s") and r.get("gen_tokens_step")))
+    return {"generation": gen, "verification": total("verify_seconds"), "learner": total("train_seconds"),
+            "weight_sync": total("weight_sync_s"), "training_steps": total("step_seconds"),
+            "evaluation": float(sum(r.get("eval_seconds", 0.0) for r in records if r["kind"] == "eval"))}
 
 
 def compare(seeds: list[dict], default: str = "A") -> dict:

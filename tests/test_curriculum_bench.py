@@ -186,3 +186,14 @@ def test_profile_pays_compares_a_with_a0_and_amortizes_the_profile():
     assert out["amortized_1"]["mean"] == pytest.approx(600 / 300)
     assert out["amortized_10"]["mean"] == pytest.approx(600 / 210) and out["amortized_10"]["reached_in_seeds"] == 2
     assert out["A_minus_A0"]["mean"] == pytest.approx(0.25) and out["profile_rollouts_per_problem"] == 50
+
+
+def test_wall_per_phase_sums_each_phase():
+    records = [{"kind": "train", "gen_tokens_step": 1000, "gen_tokens_per_s": 500.0, "verify_seconds": 0.5,
+                "train_seconds": 1.0, "weight_sync_s": 0.1, "step_seconds": 4.0},
+               {"kind": "train", "gen_tokens_step": 300, "gen_tokens_per_s": 100.0, "verify_seconds": 0.25,
+                "train_seconds": 1.5, "weight_sync_s": 0.1, "step_seconds": 5.0},
+               {"kind": "eval", "eval_seconds": 7.0}]
+    w = cb.wall_per_phase(records)
+    assert w["generation"] == pytest.approx(5.0) and w["verification"] == 0.75 and w["learner"] == 2.5
+    assert w["training_steps"] == 9.0 and w["evaluation"] == 7.0 and w["weight_sync"] == pytest.approx(0.2)
