@@ -378,6 +378,16 @@ class Prior:
                 "pseudo-samples)")
 
 
+def prior_weight(spec: str | None, weight: float | None, flags: tuple[str, str] = ("prior", "prior_weight")) -> float:
+    """The discount a run asked for: DEFAULT_WEIGHT when `weight` is left out (None), else `weight`
+    as given (a 0 stays 0, for `read_prior` to refuse). A weight without a prior spec is refused: it
+    would be ignored. `flags` names the two settings in the message (e.g. "--prior", "--prior-weight")."""
+    if weight is not None and not spec:
+        raise PriorError(f"{flags[1]} {weight} without {flags[0]}: the weight discounts a prior read from the data "
+                         f"and does nothing alone; give {flags[0]} too, or leave {flags[1]} out")
+    return DEFAULT_WEIGHT if weight is None else float(weight)
+
+
 def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids: Sequence | None = None) -> Prior:
     """The prior `spec` names, read from `columns`; `ids` (one per row) name rows in errors."""
     if not weight >= 1:

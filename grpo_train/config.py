@@ -38,14 +38,14 @@ class DataConfig:
     counts, moved by the logit offset fitted on the problems both cover (`priors.merge_offline`), and
     the problems the profile does not cover start from them alone, in difficulty groups of their own
     whose drift learns the offset to the policy;
-    prior_weight: the most pseudo-samples one of its values counts for (the discount; 4 by default,
-    at least 1)."""
+    prior_weight: the most pseudo-samples one of its values counts for (the discount; null means 4,
+    `grpo_data.priors.DEFAULT_WEIGHT`; at least 1; refused without `prior`)."""
 
     train: str = "runs/world/train.parquet"
     heldout: str | None = "runs/world/test.parquet"
     profile: str | None = None
     prior: str | None = None
-    prior_weight: float = 4.0
+    prior_weight: float | None = None
 
 
 @dataclass(frozen=True)
@@ -376,7 +376,11 @@ class TrainConfig:
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
             (self.scheduler.name != "offline_band" or self.data.profile or self.data.prior,
              "scheduler.name=offline_band needs data.profile (an offline profile of data.train) or data.prior"),
-            (self.data.prior_weight >= 1, f"data.prior_weight must be at least 1 pseudo-sample, got {self.data.prior_weight}"),
+            (self.data.prior_weight is None or self.data.prior_weight >= 1,
+             f"data.prior_weight must be at least 1 pseudo-sample, got {self.data.prior_weight}"),
+            (self.data.prior_weight is None or self.data.prior,
+             f"data.prior_weight {self.data.prior_weight} without data.prior: the weight discounts a prior read "
+             "from data.train and does nothing alone; set data.prior too, or leave data.prior_weight out"),
             (self.rollout.temperature > 0, "rollout.temperature must be > 0: greedy groups have no variance"),
             (self.rollout.overlong in OVERLONG, f"rollout.overlong must be one of {OVERLONG}, got {self.rollout.overlong!r}"),
             (self.rollout.overlong != "penalty" or 0 < self.rollout.overlong_buffer <= self.rollout.max_tokens,

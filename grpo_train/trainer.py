@@ -29,7 +29,7 @@ import polars as pl
 import torch
 
 from grpo_data import io
-from grpo_data.priors import Prior, frame_columns, merge_offline, origin_groups, read_prior
+from grpo_data.priors import Prior, frame_columns, merge_offline, origin_groups, prior_weight, read_prior
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
 from grpo_data.rewards import build_reward
@@ -87,7 +87,8 @@ def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | No
     kept in its meta), at most `data.prior_weight` pseudo-samples a problem; None without one."""
     if not data.prior:
         return None
-    prior = read_prior(data.prior, frame_columns(problems, f"data.train {data.train}"), data.prior_weight,
+    weight = prior_weight(data.prior, data.prior_weight, ("data.prior", "data.prior_weight"))
+    prior = read_prior(data.prior, frame_columns(problems, f"data.train {data.train}"), weight,
                        ids=problems["id"].to_list())
     if log:
         logger.info("scheduler %s; its offset to this policy is learned online (the groups' drift)", prior.summary())

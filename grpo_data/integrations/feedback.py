@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grpo_data.priors import Columns, Prior, merge_offline, origin_groups, read_prior, stored_prior
+from grpo_data.priors import Columns, Prior, merge_offline, origin_groups, prior_weight, read_prior, stored_prior
 from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
 
 logger = logging.getLogger(__name__)
@@ -76,9 +76,11 @@ def level_column(values, n: int) -> np.ndarray | None:
         return np.array([codes.get(t, np.nan) for t in text])
 
 
-def dataset_prior(columns: Columns, spec: str | None, weight: float, ids: Sequence | None = None) -> Prior | None:
-    """The plug-ins' prior: `spec` read from the dataset's columns (`grpo_data.priors`), else the
-    `prior_rate`/`prior_k` columns a `grpo shards --prior` set carries, else None."""
+def dataset_prior(columns: Columns, spec: str | None, weight: float | None, ids: Sequence | None = None) -> Prior | None:
+    """The plug-ins' prior: `spec` read from the dataset's columns (`grpo_data.priors`) at most
+    `weight` pseudo-samples a problem (None: the default), else the `prior_rate`/`prior_k` columns
+    a `grpo shards --prior` set carries, else None."""
+    weight = prior_weight(spec, weight, ("prior=", "prior_weight="))
     if spec:
         return read_prior(spec, columns, weight, ids=ids)
     if "prior_rate" in columns.names and "prior_k" in columns.names:

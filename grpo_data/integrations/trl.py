@@ -47,7 +47,7 @@ from transformers import TrainerCallback
 
 from grpo_data import io
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, dataset_prior, verdicts
-from grpo_data.priors import DEFAULT_WEIGHT, dataset_columns
+from grpo_data.priors import dataset_columns
 from grpo_data.rewards import Answer, correctness
 from grpo_data.scheduler import load_state, save_state
 
@@ -124,7 +124,7 @@ class TRLCurriculum:
 
     @classmethod
     def from_dataset(cls, dataset, scheduler: str = "band", seed: int = 0, success_at: float = 0.5,
-                     prior: str | None = None, prior_weight: float = DEFAULT_WEIGHT, **settings) -> TRLCurriculum:
+                     prior: str | None = None, prior_weight: float | None = None, **settings) -> TRLCurriculum:
         """Over a map-style `datasets.Dataset` with an `id` column; `n_correct`, `k` and `level` (as in
         `grpo shards --format trl`) give the scheduler its prior and difficulty groups when present.
         `prior`: another model's published difficulty in the dataset's own columns (`grpo_data.priors`:

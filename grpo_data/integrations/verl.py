@@ -50,9 +50,9 @@ from collections.abc import Mapping
 
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
 from grpo_data.priors import (
-    DEFAULT_WEIGHT,
     Columns,
     dataset_columns,
+    prior_weight,
     read_prior,
     record_columns,
     stored_prior,
@@ -104,7 +104,8 @@ class CurriculumSampler(_SamplerBase):
         seed = int(seed if seed is not None else data_config.get("seed") or 0)
         self.success_at = float(opts.pop("success_at", 0.5))
         scheduler = str(opts.pop("scheduler", "band"))
-        spec, weight = opts.pop("prior", None), float(opts.pop("prior_weight", None) or DEFAULT_WEIGHT)
+        spec = opts.pop("prior", None)
+        weight = prior_weight(spec, opts.pop("prior_weight", None), ("data.sampler.prior", "data.sampler.prior_weight"))
         self.batch = int(data_config.get("gen_batch_size") or data_config.get("train_batch_size"))
         infos = extra_infos(data_source)
         ids = [problem_key(info, i) for i, info in enumerate(infos)]

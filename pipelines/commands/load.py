@@ -62,14 +62,26 @@ def load_from_args(args: argparse.Namespace):
     return load_problems(args.data, preset, limits, split=args.split, hub_config=args.hub_config)
 
 
+def check_prior_args(args) -> float:
+    """The weight `--prior-weight` asks for (4 when left out; a 0 is kept, to be refused), checked
+    before any data is read: a malformed `--prior` spec, or `--prior-weight` without `--prior`, is
+    a PriorError."""
+    from grpo_data.priors import parse_spec, prior_weight
+
+    weight = prior_weight(getattr(args, "prior", None), getattr(args, "prior_weight", None), ("--prior", "--prior-weight"))
+    if args.prior:
+        parse_spec(args.prior)
+    return weight
+
+
 def read_prior_from_args(args, table):
     """The prior `--prior` names, read from a loaded or canonical table (`--prior-weight` where the
     command has one); None without --prior. PriorError when it cannot be read."""
-    from grpo_data.priors import DEFAULT_WEIGHT, frame_columns, read_prior
+    from grpo_data.priors import frame_columns, read_prior
 
+    weight = check_prior_args(args)
     if not getattr(args, "prior", None):
         return None
-    weight = getattr(args, "prior_weight", None) or DEFAULT_WEIGHT
     return read_prior(args.prior, frame_columns(table, args.data), weight, ids=table["id"].to_list())
 
 

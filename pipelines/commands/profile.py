@@ -119,10 +119,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         shard = parse_shard(args.shard)
         cfg, choice = profile_options(options_from_args(args))
-        if args.prior:
-            from grpo_data.priors import parse_spec
+        from pipelines.commands.load import check_prior_args
 
-            parse_spec(args.prior)  # a malformed spec stops here, before any data is read
+        check_prior_args(args)  # a malformed spec or a weight without a prior stops here, before any data is read
         settings = engine_settings(choice["vllm"])
         engine_name = choice["engine"] or default_engine()
         if engine_name not in ENGINES:

@@ -33,10 +33,9 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grpo_data.loaders import DataError, read_provenance
-    from grpo_data.priors import parse_spec
     from grpo_data.profiler import read_profile
     from grpo_data.shards import write_shards
-    from pipelines.commands.load import read_prior_from_args
+    from pipelines.commands.load import check_prior_args, read_prior_from_args
     from pipelines.stages import read_problems
 
     try:
@@ -44,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.profile and not args.prior:
             raise ValueError("give --profile (grpo profile's output), --prior (another model's difficulty column), "
                              "or both")
-        if args.prior:
-            parse_spec(args.prior)
+        check_prior_args(args)
         profile, meta = read_profile(args.profile) if args.profile else (None, {})
         problems = read_problems(args)
         prior = read_prior_from_args(args, problems)
