@@ -18,7 +18,8 @@ Specs (`--prior` of grpo load / profile / shards, `data.prior` of grpo train, `p
                              rate; a negative SCALE means the column measures failure, pass rate
                              1 - value / |SCALE|; SAMPLES is how many samples stand behind each value
                              (unknown when left out). SCALE defaults to 1. A value written as a fraction
-                             string `c/k` is c of k samples.
+                             string `c/k` is c of k samples, read only with SCALE 1 or -1: under another
+                             scale it is refused, so Polaris' `3/8` read with `lime` cannot become 0.996.
 
 Presets, each with where its reading comes from (the sources were read on the Hub and in the authors'
 code; a direction a source does not state is marked as this module's reading):
@@ -327,6 +328,10 @@ def _row_rate(source: PriorSource, values: tuple) -> tuple[float, float] | None:
     number, denominator = parse_number(value)
     if not math.isfinite(number):
         raise ValueError("not finite")
+    if denominator is not None and source.scale != 1:
+        # Polaris' `3/8` is 3 of 8 samples; divided by 100 (lime's percents) it would read as 0.996
+        raise ValueError(f"a fraction string c/k, which reads as c of k samples only with SCALE 1 (the polaris preset, "
+                         f"FIELD:1 for solved or FIELD:-1 for failed samples), not over {source.scale:g}")
     rate = number / source.scale if source.kind == "rate" else 1.0 - number / source.scale
     if not -_TOLERANCE <= rate <= 1 + _TOLERANCE:
         raise ValueError(f"outside [0, {source.scale:g}]")
@@ -410,8 +415,10 @@ def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids:
         if got is not None:
             rate[i], samples[i] = got
     if bad:
-        hint = (f"; if the column holds percents use `{source.fields[0]}:{100 * source.scale:g}"
-                f"{'' if source.samples is None else f':{source.samples:g}'}`" if source.kind == "rate" else "")
+        tail = "" if source.samples is None else f":{source.samples:g}"
+        hint = (f"; if the column holds percents use `{source.fields[0]}:100{tail}` when they count solved samples "
+                f"or `{source.fields[0]}:-100{tail}` when they count failed ones (as lime-nlp's `difficulty`: the "
+                "lime preset)" if source.kind == "rate" else "")
         raise PriorError(f"prior {source.name}: {bad} rows of {columns.where} cannot be read as a pass rate, "
                          f"e.g. {first}{hint}; fix or drop those rows, or describe the column with "
                          "FIELD[:SCALE[:SAMPLES]] (grpo_data.priors)")

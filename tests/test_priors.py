@@ -149,13 +149,32 @@ def test_a_missing_column_names_it_and_says_how_to_keep_it():
 
 @pytest.mark.parametrize(("values", "message"), [
     ([0.5, 57.0, 0.1], r"1 rows .* row 1 \(id b\): `llama8b_solve_rate` = 57\.0 is outside \[0, 1\]; if the column "
-                       r"holds percents use `llama8b_solve_rate:100:64`"),
+                       r"holds percents use `llama8b_solve_rate:100:64` when they count solved samples or "
+                       r"`llama8b_solve_rate:-100:64` when they count failed ones"),
     (["0.5", "hard", "easy"], r"2 rows .* row 1 \(id b\): `llama8b_solve_rate` = 'hard' is not a number"),
     ([0.5, float("inf"), 0.1], "is not finite"),
 ])
 def test_bad_values_name_the_row_and_the_fix(values, message):
     with pytest.raises(PriorError, match=message):
         read_prior("bigmath", frame_columns(pl.DataFrame({"llama8b_solve_rate": values})), ids=["a", "b", "c"])
+
+
+def test_polaris_and_lime_share_a_column_name_and_are_not_read_for_each_other():
+    """Both publish `difficulty`: Polaris as `c/8` pass-rate strings, lime-nlp as failure percents.
+    A fraction string read with lime would be 1 - 0.375/100 = 0.996; lime's percents read with
+    polaris are refused with both percent readings named (`:100` would invert lime's failures)."""
+    with pytest.raises(PriorError, match=r"`difficulty` = '3/8' is a fraction string c/k, which reads as c of k "
+                                         r"samples only with SCALE 1 .* not over 100"):
+        read_prior("lime", frame_columns(POLARIS))
+    with pytest.raises(PriorError, match=r"= 75\.0 is outside \[0, 1\]; if the column holds percents use "
+                                         r"`difficulty:100` when they count solved samples or `difficulty:-100` when "
+                                         r"they count failed ones \(as lime-nlp's `difficulty`: the lime preset\)"):
+        read_prior("polaris", frame_columns(LIME))
+    # a fraction under SCALE 1 or -1 is c of k samples, solved or failed
+    assert same(counts(read_prior("difficulty:-1", frame_columns(POLARIS), weight=8)),
+                [(5.0, 8.0), (0.0, 8.0), (8.0, 8.0)])
+    with pytest.raises(PriorError, match="not over 16"):
+        read_prior("difficulty:16", frame_columns(POLARIS))
 
 
 def test_bad_specs_and_empty_columns_are_refused():
