@@ -12,7 +12,8 @@ Specs (`--prior` of grpo load / profile / shards, `data.prior` of grpo train, `p
 
     NAME                     a preset below
     avg@K_<model>            a pass-rate column named the way this project's trl/verl shards and public
-                             RL datasets name it: K samples of <model>
+                             RL datasets name it: K samples of <model> (each row's own `k`, where the
+                             table has one, as this project's shards do: K is only the most any row got)
     FIELD[:SCALE[:SAMPLES]]  any column (dotted for nested fields; a key holding a dot, such as
                              `DeepSeek-R1-Distill-Qwen-1.5B`, is matched whole): value / SCALE is the pass
                              rate; a negative SCALE means the column measures failure, pass rate
@@ -47,6 +48,9 @@ code; a direction a source does not state is marked as this module's reading):
                    sum(samples), exact counts. The DART-Math paper (arXiv 2407.13690) synthesizes with
                    one 7B open-weight model, DeepSeekMath-7B-RL.
     avg            the table's one `avg@K_<model>` column (this project's trl/verl shards write it).
+                   Where it copies the very counts a scheduler starts from (the shards' own
+                   `n_correct`/`k`, or the profile they came from), `merge_offline` refuses it: the
+                   same samples would count twice.
 
 The discount. A value counts as k = min(samples, weight) pseudo-samples, (n_correct, k) = (rate x k, k),
 with `weight` (DEFAULT_WEIGHT) far below what the source drew: another model's pass rate predicts this
@@ -174,6 +178,11 @@ def resolve(source: PriorSource, names: Sequence[str]) -> PriorSource:
     return parse_spec(found[0])
 
 
+def is_avg(source: PriorSource) -> bool:
+    """Whether `source` reads an `avg@K_<model>` column (the `avg` preset or one named directly)."""
+    return source.name == "avg" or AVG_COLUMN.fullmatch(source.fields[0]) is not None
+
+
 def keep_patterns(spec: str | None) -> tuple[str, ...]:
     """Regular expressions of the top-level field names a loader keeps in each row's meta so that
     `spec` can be read from the canonical table later (every dot-prefix of each field, so a column
@@ -182,8 +191,8 @@ def keep_patterns(spec: str | None) -> tuple[str, ...]:
         return ()
     source = parse_spec(spec)
     if source.name == "avg":
-        return (AVG_COLUMN.pattern,)
-    out = []
+        return (AVG_COLUMN.pattern, "k")
+    out = ["k"] if is_avg(source) else []  # an avg column's per-row samples (`read_prior`)
     for path in source.fields:
         parts = path.split(".")
         out += [re.escape(".".join(parts[: i + 1])) for i in range(len(parts))]
@@ -425,7 +434,31 @@ def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids:
     if np.isnan(rate).all():
         raise PriorError(f"prior {source.name}: no row of {columns.where} has a value in "
                          f"`{'`, `'.join(source.fields)}`")
+    if is_avg(source):  # K is the most samples any row got (an adaptive profile's): each row's own k where known
+        own = row_samples(columns)
+        if own is not None:
+            samples = np.where(np.isfinite(own) & (own > 0), own, samples)
     return Prior(source, rate, samples, float(weight))
+
+
+SAMPLE_FIELDS = ("k", "extra_info.k")  # where this project's trl and verl shards keep each row's samples
+
+
+def row_samples(columns: Columns) -> np.ndarray | None:
+    """(N,) samples per row from the table's `k` (trl shards, or a table `grpo load --prior avg`
+    kept it in) or `extra_info.k` (verl shards), NaN where a row has none; None without either."""
+    for path in SAMPLE_FIELDS:
+        head = _head(path, columns.names)
+        if head is None:
+            continue
+        values = [_descend(v, head[1]) for v in columns.get(head[0])]
+        out = np.full(len(values), np.nan)
+        for i, v in enumerate(values):
+            if not _missing(v) and isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool):
+                out[i] = float(v)
+        if np.isfinite(out).any():
+            return out
+    return None
 
 
 def stored_prior(rate, k) -> Prior | None:
@@ -468,11 +501,26 @@ def merge_offline(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior | 
         return Start((prior.n_correct, prior.k), has)
     c, k = (np.asarray(x, dtype=np.float64) for x in offline)
     measured = np.isfinite(c) & np.isfinite(k) & (k > 0)
+    check_other_samples(prior, c, k, measured)
     offset = fit_logit_offset(prior.rate, np.where(measured, c, np.nan), np.where(measured, k, np.nan))
     s, f = offset_evidence(prior.rate, prior.k, offset)
     own_c, own_k = np.where(measured, c, 0.0), np.where(measured, k, 0.0)
     known = measured | has
     return Start((np.where(known, own_c + s, np.nan), np.where(known, own_k + s + f, np.nan)), has & ~measured, offset)
+
+
+def check_other_samples(prior: Prior, c: np.ndarray, k: np.ndarray, measured: np.ndarray) -> None:
+    """Refuse an `avg@K_<model>` prior whose every value, on the rows the counts (c, k) also
+    measured, is exactly their c / k: this project's trl/verl shards write that column as a copy of
+    the profile's pass rate, so adding it to the same counts would count the same samples twice."""
+    both = measured & np.isfinite(prior.rate)
+    if not is_avg(prior.source) or not both.any():
+        return
+    if np.allclose(prior.rate[both], c[both] / k[both], rtol=0.0, atol=1e-9):
+        raise PriorError(f"prior {prior.source.name}: on all {int(both.sum())} problems the profile also measured, its "
+                         "value is the profile's own n_correct / k (this project's trl/verl shards write "
+                         "avg@K_<model> as a copy of those counts): adding it would count the same samples twice. "
+                         "Leave the prior out (the counts start the scheduler already), or name another model's column")
 
 
 def origin_groups(groups: np.ndarray | None, from_prior: np.ndarray | None) -> np.ndarray | None:

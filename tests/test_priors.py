@@ -135,7 +135,8 @@ def test_a_loaded_tables_meta_holds_the_kept_fields():
         '{"file": "x.jsonl", "row": 1}', '{"file": "x.jsonl", "row": 2, "fields": {"extra_info": null}}']})
     assert same(counts(read_prior("skywork_7b", frame_columns(table))), [(2.0, 4.0), (NAN, NAN), (NAN, NAN)])
     assert keep_patterns("skywork_7b")[:2] == ("extra_info", r"extra_info\.model_difficulty")
-    assert keep_patterns("avg") == (r"avg@(\d+)_(.+)",) and keep_patterns(None) == ()
+    assert keep_patterns("avg") == (r"avg@(\d+)_(.+)", "k") and keep_patterns(None) == ()
+    assert keep_patterns("avg@16_m") == ("k", "avg@16_m")  # an avg column's per-row samples travel with it
 
 
 # ---------------------------------------------------------------------------- bad input

@@ -66,3 +66,76 @@ class SkyworkRows:
 
     def __getitem__(self, i):
         return SKYWORK[i]
+
+
+# ---------------------------------------------------------------------------- avg@K: the same samples, per-row k
+def test_an_avg_column_takes_each_rows_samples_from_k():
+    """K in avg@K_<model> is the most samples any problem got (an adaptive profile gives most 2):
+    each row counts its own k, top-level (trl shards) or in extra_info (verl shards)."""
+    trl = pl.DataFrame({"id": ["x", "y", "z"], "k": [16, 2, None], "avg@16_m": [0.5, 0.5, 0.25]})
+    assert same(counts(read_prior("avg", frame_columns(trl))), [(2.0, 4.0), (1.0, 2.0), (1.0, 4.0)])
+    verl = [{"extra_info": {"id": "x", "k": 2}, "avg@16_m": 1.0}, {"extra_info": {"id": "y"}, "avg@16_m": 0.5}]
+    from grpo_data.priors import record_columns
+
+    assert same(counts(read_prior("avg@16_m", record_columns(verl))), [(2.0, 2.0), (2.0, 4.0)])
+
+
+def test_an_avg_column_copying_the_counts_it_would_join_is_refused(tmp_path, capsys):
+    """This project's trl/verl shards write avg@K_<model> as a copy of their own n_correct / k: read
+    as a prior beside those counts (or the profile they came from) it counted every sample twice."""
+    import datasets
+
+    from grpo_data.integrations.trl import TRLCurriculum
+    from grpo_data.integrations.verl import CurriculumSampler
+    from pipelines.cli import main
+
+    twice = "would count the same samples twice"
+    with pytest.raises(PriorError, match=rf"prior avg@16_tiny-policy: on all 2 problems the profile also measured.*{twice}"):
+        TRLCurriculum.from_dataset(datasets.Dataset.from_polars(TRL_SHARD), prior="avg")
+    frame = datasets.Dataset.from_list([{"extra_info": {"id": f"p{i}", "k": 4, "n_correct": c}, "avg@4_m": c / 4}
+                                        for i, c in enumerate([1, 3])])
+    with pytest.raises(PriorError, match=twice):
+        CurriculumSampler(Frame(frame), {"train_batch_size": 1, "sampler": {"prior": "avg"}})
+    # a canonical table `grpo load --prior avg` made of those shards, with the profile they came from
+    data, profile = tmp_path / "problems.parquet", tmp_path / "profile.parquet"
+    with_avg(canonical_with_prior([0.25, 0.75, None]), [0.25, 0.75, None], [4, 4, None]).write_parquet(data)
+    write_profile(profile, {"p0": (1, 4), "p1": (3, 4)})
+    assert main(["shards", "--data", str(data), "--profile", str(profile), "--prior", "avg",
+                 "--out", str(tmp_path / "s")]) == 2
+    assert twice in capsys.readouterr().err
+    # another model's avg column beside the same profile is a prior like any other
+    with_avg(canonical_with_prior([0.25, 0.75, None]), [0.5, 0.5, 1.0], [4, 4, 4]).write_parquet(data)
+    assert main(["shards", "--data", str(data), "--profile", str(profile), "--prior", "avg",
+                 "--out", str(tmp_path / "s")]) == 0
+
+
+class Frame:
+    """verl's RLHFDataset: its rows in `.dataframe`, a datasets.Dataset (what the sampler reads)."""
+
+    def __init__(self, dataframe):
+        self.dataframe = dataframe
+
+    def __len__(self):
+        return len(self.dataframe)
+
+    def __getitem__(self, i):
+        return self.dataframe[i]
+
+
+def with_avg(table: pl.DataFrame, rates: list, ks: list) -> pl.DataFrame:
+    """`table` whose meta keeps an avg@4_m column and k, as `grpo load --prior avg` keeps them."""
+    metas = []
+    for meta, r, k in zip(table["meta"].to_list(), rates, ks, strict=True):
+        m = json.loads(meta)
+        m["fields"] = {"avg@4_m": r, "k": k}
+        metas.append(json.dumps(m))
+    return table.with_columns(pl.Series("meta", metas))
+
+
+def write_profile(path, counts_by_id: dict, meta: dict | None = None) -> None:
+    """A profile parquet of (n_correct, k) per id, with `meta` as its run metadata."""
+    from grpo_data import io
+    from grpo_data.profiler import METADATA_KEY, summarize_problem
+
+    rows = [{"id": i, **summarize_problem(c, k, [], 0, {})} for i, (c, k) in counts_by_id.items()]
+    io.write_parquet(path, pl.DataFrame(rows), metadata={METADATA_KEY: json.dumps(meta or {})})

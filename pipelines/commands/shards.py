@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grpo_data.loaders import DataError, read_provenance
+    from grpo_data.priors import PriorError
     from grpo_data.profiler import read_profile
     from grpo_data.shards import write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args
@@ -61,8 +62,12 @@ def run(args: argparse.Namespace) -> int:
     data = Path(args.data)
     prov = read_provenance(data) if data.is_file() and data.suffix == ".parquet" else {}
     rejected = {**rejected, **prov.get("rejected", {})}
-    manifest = write_shards(problems, profile, args.out, edges, args.format, source=args.data, profile_meta=meta,
-                            rejected=rejected, extra={"data": prov}, prior=prior)
+    try:  # a prior that repeats the profile's own samples is refused here (grpo_data.priors.merge_offline)
+        manifest = write_shards(problems, profile, args.out, edges, args.format, source=args.data, profile_meta=meta,
+                                rejected=rejected, extra={"data": prov}, prior=prior)
+    except PriorError as exc:
+        print(f"grpo shards: {exc}", file=sys.stderr)
+        return 2
     for b, info in manifest["buckets"].items():
         print(f"bucket {b} [{info['lo']:.2f}, {info['hi']:.2f}]: {info['rows']} problems")
     if prior is not None:
