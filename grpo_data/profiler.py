@@ -169,6 +169,15 @@ def rejects_file(out: str | Path) -> Path:
     return Path(out).with_suffix(".rejects.jsonl")
 
 
+def read_left_out(out: str | Path) -> pl.DataFrame:
+    """LEFT_OUT_SCHEMA rows of a merged profile's left-out problems (`rejects_file(out)`); none when
+    the file does not exist (a profile written before it did, or one that left nothing out)."""
+    path = rejects_file(out)
+    if not path.exists() or not path.stat().st_size:
+        return pl.DataFrame(schema=LEFT_OUT_SCHEMA)
+    return pl.read_ndjson(path, schema=LEFT_OUT_SCHEMA)
+
+
 def left_out_parts(out: str | Path) -> pl.DataFrame:
     """LEFT_OUT_SCHEMA rows of every shard's left-out part under `out`.parts (each shard's run writes
     its own, so a rerun replaces its last one)."""

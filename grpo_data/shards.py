@@ -45,7 +45,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -126,12 +126,15 @@ def sha256_file(path: Path) -> str:
 def write_shards(problems: pl.DataFrame, profile: pl.DataFrame | None, out: str | Path,
                  edges: Sequence[float] = DEFAULT_EDGES, fmt: str = "native", source: str = "",
                  profile_meta: dict | None = None, rejected: dict[str, int] | None = None, extra: dict | None = None,
-                 prior: Prior | None = None) -> dict:
+                 prior: Prior | None = None, left_out: Collection[str] = ()) -> dict:
     """Write the bucketed set atomically; returns the manifest. Problems are bucketed on `p_est`
     (see the module docstring), its prior fitted to the counts of the problems in the set, per level
     unless the profile ran with `prior_groups: none` (`profile_meta`). `extra` keys are added to the
     manifest (e.g. a pipeline's record of the inputs it was built from). `prior` (one row per row of
-    `problems`) adds the problems only it covers; `profile` may then be None."""
+    `problems`) adds the problems only it covers; `profile` may then be None. `left_out`: ids the
+    profile left out (their prompt does not fit the context; `grpo_data.profiler.rejects_file`), kept
+    out of the set even where the prior has a value; the manifest counts them as rejected
+    (`profile_meta`'s `left_out`)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     if profile is None and prior is None:
@@ -145,6 +148,8 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame | None, out: str 
     if prior is not None:  # the prior's columns ride on the problem rows they were read from
         problems = problems.with_columns(pl.Series("prior_rate", prior.rate).fill_nan(None),
                                          pl.Series("prior_k", prior.k).fill_nan(None))
+    if left_out:  # rejected by the profile: a prior value does not make their prompt fit
+        problems = problems.filter(~pl.col("id").is_in(pl.Series(list(left_out), dtype=pl.String).implode()))
     joined = problems.join(profile.select("id", *profile_cols), on="id", how="left" if prior is not None else "inner")
     offset = 0.0
     if prior is not None:

@@ -139,3 +139,26 @@ def write_profile(path, counts_by_id: dict, meta: dict | None = None) -> None:
 
     rows = [{"id": i, **summarize_problem(c, k, [], 0, {})} for i, (c, k) in counts_by_id.items()]
     io.write_parquet(path, pl.DataFrame(rows), metadata={METADATA_KEY: json.dumps(meta or {})})
+
+
+# ---------------------------------------------------------------------------- grpo shards: the profile's left-out rows
+def test_shards_keep_the_profiles_left_out_problems_out_with_a_prior(tmp_path, capsys):
+    """The profiler left p2 out (its prompt does not fit the context): a prior value does not make it
+    fit, so the set holds it no more than without the prior, and the manifest counts it as rejected,
+    not as a problem on the prior alone."""
+    from grpo_data.profiler import rejects_file
+    from grpo_data.shards import read_manifest, read_shards
+    from pipelines.cli import main
+
+    data, profile = tmp_path / "problems.parquet", tmp_path / "profile.parquet"
+    canonical_with_prior([0.25, 0.75, 0.5, 0.5, None]).write_parquet(data)
+    write_profile(profile, {"p0": (1, 4), "p1": (3, 4)}, {"model": "m", "left_out": {"prompt_over_context": 1}})
+    rejects_file(profile).write_text(json.dumps({"id": "p2", "reason": "prompt_over_context", "detail": "900 > 512",
+                                                 "prompt_tokens": 900, "max_tokens": 256, "context": 512}) + "\n")
+    assert main(["shards", "--data", str(data), "--profile", str(profile), "--prior", "bigmath",
+                 "--out", str(tmp_path / "s")]) == 0
+    assert "(1 on the prior alone; 1 with neither a profile nor a prior value left out)" in capsys.readouterr().out
+    assert sorted(read_shards(tmp_path / "s")["id"].to_list()) == ["p0", "p1", "p3"]
+    manifest = read_manifest(tmp_path / "s")
+    assert manifest["prior"]["alone"] == 1 and manifest["unprofiled"] == 1
+    assert manifest["rejected"] == {"prompt_over_context": 1}

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from grpo_data.loaders import DataError, read_provenance
     from grpo_data.priors import PriorError
-    from grpo_data.profiler import read_profile
+    from grpo_data.profiler import read_left_out, read_profile
     from grpo_data.shards import write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args
     from pipelines.stages import read_problems
@@ -59,12 +59,14 @@ def run(args: argparse.Namespace) -> int:
         for line in rejects_file.read_text().splitlines():
             reason = json.loads(line)["reason"]
             rejected[reason] = rejected.get(reason, 0) + 1
+    # the profile's left-out problems (their prompt does not fit the context) stay out, prior or not
+    left_out = set(read_left_out(args.profile)["id"].to_list()) if args.profile else set()
     data = Path(args.data)
     prov = read_provenance(data) if data.is_file() and data.suffix == ".parquet" else {}
     rejected = {**rejected, **prov.get("rejected", {})}
     try:  # a prior that repeats the profile's own samples is refused here (grpo_data.priors.merge_offline)
         manifest = write_shards(problems, profile, args.out, edges, args.format, source=args.data, profile_meta=meta,
-                                rejected=rejected, extra={"data": prov}, prior=prior)
+                                rejected=rejected, extra={"data": prov}, prior=prior, left_out=left_out)
     except PriorError as exc:
         print(f"grpo shards: {exc}", file=sys.stderr)
         return 2
