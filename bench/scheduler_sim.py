@@ -99,7 +99,7 @@ class SyntheticLearner:
 
 def trainer_band_settings(name: str = "band", **overrides) -> dict:
     """The settings `grpo train` gives scheduler `name` by default (SchedulerSection), with overrides."""
-    from grpo_train.trainer import scheduler_kwargs
+    from grpo_train.scheduler_start import scheduler_kwargs
 
     return {**scheduler_kwargs(SchedulerSection(name=name)), **overrides}
 

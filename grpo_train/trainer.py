@@ -29,98 +29,18 @@ import polars as pl
 import torch
 
 from grpo_data import io
-from grpo_data.priors import Prior, frame_columns, merge_offline, origin_groups, prior_weight, read_prior
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
 from grpo_data.rewards import build_reward
 from grpo_data.rollouts import RolloutSampler
-from grpo_data.scheduler import difficulty_groups, make_scheduler
 from grpo_data.stats import majority_correct, pass_at_k
 from grpo_train.config import TrainConfig, dump_config, schedule_steps
 from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.prompt_fit import fit_run_data, rollout_context
 from grpo_train.rollout import Overlong, RolloutBatch, RolloutBatcher, refresh_estimates
+from grpo_train.scheduler_start import build_scheduler, scheduler_start
 
 logger = logging.getLogger(__name__)
-
-
-def profile_mismatches(meta: dict, cfg) -> list[str]:
-    """How the offline profile was measured differently from how training samples: each one makes
-    the profile's counts describe another distribution than the policy's rollouts (a stale prior)."""
-    out = []
-    sampling = (meta.get("config") or {}).get("sampling") or {}
-    for name, ours in (("temperature", cfg.rollout.temperature), ("top_p", cfg.rollout.top_p),
-                       ("max_tokens", cfg.rollout.max_tokens)):
-        theirs = sampling.get(name)
-        if theirs is not None and float(theirs) != float(ours):
-            out.append(f"{name} {theirs} in the profile, {ours} in training")
-    model = meta.get("model")
-    if model and Path(str(model)).expanduser().resolve() != Path(str(cfg.model)).expanduser().resolve():
-        out.append(f"model {model} in the profile, {cfg.model} in training")
-    return out
-
-
-def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None) -> tuple[np.ndarray, np.ndarray] | None:
-    """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled.
-    With the train config `cfg`, warns when the profile was sampled differently from training."""
-    if not profile_path:
-        return None
-    from grpo_data.profiler import read_profile
-
-    prof, meta = read_profile(profile_path)
-    differences = profile_mismatches(meta, cfg) if cfg is not None else []
-    if differences:
-        logger.warning("the offline profile %s was measured unlike training (%s): the scheduler starts from "
-                       "counts of another sampling distribution; re-profile, or lower its weight with "
-                       "scheduler.max_prior_k", profile_path, "; ".join(differences))
-    joined = problems.select("id").join(prof.select("id", "n_correct", "k"), on="id", how="left")
-    missing = joined["k"].null_count()
-    if missing:
-        logger.info("scheduler prior: %d of %d problems have no offline profile (their group's prior)", missing,
-                    problems.height)
-    return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
-            joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy())
-
-
-def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | None:
-    """`data.prior` read from the training table's own columns (or the fields `grpo load --prior`
-    kept in its meta), at most `data.prior_weight` pseudo-samples a problem; None without one."""
-    if not data.prior:
-        return None
-    weight = prior_weight(data.prior, data.prior_weight, ("data.prior", "data.prior_weight"))
-    prior = read_prior(data.prior, frame_columns(problems, f"data.train {data.train}"), weight,
-                       ids=problems["id"].to_list())
-    if log:
-        logger.info("scheduler %s; its offset to this policy is learned online (the groups' drift)", prior.summary())
-    return prior
-
-
-def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
-    """Difficulty groups of the band scheduler, one fitted prior each (refitted online): the data's
-    level, as the profiler fits its priors; without a level column, the offline-estimate bucket;
-    without either (or with `groups: none`), None: one prior for the whole pool."""
-    if sc.name != "band" or sc.groups == "none":
-        return None
-    level = level_array(problems)
-    if level is not None:
-        return difficulty_groups(problems.height, offline, level)
-    if offline is None:
-        logger.info("scheduler: no level column and no offline profile; one prior for the whole pool")
-        return None
-    logger.info("scheduler: the data has no level column; problems are grouped by their offline estimate")
-    return difficulty_groups(problems.height, offline)
-
-
-def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
-    """The settings a SchedulerSection hands `make_scheduler` beside name, pool, seed and profile.
-    Groups that are offline-estimate buckets (no level column) share the pool's prior."""
-    if sc.name == "band":
-        return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
-                "without_replacement": sc.without_replacement, "epoch": sc.epoch, "dry": sc.dry,
-                "group_priors": problems is None or level_array(problems) is not None}
-    if sc.name in ("pools", "greso"):
-        return dict(sc.settings)
-    return {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {}
 
 
 class MetricsLog:
@@ -264,8 +184,8 @@ def check_inputs(cfg: TrainConfig) -> None:
                             ("data.profile", cfg.data.profile, "grpo profile (or grpo pipeline)")):
         if path and not Path(path).exists():
             raise FileNotFoundError(f"{key} {path} does not exist: write it with {make}, or set {key}=PATH")
-    if cfg.data.prior:  # a missing column or an unreadable value stops the run here, before any engine starts
-        training_prior(pl.read_parquet(cfg.data.train), cfg.data, log=False)
+    if cfg.data.prior or cfg.data.profile:  # a bad prior or profile stops the run here, before any engine starts
+        scheduler_start(pl.read_parquet(cfg.data.train), cfg, log=False)
 
 
 def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray | None) -> dict:
@@ -359,17 +279,7 @@ class Trainer:
             self.run_dir.mkdir(parents=True, exist_ok=True)
             io.write_text(self.run_dir / "resolved_config.yaml", dump_config(cfg))
         sc = cfg.scheduler
-        # a profile's own counts with another model's discounted pseudo-counts added (moved by the offset
-        # between the two); those alone where the profile has none
-        prior = training_prior(self.problems, cfg.data)
-        offline, from_prior, offset = merge_offline(offline_counts(self.problems, cfg.data.profile, cfg), prior)
-        if prior is not None and self.is_main:  # which model and how many samples stand behind the start
-            io.write_json(self.run_dir / "prior.json", {**prior.describe(), "offset_from_profile": offset})
-        groups = scheduler_groups(self.problems, offline, sc)
-        band_g = {"group_size": cfg.rollout.group_size} if sc.name == "band" else {}  # a dry band's fill scores at G
-        self.scheduler = make_scheduler(sc.name, self.problems.height, seed=cfg.run.seed, offline=offline,
-                                        groups=origin_groups(groups, from_prior) if sc.name == "band" else groups,
-                                        **scheduler_kwargs(sc, self.problems), **band_g)
+        self.scheduler = build_scheduler(self.problems, cfg, self.run_dir if self.is_main else None)
         self.levels = level_array(self.problems)
         self.times_trained = np.zeros(self.problems.height, dtype=np.int64)  # groups trained per problem
         self.step = 0

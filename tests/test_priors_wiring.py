@@ -162,3 +162,46 @@ def test_shards_keep_the_profiles_left_out_problems_out_with_a_prior(tmp_path, c
     manifest = read_manifest(tmp_path / "s")
     assert manifest["prior"]["alone"] == 1 and manifest["unprofiled"] == 1
     assert manifest["rejected"] == {"prompt_over_context": 1}
+
+
+# ---------------------------------------------------------------------------- grpo train: the scheduler's start
+def train_inputs(tmp_path, rates: list, profile: dict, profile_meta: dict | None = None) -> tuple:
+    """A canonical training table whose meta carries Big-Math's solve rate, and a profile of it."""
+    data, prof = tmp_path / "train.parquet", tmp_path / "profile.parquet"
+    canonical_with_prior(rates).write_parquet(data)
+    write_profile(prof, profile, profile_meta)
+    return data, prof
+
+
+def test_the_trainer_starts_its_scheduler_from_profile_and_prior_combined(tmp_path):
+    """What `grpo train data.profile=P data.prior=bigmath` hands the band scheduler, built without any
+    engine: own counts plus moved pseudo-counts where both exist, the pseudo-counts alone where
+    only the prior has a value, those rows in groups of their own, and RUN/prior.json."""
+    from grpo_data.band_math import offline_evidence
+    from grpo_data.priors import merge_offline, origin_groups
+    from grpo_data.scheduler import difficulty_groups
+    from grpo_train.config import load_config
+    from grpo_train.scheduler_start import build_scheduler
+    from grpo_train.trainer import check_inputs
+
+    rates = [0.25, 0.75, 0.5, 0.0, None, 1.0]
+    data, prof = train_inputs(tmp_path, rates, {"p0": (1, 4), "p1": (3, 4), "p4": (2, 4)})
+    cfg = load_config(None, [f"data.train={data}", "data.heldout=null", f"data.profile={prof}", "data.prior=bigmath",
+                             "data.prior_weight=2", "model=org/model"])
+    check_inputs(cfg)
+    problems = pl.read_parquet(data)
+    sched = build_scheduler(problems, cfg, tmp_path)
+    prior = read_prior("bigmath", frame_columns(problems), weight=2)
+    own = (np.array([1, 3, NAN, NAN, 2, NAN]), np.array([4, 4, NAN, NAN, 4, NAN]))
+    (c, k), from_prior, offset = merge_offline(own, prior)
+    np.testing.assert_array_equal(from_prior, [False, False, True, True, False, True])
+    np.testing.assert_allclose(np.c_[sched.successes, sched.failures], np.c_[offline_evidence(c, k)])
+    assert sched.successes[0] == pytest.approx(1 + 0.5) and sched.failures[4] == 2  # own + moved pseudo; own alone
+    # the prior-only rows apart: each group's drift learns that model's offset, not a blend
+    expected = origin_groups(difficulty_groups(6, (c, k)), from_prior)
+    np.testing.assert_array_equal(sched.group, np.unique(expected, return_inverse=True)[1])
+    assert set(sched.group[from_prior]).isdisjoint(sched.group[~from_prior])
+    written = json.loads((tmp_path / "prior.json").read_text())
+    assert written["spec"] == "bigmath" and written["weight"] == 2 and written["problems"] == 5
+    assert written["offset_from_profile"] == pytest.approx(offset)
+    build_scheduler(problems, cfg, None)  # another rank: no file

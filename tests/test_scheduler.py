@@ -181,7 +181,7 @@ def test_difficulty_groups_are_levels_else_offline_buckets_else_one():
 def test_trainer_groups_fall_back_to_offline_buckets_without_a_level():
     from types import SimpleNamespace
 
-    from grpo_train.trainer import scheduler_groups
+    from grpo_train.scheduler_start import scheduler_groups
 
     sc = SimpleNamespace(name="band", groups="level")
     offline = (np.array([0.0, 1.0, 2.0, 0.0]), np.array([2.0, 2.0, 2.0, 16.0]))
@@ -217,7 +217,7 @@ def test_buckets_of_data_without_levels_start_from_the_pool_prior():
 
 def test_the_trainer_shares_the_pool_prior_between_buckets_and_fits_levels():
     from grpo_train.config import SchedulerSection
-    from grpo_train.trainer import scheduler_kwargs
+    from grpo_train.scheduler_start import scheduler_kwargs
 
     sc = SchedulerSection()
     assert scheduler_kwargs(sc, pl.DataFrame({"id": ["a"], "level": [None]}))["group_priors"] is False

@@ -549,7 +549,7 @@ def test_evaluations_are_due_by_steps_or_by_rollouts_crossed():
 
 def test_a_profile_sampled_unlike_training_is_named():
     from grpo_train.config import config_from_tree
-    from grpo_train.trainer import profile_mismatches
+    from grpo_train.scheduler_start import profile_mismatches
 
     cfg = config_from_tree({}, ["model=runs/policy", "rollout.temperature=0.7", "rollout.max_tokens=1024"])
     meta = {"model": "runs/policy/", "config": {"sampling": {"temperature": 1.0, "top_p": 1.0, "max_tokens": 1024}}}

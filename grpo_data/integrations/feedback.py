@@ -29,7 +29,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grpo_data.priors import Columns, Prior, merge_offline, origin_groups, prior_weight, read_prior, stored_prior
+from grpo_data.priors import (
+    Columns,
+    Prior,
+    merge_offline,
+    origin_groups,
+    prior_weight,
+    read_prior,
+    stored_prior,
+)
 from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
 
 logger = logging.getLogger(__name__)
@@ -146,7 +154,7 @@ class Curriculum:
             raise ValueError(f"the prior has {prior.rate.size} rows for {n} ids; read it from the same dataset")
         offline, from_prior, offset = merge_offline(offline, prior)
         groups = None
-        if scheduler == "band":  # as the trainer groups (grpo_train.trainer.scheduler_groups / scheduler_kwargs)
+        if scheduler == "band":  # as the trainer groups (grpo_train.scheduler_start.scheduler_groups / scheduler_kwargs)
             levels = level_column(level, n)
             groups = origin_groups(difficulty_groups(n, offline, levels), from_prior)
             settings = {**DEFAULT_BAND, "share": share, "group_priors": levels is not None, **settings}

@@ -1,0 +1,147 @@
+"""What the trainer's scheduler starts from: an offline profile's counts, another model's
+difficulty read from the training table (`data.prior`), combined as `grpo_data.priors.merge_offline`
+combines them, and the difficulty groups whose drift learns the offset between the two.
+
+    start = scheduler_start(problems, cfg)     # offline counts, groups, prior, offset; no engine
+    scheduler = build_scheduler(problems, cfg, run_dir)   # the scheduler, and RUN/prior.json
+
+Pure data work (polars, numpy): `grpo_train.trainer` calls it after it has left out the problems
+that cannot fit the engine's context, and `check_inputs` runs it before any engine starts.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import polars as pl
+
+from grpo_data import io
+from grpo_data.priors import Prior, frame_columns, merge_offline, origin_groups, prior_weight, read_prior
+from grpo_data.problems import level_array
+from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
+
+logger = logging.getLogger(__name__)
+
+
+def profile_mismatches(meta: dict, cfg) -> list[str]:
+    """How the offline profile was measured differently from how training samples: each one makes
+    the profile's counts describe another distribution than the policy's rollouts (a stale prior)."""
+    out = []
+    sampling = (meta.get("config") or {}).get("sampling") or {}
+    for name, ours in (("temperature", cfg.rollout.temperature), ("top_p", cfg.rollout.top_p),
+                       ("max_tokens", cfg.rollout.max_tokens)):
+        theirs = sampling.get(name)
+        if theirs is not None and float(theirs) != float(ours):
+            out.append(f"{name} {theirs} in the profile, {ours} in training")
+    model = meta.get("model")
+    if model and Path(str(model)).expanduser().resolve() != Path(str(cfg.model)).expanduser().resolve():
+        out.append(f"model {model} in the profile, {cfg.model} in training")
+    return out
+
+
+def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled.
+    With the train config `cfg`, warns when the profile was sampled differently from training."""
+    if not profile_path:
+        return None
+    from grpo_data.profiler import read_profile
+
+    prof, meta = read_profile(profile_path)
+    differences = profile_mismatches(meta, cfg) if cfg is not None else []
+    if differences:
+        logger.warning("the offline profile %s was measured unlike training (%s): the scheduler starts from "
+                       "counts of another sampling distribution; re-profile, or lower its weight with "
+                       "scheduler.max_prior_k", profile_path, "; ".join(differences))
+    joined = problems.select("id").join(prof.select("id", "n_correct", "k"), on="id", how="left")
+    missing = joined["k"].null_count()
+    if missing:
+        logger.info("scheduler prior: %d of %d problems have no offline profile (their group's prior)", missing,
+                    problems.height)
+    return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
+            joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy())
+
+
+def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | None:
+    """`data.prior` read from the training table's own columns (or the fields `grpo load --prior`
+    kept in its meta), at most `data.prior_weight` pseudo-samples a problem; None without one."""
+    if not data.prior:
+        return None
+    weight = prior_weight(data.prior, data.prior_weight, ("data.prior", "data.prior_weight"))
+    prior = read_prior(data.prior, frame_columns(problems, f"data.train {data.train}"), weight,
+                       ids=problems["id"].to_list())
+    if log:
+        logger.info("scheduler %s; its offset to this policy is learned online (the groups' drift)", prior.summary())
+    return prior
+
+
+def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
+    """Difficulty groups of the band scheduler, one fitted prior each (refitted online): the data's
+    level, as the profiler fits its priors; without a level column, the offline-estimate bucket;
+    without either (or with `groups: none`), None: one prior for the whole pool."""
+    if sc.name != "band" or sc.groups == "none":
+        return None
+    level = level_array(problems)
+    if level is not None:
+        return difficulty_groups(problems.height, offline, level)
+    if offline is None:
+        logger.info("scheduler: no level column and no offline profile; one prior for the whole pool")
+        return None
+    logger.info("scheduler: the data has no level column; problems are grouped by their offline estimate")
+    return difficulty_groups(problems.height, offline)
+
+
+def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
+    """The settings a SchedulerSection hands `make_scheduler` beside name, pool, seed and profile.
+    Groups that are offline-estimate buckets (no level column) share the pool's prior."""
+    if sc.name == "band":
+        return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
+                "without_replacement": sc.without_replacement, "epoch": sc.epoch, "dry": sc.dry,
+                "group_priors": problems is None or level_array(problems) is not None}
+    if sc.name in ("pools", "greso"):
+        return dict(sc.settings)
+    return {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {}
+
+
+class SchedulerStart(NamedTuple):
+    """What `build_scheduler` starts the scheduler from.
+
+    offline:  (n_correct, k) per problem: the profile's counts plus the prior's moved pseudo-counts
+              (`merge_offline`), NaN where neither has one; None without either.
+    groups:   (N,) difficulty group per problem (band only; the prior's rows apart, `origin_groups`),
+              or None for one pool prior.
+    prior:    the prior read from data.train (None without data.prior).
+    offset:   the logit offset of the profiling model against the prior's (0 without both).
+    """
+
+    offline: tuple[np.ndarray, np.ndarray] | None
+    groups: np.ndarray | None
+    prior: Prior | None
+    offset: float
+
+
+def scheduler_start(problems: pl.DataFrame, cfg, log: bool = True) -> SchedulerStart:
+    """The profile's own counts with another model's discounted pseudo-counts added (moved by the
+    offset between the two), those alone where the profile has none, and the groups they share
+    drift in. `cfg` is the TrainConfig; `log` False checks without logging (`check_inputs`)."""
+    prior = training_prior(problems, cfg.data, log)
+    offline, from_prior, offset = merge_offline(offline_counts(problems, cfg.data.profile, cfg if log else None), prior)
+    groups = scheduler_groups(problems, offline, cfg.scheduler)
+    if cfg.scheduler.name == "band":
+        groups = origin_groups(groups, from_prior)
+    return SchedulerStart(offline, groups, prior, offset)
+
+
+def build_scheduler(problems: pl.DataFrame, cfg, run_dir: Path | None = None) -> Scheduler:
+    """The scheduler `cfg.scheduler` names over `problems`, started from `scheduler_start`; with a
+    prior and a `run_dir` (rank 0's), RUN/prior.json says which model and how many samples stand
+    behind the start, the weight and the offset."""
+    start = scheduler_start(problems, cfg)
+    if start.prior is not None and run_dir is not None:
+        io.write_json(Path(run_dir) / "prior.json", {**start.prior.describe(), "offset_from_profile": start.offset})
+    sc = cfg.scheduler
+    band_g = {"group_size": cfg.rollout.group_size} if sc.name == "band" else {}  # a dry band's fill scores at G
+    return make_scheduler(sc.name, problems.height, seed=cfg.run.seed, offline=start.offline, groups=start.groups,
+                          **scheduler_kwargs(sc, problems), **band_g)
