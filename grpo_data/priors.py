@@ -509,6 +509,25 @@ def merge_offline(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior | 
     return Start((np.where(known, own_c + s, np.nan), np.where(known, own_k + s + f, np.nan)), has & ~measured, offset)
 
 
+def check_recorded_prior(meta: dict, prior: Prior | None, profile: str, fix: str) -> None:
+    """Refuse a profile whose adaptive stopping weighed a prior (its metadata's `prior`, as
+    `grpo profile --adaptive --prior` records it) when the run combines it with no prior, or with
+    another spec or weight: where the profiler stopped early because the prior agreed, its own counts
+    alone are fewer samples than its decision rested on. `fix` says how this command passes a prior,
+    with {spec} and {weight} filled in (e.g. "pass --prior {spec} --prior-weight {weight}")."""
+    recorded = (meta or {}).get("prior")
+    if not recorded:
+        return
+    spec, weight = str(recorded.get("spec")), float(recorded.get("weight", DEFAULT_WEIGHT))
+    if prior is not None and prior.source.name == spec and math.isclose(prior.weight, weight):
+        return
+    given = "none" if prior is None else f"{prior.source.name} at weight {prior.weight:g}"
+    raise PriorError(f"{profile} was profiled with prior {spec} at weight {weight:g}: its adaptive stopping counted "
+                     f"that prior's pseudo-counts, so its own counts alone are too few where it stopped early; this "
+                     f"run gives {given}. {fix.format(spec=spec, weight=f'{weight:g}')} (the data must hold the "
+                     f"prior's field: `grpo load --prior {spec}` keeps it), or profile again without a prior")
+
+
 def check_other_samples(prior: Prior, c: np.ndarray, k: np.ndarray, measured: np.ndarray) -> None:
     """Refuse an `avg@K_<model>` prior whose every value, on the rows the counts (c, k) also
     measured, is exactly their c / k: this project's trl/verl shards write that column as a copy of

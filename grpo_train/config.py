@@ -37,7 +37,9 @@ class DataConfig:
     `grpo load` keeps the field when loaded with `--prior`): its pseudo-counts join the profile's
     counts, moved by the logit offset fitted on the problems both cover (`priors.merge_offline`), and
     the problems the profile does not cover start from them alone, in difficulty groups of their own
-    whose drift learns the offset to the policy;
+    whose drift learns the offset to the policy; a profile written by `grpo profile --adaptive
+    --prior` needs the same prior and weight here (it stopped early where that prior agreed), and
+    is refused otherwise, naming them;
     prior_weight: the most pseudo-samples one of its values counts for (the discount; null means 4,
     `grpo_data.priors.DEFAULT_WEIGHT`; at least 1; refused without `prior`)."""
 

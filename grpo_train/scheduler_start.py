@@ -19,7 +19,15 @@ import numpy as np
 import polars as pl
 
 from grpo_data import io
-from grpo_data.priors import Prior, frame_columns, merge_offline, origin_groups, prior_weight, read_prior
+from grpo_data.priors import (
+    Prior,
+    check_recorded_prior,
+    frame_columns,
+    merge_offline,
+    origin_groups,
+    prior_weight,
+    read_prior,
+)
 from grpo_data.problems import level_array
 from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
 
@@ -42,14 +50,18 @@ def profile_mismatches(meta: dict, cfg) -> list[str]:
     return out
 
 
-def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None) -> tuple[np.ndarray, np.ndarray] | None:
+def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
+                   prior: Prior | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled.
-    With the train config `cfg`, warns when the profile was sampled differently from training."""
+    With the train config `cfg`, warns when the profile was sampled differently from training. A
+    profile whose adaptive stopping weighed a prior is refused unless `prior` (data.prior) is that
+    same spec and weight (`grpo_data.priors.check_recorded_prior`)."""
     if not profile_path:
         return None
     from grpo_data.profiler import read_profile
 
     prof, meta = read_profile(profile_path)
+    check_recorded_prior(meta, prior, f"data.profile {profile_path}", "Set data.prior={spec} data.prior_weight={weight}")
     differences = profile_mismatches(meta, cfg) if cfg is not None else []
     if differences:
         logger.warning("the offline profile %s was measured unlike training (%s): the scheduler starts from "
@@ -127,7 +139,8 @@ def scheduler_start(problems: pl.DataFrame, cfg, log: bool = True) -> SchedulerS
     offset between the two), those alone where the profile has none, and the groups they share
     drift in. `cfg` is the TrainConfig; `log` False checks without logging (`check_inputs`)."""
     prior = training_prior(problems, cfg.data, log)
-    offline, from_prior, offset = merge_offline(offline_counts(problems, cfg.data.profile, cfg if log else None), prior)
+    offline, from_prior, offset = merge_offline(offline_counts(problems, cfg.data.profile, cfg if log else None, prior),
+                                                prior)
     groups = scheduler_groups(problems, offline, cfg.scheduler)
     if cfg.scheduler.name == "band":
         groups = origin_groups(groups, from_prior)

@@ -205,3 +205,34 @@ def test_the_trainer_starts_its_scheduler_from_profile_and_prior_combined(tmp_pa
     assert written["spec"] == "bigmath" and written["weight"] == 2 and written["problems"] == 5
     assert written["offset_from_profile"] == pytest.approx(offset)
     build_scheduler(problems, cfg, None)  # another rank: no file
+
+
+# ---------------------------------------------------------------------------- a profile that stopped on a prior
+def test_a_profile_that_stopped_on_a_prior_is_used_with_that_prior_only(tmp_path, capsys):
+    """`grpo profile --adaptive --prior bigmath` stopped early where the prior agreed: its own counts
+    alone are fewer samples than its decisions rested on. grpo shards and grpo train refuse it with
+    no prior or another spec or weight, naming the profile, what it recorded and what to pass."""
+    from grpo_train.config import load_config
+    from grpo_train.trainer import check_inputs
+    from pipelines.cli import main
+
+    recorded = {"model": "m", "prior": {"spec": "bigmath", "weight": 4.0, "model": "Llama-3.1-8B"}}
+    data, prof = train_inputs(tmp_path, [0.25, 0.75, None], {"p0": (1, 2), "p1": (2, 2)}, recorded)
+    out = str(tmp_path / "s")
+    for extra, given in (([], "none"), (["--prior", "bigmath", "--prior-weight", "2"], "bigmath at weight 2"),
+                         (["--prior", "llama8b_solve_rate:1:64"], "llama8b_solve_rate:1:64 at weight 4")):
+        assert main(["shards", "--data", str(data), "--profile", str(prof), *extra, "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert f"{prof} was profiled with prior bigmath at weight 4" in err and f"this run gives {given}" in err
+        assert "Pass --prior bigmath --prior-weight 4" in err
+    assert main(["shards", "--data", str(data), "--profile", str(prof), "--prior", "bigmath", "--out", out]) == 0
+    base = [f"data.train={data}", "data.heldout=null", f"data.profile={prof}", "model=org/model"]
+    with pytest.raises(PriorError, match=rf"data.profile {prof} was profiled with prior bigmath at weight 4.*this "
+                                         r"run gives none\. Set data.prior=bigmath data.prior_weight=4"):
+        check_inputs(load_config(None, base))
+    with pytest.raises(PriorError, match="this run gives bigmath at weight 8"):
+        check_inputs(load_config(None, [*base, "data.prior=bigmath", "data.prior_weight=8"]))
+    check_inputs(load_config(None, [*base, "data.prior=bigmath"]))
+    # a profile without a prior takes any (or none)
+    write_profile(prof, {"p0": (1, 2), "p1": (2, 2)}, {"model": "m"})
+    check_inputs(load_config(None, base))

@@ -4,7 +4,9 @@
     grpo shards --data bigmath.parquet --prior bigmath --format verl --out shards/bigmath   # no profile: the prior
 
 With --prior (another model's published difficulty, `grpo_data.priors`) the set also holds the
-problems only the prior covers, with `prior_rate`/`prior_k` columns the plug-ins start from.
+problems only the prior covers, with `prior_rate`/`prior_k` columns the plug-ins start from. A
+profile written by `grpo profile --adaptive --prior` is used with the same --prior and --prior-weight
+only (it stopped early where that prior agreed); anything else is refused, naming them.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grpo_data.loaders import DataError, read_provenance
-    from grpo_data.priors import PriorError
+    from grpo_data.priors import PriorError, check_recorded_prior
     from grpo_data.profiler import read_left_out, read_profile
     from grpo_data.shards import write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args
@@ -48,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
         profile, meta = read_profile(args.profile) if args.profile else (None, {})
         problems = read_problems(args)
         prior = read_prior_from_args(args, problems)
+        # a profile that stopped early on a prior is used with that prior only
+        check_recorded_prior(meta, prior, args.profile, "Pass --prior {spec} --prior-weight {weight}")
     except (ValueError, DataError, FileNotFoundError) as exc:
         print(f"grpo shards: {exc}", file=sys.stderr)
         return 2
