@@ -138,6 +138,17 @@ class OfflineBandScheduler(UniformScheduler):
 
 SCHEDULERS = {"band": BandScheduler, "uniform": UniformScheduler, "offline_band": OfflineBandScheduler,
               **PEER_SCHEDULERS}
+# the schedulers that can start from another model's prior (`grpo_data.priors`): the band scheduler's
+# difficulty groups learn that model's offset to the policy as drift. offline_band would keep problems
+# by the other model's rate with no offset; uniform, pools and greso start from no profile at all.
+PRIOR_SCHEDULERS = ("band",)
+
+
+def prior_refusal(name: str, setting: str) -> str:
+    """The message refusing a prior (`setting`, as the caller names it) to scheduler `name`."""
+    return (f"{setting} is used by the {', '.join(PRIOR_SCHEDULERS)} scheduler only; {name} ignores it "
+            "(offline_band would keep problems by the other model's rate with no offset learned; uniform, "
+            "pools and greso start from no profile): use the band scheduler, or leave the prior out")
 
 
 def make_scheduler(name: str, n: int, seed: int = 0, offline=None, groups=None, **kwargs) -> Scheduler:

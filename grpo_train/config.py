@@ -23,6 +23,7 @@ import yaml
 from grpo_data.allocation import Sizing, VarianceSchedule
 from grpo_data.engines import EngineSettings
 from grpo_data.peer_schedulers import PEER_SCHEDULERS, peer_config
+from grpo_data.scheduler import PRIOR_SCHEDULERS, prior_refusal
 from grpo_train.diagnostics import DiagnosticsConfig
 
 logger = logging.getLogger(__name__)
@@ -32,7 +33,8 @@ logger = logging.getLogger(__name__)
 class DataConfig:
     """train: canonical problem table to train on; heldout: table for evaluation (optional);
     profile: offline profile of `train` (optional; the band scheduler's prior);
-    prior: another model's difficulty read from `train`'s own columns (`grpo_data.priors`: a preset
+    prior: another model's difficulty read from `train`'s own columns (band scheduler only;
+    `grpo_data.priors`: a preset
     such as bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES; a table written by
     `grpo load` keeps the field when loaded with `--prior`): its pseudo-counts join the profile's
     counts, moved by the logit offset fitted on the problems both cover (`priors.merge_offline`), and
@@ -376,8 +378,10 @@ class TrainConfig:
             (self.scheduler.epoch in ("pool", "band"), f"scheduler.epoch must be pool or band, got {self.scheduler.epoch!r}"),
             (self.scheduler.groups in ("level", "none"),
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
-            (self.scheduler.name != "offline_band" or self.data.profile or self.data.prior,
-             "scheduler.name=offline_band needs data.profile (an offline profile of data.train) or data.prior"),
+            (self.scheduler.name != "offline_band" or self.data.profile,
+             "scheduler.name=offline_band needs data.profile (an offline profile of data.train)"),
+            (not self.data.prior or self.scheduler.name in PRIOR_SCHEDULERS,
+             prior_refusal(self.scheduler.name, "data.prior")),
             (self.data.prior_weight is None or self.data.prior_weight >= 1,
              f"data.prior_weight must be at least 1 pseudo-sample, got {self.data.prior_weight}"),
             (self.data.prior_weight is None or self.data.prior,

@@ -284,7 +284,6 @@ def test_train_config_takes_a_prior_and_refuses_a_bad_one_before_any_engine(tmp_
         load_config(None, ["data.prior='x:0'"])
     with pytest.raises(ValueError, match="data.prior_weight must be at least 1"):
         load_config(None, ["data.prior=bigmath", "data.prior_weight=0"])
-    assert load_config(None, ["scheduler.name=offline_band", "data.prior=bigmath"]).data.prior == "bigmath"
     # a canonical table loaded with `grpo load --prior skywork_7b`: the field travels in meta
     train = tmp_path / "train.parquet"
     pl.DataFrame({"id": ["a", "b"], "meta": [

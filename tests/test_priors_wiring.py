@@ -236,3 +236,34 @@ def test_a_profile_that_stopped_on_a_prior_is_used_with_that_prior_only(tmp_path
     # a profile without a prior takes any (or none)
     write_profile(prof, {"p0": (1, 2), "p1": (2, 2)}, {"model": "m"})
     check_inputs(load_config(None, base))
+
+
+# ---------------------------------------------------------------------------- schedulers that cannot use a prior
+@pytest.mark.parametrize("name", ["offline_band", "uniform", "pools", "greso"])
+def test_schedulers_that_ignore_a_prior_refuse_it(name, tmp_path):
+    """offline_band kept problems by the other model's rate with no offset; uniform, pools and greso
+    dropped the prior while prior.json and the log said it was used."""
+    import datasets
+
+    from grpo_data.integrations.feedback import Curriculum
+    from grpo_data.integrations.trl import TRLCurriculum
+    from grpo_data.integrations.verl import CurriculumSampler
+    from grpo_train.config import load_config
+
+    used_by = "is used by the band scheduler only"
+    extra = ["data.profile=p.parquet"] if name == "offline_band" else []
+    with pytest.raises(ValueError, match=rf"data.prior {used_by}; {name} ignores it"):
+        load_config(None, [f"scheduler.name={name}", "data.prior=bigmath", *extra])
+    prior = read_prior("bigmath", frame_columns(BIGMATH))
+    with pytest.raises(PriorError, match=rf"prior {used_by}; {name} ignores it"):
+        Curriculum.from_columns(["a", "b", "c", "d"], prior=prior, scheduler=name)
+    ds = datasets.Dataset.from_list([{**row, "id": f"b{i}"} for i, row in enumerate(BIGMATH.to_dicts())])
+    with pytest.raises(PriorError, match=rf"prior= {used_by}"):
+        TRLCurriculum.from_dataset(ds, prior="bigmath", scheduler=name)
+    with pytest.raises(PriorError, match=rf"data.sampler.prior {used_by}"):
+        CurriculumSampler(SkyworkRows(), {"train_batch_size": 2, "sampler": {"prior": "skywork_7b", "scheduler": name}})
+    # a `grpo shards --prior` set's own prior_rate/prior_k (not asked for) are left unused, not refused
+    shards = datasets.Dataset.from_list([{"id": "a", "k": None, "n_correct": None, "prior_rate": 0.5, "prior_k": 4.0},
+                                         {"id": "b", "k": 4, "n_correct": 2, "prior_rate": None, "prior_k": None}])
+    TRLCurriculum.from_dataset(shards, scheduler=name)
+    assert load_config(None, ["scheduler.name=band", "data.prior=bigmath"]).data.prior == "bigmath"

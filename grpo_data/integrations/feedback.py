@@ -13,8 +13,8 @@ likely to come back all-equal: at G = 8, 0.8^8 + 0.2^8 = 17% against 66% at p = 
 `grpo train`, each problem at most once per band epoch. Any BandConfig field can be passed; with
 scheduler="pools" or "greso" (the peers' samplers, `grpo_data.peer_schedulers`) their PoolsConfig or
 GresoConfig fields instead. Unknown settings of these are refused, naming the accepted ones.
-A `prior` (`grpo_data.priors`: another model's published difficulty, discounted) joins the offline
-counts: added to them where both exist, alone where the offline counts leave a problem unprofiled,
+A `prior` (`grpo_data.priors`: another model's published difficulty, discounted; the band
+scheduler only, `PRIOR_SCHEDULERS`, others refuse it) joins the offline counts: added to them where both exist, alone where the offline counts leave a problem unprofiled,
 those in difficulty groups of their own so that their drift learns the offset between that model and
 the policy.
 """
@@ -32,13 +32,14 @@ import numpy as np
 from grpo_data.priors import (
     Columns,
     Prior,
+    PriorError,
     merge_offline,
     origin_groups,
     prior_weight,
     read_prior,
     stored_prior,
 )
-from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
+from grpo_data.scheduler import PRIOR_SCHEDULERS, Scheduler, difficulty_groups, make_scheduler, prior_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -84,16 +85,30 @@ def level_column(values, n: int) -> np.ndarray | None:
         return np.array([codes.get(t, np.nan) for t in text])
 
 
-def dataset_prior(columns: Columns, spec: str | None, weight: float | None, ids: Sequence | None = None) -> Prior | None:
+def dataset_prior(columns: Columns, spec: str | None, weight: float | None, ids: Sequence | None = None,
+                  scheduler: str = "band") -> Prior | None:
     """The plug-ins' prior: `spec` read from the dataset's columns (`grpo_data.priors`) at most
-    `weight` pseudo-samples a problem (None: the default), else the `prior_rate`/`prior_k` columns
-    a `grpo shards --prior` set carries, else None."""
+    `weight` pseudo-samples a problem (None: the default; refused for a scheduler that cannot use a
+    prior, `PRIOR_SCHEDULERS`), else the `prior_rate`/`prior_k` columns a `grpo shards --prior` set
+    carries (for the band scheduler), else None."""
     weight = prior_weight(spec, weight, ("prior=", "prior_weight="))
     if spec:
+        if scheduler not in PRIOR_SCHEDULERS:
+            raise PriorError(prior_refusal(scheduler, "prior="))
         return read_prior(spec, columns, weight, ids=ids)
     if "prior_rate" in columns.names and "prior_k" in columns.names:
-        return stored_prior(columns.get("prior_rate"), columns.get("prior_k"))
+        return set_prior(stored_prior(columns.get("prior_rate"), columns.get("prior_k")), scheduler)
     return None
+
+
+def set_prior(prior: Prior | None, scheduler: str) -> Prior | None:
+    """The prior a `grpo shards --prior` set carries, for `scheduler`: None (logged) for one that
+    cannot use it, which starts as it would without (the user asked for no prior)."""
+    if prior is not None and scheduler not in PRIOR_SCHEDULERS:
+        logger.info("%s scheduler: the set's prior_rate/prior_k are not used (only %s start from a prior)",
+                    scheduler, ", ".join(PRIOR_SCHEDULERS))
+        return None
+    return prior
 
 
 class Curriculum:
@@ -152,6 +167,8 @@ class Curriculum:
                 offline = None
         if prior is not None and prior.rate.size != n:
             raise ValueError(f"the prior has {prior.rate.size} rows for {n} ids; read it from the same dataset")
+        if prior is not None and scheduler not in PRIOR_SCHEDULERS:
+            raise PriorError(prior_refusal(scheduler, "prior"))
         offline, from_prior, offset = merge_offline(offline, prior)
         groups = None
         if scheduler == "band":  # as the trainer groups (grpo_train.scheduler_start.scheduler_groups / scheduler_kwargs)

@@ -134,7 +134,7 @@ class TRLCurriculum:
             raise TypeError("TRLCurriculum needs a map-style datasets.Dataset (an IterableDataset has no positions "
                             "for a sampler to choose)")
         ids = column(dataset, "id")
-        given = dataset_prior(dataset_columns(dataset), prior, prior_weight, ids)
+        given = dataset_prior(dataset_columns(dataset), prior, prior_weight, ids, scheduler)
         cur = Curriculum.from_columns(ids, column(dataset, "n_correct"), column(dataset, "k"),
                                       column(dataset, "level"), scheduler=scheduler, seed=seed, prior=given, **settings)
         return cls(cur, success_at)

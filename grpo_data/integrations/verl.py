@@ -48,15 +48,17 @@ import logging
 import os
 from collections.abc import Mapping
 
-from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
+from grpo_data.integrations.feedback import Curriculum, MissingColumnError, set_prior, verdicts
 from grpo_data.priors import (
     Columns,
+    PriorError,
     dataset_columns,
     prior_weight,
     read_prior,
     record_columns,
     stored_prior,
 )
+from grpo_data.scheduler import PRIOR_SCHEDULERS, prior_refusal
 
 logger = logging.getLogger(__name__)
 
@@ -115,10 +117,12 @@ class CurriculumSampler(_SamplerBase):
             return values if any(v is not None for v in values) else None
 
         if spec:
+            if scheduler not in PRIOR_SCHEDULERS:
+                raise PriorError(prior_refusal(scheduler, "data.sampler.prior"))
             prior = read_prior(str(spec), dataset_fields(data_source), weight, ids=ids)
-        else:  # a `grpo shards --prior` set's pseudo-counts, when it has them
+        else:  # a `grpo shards --prior` set's pseudo-counts, when it has them (and the scheduler uses them)
             rate, pseudo_k = field("prior_rate"), field("prior_k")
-            prior = stored_prior(rate, pseudo_k) if rate is not None and pseudo_k is not None else None
+            prior = set_prior(stored_prior(rate, pseudo_k), scheduler) if rate is not None and pseudo_k is not None else None
         self.curriculum = Curriculum.from_columns(ids, field("n_correct"), field("k"), field("level"),
                                                   scheduler=scheduler, seed=seed, prior=prior, **opts)
         self.n = len(infos)
