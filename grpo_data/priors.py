@@ -577,15 +577,19 @@ def fit_logit_offset(rate: np.ndarray, n_correct: np.ndarray, k: np.ndarray, kap
 
 def offset_evidence(rate: np.ndarray, k: np.ndarray, offset: float) -> tuple[np.ndarray, np.ndarray]:
     """(successes, failures) of k pseudo-samples at another model's pass rate moved by a logit
-    `offset`: sigmoid(logit(rate) + offset) x k, the rate clipped to [0.01, 0.99] first as
-    `fit_logit_offset` clips it (at offset 0 the rate stands as read, 0 and 1 included); 0 and 0 where
-    a row has none.
+    `offset`: sigmoid(logit(rate) + offset) x k; 0 and 0 where a row has none.
+    A rate outside [0.01, 0.99] (0 and 1 have no finite logit; `fit_logit_offset` clips there) moves
+    by as much as the nearest of those two does, kept in [0, 1]: the evidence changes continuously
+    with the offset, a 0 stays 0 at offset 0 and rises only as the offset grows (1 logit: 0.017),
+    where clipping first lifted every 0 to 0.01 (a 0/4 to 0.04 successes) for any offset above
+    rounding noise.
     The rate is moved, not the counts: a 0.99 counted as 4 pseudo-samples stays near 0.98 under a
     1-logit shift, where moving half-sample-smoothed counts would pull it to 0.75."""
     r, k = np.asarray(rate, dtype=np.float64), np.asarray(k, dtype=np.float64)
-    if abs(offset) > 1e-9:  # a fitted 0 comes back as rounding noise; it must leave 0 and 1 where they are
+    if offset != 0.0:  # at 0 the rates stand exactly as read (sigmoid(logit(r)) is r only up to rounding)
         clipped = np.clip(r, 0.01, 0.99)
-        r = 1.0 / (1.0 + np.exp(-(np.log(clipped) - np.log1p(-clipped) + offset)))
+        moved = 1.0 / (1.0 + np.exp(-(np.log(clipped) - np.log1p(-clipped) + offset)))
+        r = np.clip(r + (moved - clipped), 0.0, 1.0)  # inside [0.01, 0.99]: exactly the moved rate
     has = np.isfinite(r) & np.isfinite(k)
     s = np.where(has, r * np.where(has, k, 0.0), 0.0)
     return s, np.where(has, k, 0.0) - s

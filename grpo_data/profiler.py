@@ -370,15 +370,17 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     todo = mine.filter(~pl.col("id").is_in(done["id"].implode()))
     group_of = prior_group_keys(problems, cfg)  # id -> group key, or None
     hist_c, hist_k = done["n_correct"].to_numpy(), done["k"].to_numpy()
-    hist_g = (np.array([group_of[i] for i in done["id"].to_list()], dtype=np.float64) if group_of is not None
-              else np.zeros(done.height))
-    prior_of = None  # id -> (rate, pseudo n_correct, pseudo k), adaptive mode only
+    # parts may hold ids the current problems lack (an earlier run's --limit or data): their counts still
+    # inform the pool's prior; they have no level (the missing-level key) and no prior value
+    hist_g = (np.array([group_of.get(i, -1.0) for i in done["id"].to_list()], dtype=np.float64)
+              if group_of is not None else np.zeros(done.height))
+    prior_of = None  # id -> (rate, pseudo k), adaptive mode only
     if prior is not None and cfg.rule is not None:
         prior_of = dict(zip(problems["id"].to_list(), zip(prior.rate, prior.k), strict=True))
     hist_r, hist_pk = np.zeros(0), np.zeros(0)
     if prior_of:
-        hist_r = np.array([prior_of[i][0] for i in done["id"].to_list()], dtype=np.float64)
-        hist_pk = np.array([prior_of[i][1] for i in done["id"].to_list()], dtype=np.float64)
+        hist_r = np.array([prior_of.get(i, (np.nan, np.nan))[0] for i in done["id"].to_list()], dtype=np.float64)
+        hist_pk = np.array([prior_of.get(i, (np.nan, np.nan))[1] for i in done["id"].to_list()], dtype=np.float64)
     offset = 0.0
     logger.info("profile shard %d/%d: %d problems, %d already done, %d to go",
                 shard[0], shard[1], mine.height, mine.height - todo.height, todo.height)

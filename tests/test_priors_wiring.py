@@ -267,3 +267,45 @@ def test_schedulers_that_ignore_a_prior_refuse_it(name, tmp_path):
                                          {"id": "b", "k": 4, "n_correct": 2, "prior_rate": None, "prior_k": None}])
     TRLCurriculum.from_dataset(shards, scheduler=name)
     assert load_config(None, ["scheduler.name=band", "data.prior=bigmath"]).data.prior == "bigmath"
+
+
+# ---------------------------------------------------------------------------- small things
+def test_a_profile_resumes_with_a_prior_when_its_parts_hold_other_ids(tmp_path, pool):
+    """Parts written for problems the rerun does not have (an earlier --limit, other data): their
+    counts still inform the pool's prior, and they have no prior value (a KeyError before)."""
+    from test_profiler import ScriptedEngine, scripted_problems
+
+    from grpo_data.profiler import ProfileConfig, finished_parts, profile_problems
+    from grpo_data.stats import StoppingRule
+
+    problems, rates = scripted_problems(30)
+    prior = read_prior("score:1:64", frame_columns(pl.DataFrame({"score": np.linspace(0.05, 0.95, 30)})))
+    cfg = ProfileConfig(rule=StoppingRule(), chunk_size=10, prior_groups="none")
+    out = tmp_path / "p.parquet"
+    profile_problems(problems.head(20), ScriptedEngine(rates), pool, cfg, out, progress=False, prior=prior_rows(prior, 20))
+    later = problems.tail(20)  # ids 10-29: 10-19 done, 0-9 done but no longer among the problems
+    stats = profile_problems(later, ScriptedEngine(rates), pool, cfg, out, progress=False,
+                             prior=prior_rows(prior, 20, start=10))
+    assert stats["problems"] == 10 and stats["skipped"] == 10 and "prior_offset" in stats
+    assert finished_parts(out).height == 30
+
+
+def prior_rows(prior, n: int, start: int = 0):
+    """The rows start..start+n of `prior` (one per row of the problems passed with it)."""
+    from grpo_data.priors import Prior
+
+    return Prior(prior.source, prior.rate[start:start + n], prior.samples[start:start + n], prior.weight)
+
+
+def test_the_start_log_names_an_offset_only_where_a_profile_was_fitted(caplog):
+    import logging
+
+    from grpo_data.integrations.feedback import Curriculum
+
+    prior = read_prior("bigmath", frame_columns(BIGMATH))
+    with caplog.at_level(logging.INFO, logger="grpo_data.integrations.feedback"):
+        Curriculum.from_columns(["a", "b", "c", "d"], prior=prior)
+        Curriculum.from_columns(["a", "b", "c", "d"], [1, None, 2, None], [4, None, 4, None], prior=prior)
+    alone, both = (r.getMessage() for r in caplog.records if r.getMessage().startswith("curriculum: band"))
+    assert "no offline profile; prior bigmath" in alone and "learned online" in alone and "logits" not in alone
+    assert "with offline profile; prior bigmath" in both and "logits from the profile's counts" in both

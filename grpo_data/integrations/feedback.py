@@ -111,6 +111,16 @@ def set_prior(prior: Prior | None, scheduler: str) -> Prior | None:
     return prior
 
 
+def start_summary(profiled: bool, prior: Prior | None, offset: float) -> str:
+    """What a scheduler starts from, for the log: the offline profile and the prior, with the offset
+    fitted between them only where there was a profile to fit it to."""
+    if prior is None:
+        return "with offline profile" if profiled else "no offline profile"
+    if not profiled:
+        return f"no offline profile; {prior.summary()}; its offset to the policy is learned online"
+    return f"with offline profile; {prior.summary()}, {offset:+.2f} logits from the profile's counts"
+
+
 class Curriculum:
     def __init__(self, scheduler: Scheduler, ids: Sequence[str]) -> None:
         self.scheduler = scheduler
@@ -169,6 +179,7 @@ class Curriculum:
             raise ValueError(f"the prior has {prior.rate.size} rows for {n} ids; read it from the same dataset")
         if prior is not None and scheduler not in PRIOR_SCHEDULERS:
             raise PriorError(prior_refusal(scheduler, "prior"))
+        profiled = offline
         offline, from_prior, offset = merge_offline(offline, prior)
         groups = None
         if scheduler == "band":  # as the trainer groups (grpo_train.scheduler_start.scheduler_groups / scheduler_kwargs)
@@ -176,9 +187,8 @@ class Curriculum:
             groups = origin_groups(difficulty_groups(n, offline, levels), from_prior)
             settings = {**DEFAULT_BAND, "share": share, "group_priors": levels is not None, **settings}
         sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
-        logger.info("curriculum: %s scheduler over %d problems (%s offline profile%s)", scheduler, n,
-                    "with" if offline is not None else "no", "" if prior is None else
-                    f"; {prior.summary()}, {offset:+.2f} logits from the profile's counts")
+        logger.info("curriculum: %s scheduler over %d problems (%s)", scheduler, n,
+                    start_summary(profiled is not None, prior, offset))
         cur = cls(sched, ids)
         cur.group_size_set = "group_size" in settings  # the user's G stays; else the first scored batch's
         return cur
