@@ -309,3 +309,85 @@ def test_the_start_log_names_an_offset_only_where_a_profile_was_fitted(caplog):
     alone, both = (r.getMessage() for r in caplog.records if r.getMessage().startswith("curriculum: band"))
     assert "no offline profile; prior bigmath" in alone and "learned online" in alone and "logits" not in alone
     assert "with offline profile; prior bigmath" in both and "logits from the profile's counts" in both
+
+
+# ---------------------------------------------------------------------------- the plug-ins as the trainers call them
+def skywork_frame(n: int = 12):
+    """Skywork-OR1-RL-Data's verl rows as verl's RLHFDataset holds them: a datasets.Dataset whose
+    extra_info is an Arrow struct with model names (dots included) as field names; a third of the
+    rows lack the labels."""
+    import datasets
+
+    rows = []
+    for i in range(n):
+        row = json.loads(json.dumps(SKYWORK[i % 3]))
+        row["extra_info"]["index"] = i
+        if "model_difficulty" in row["extra_info"]:
+            row["extra_info"]["model_difficulty"]["DeepSeek-R1-Distill-Qwen-7B"] = (4 * i) % 17
+        rows.append(row)
+    return datasets.Dataset.from_list(rows)
+
+
+def test_verl_reads_skyworks_struct_through_the_dataframe():
+    from grpo_data.integrations.verl import CurriculumSampler
+
+    frame = skywork_frame()
+    assert "DeepSeek-R1-Distill-Qwen-7B" in frame.features["extra_info"]["model_difficulty"]  # a struct field
+    sampler = CurriculumSampler(Frame(frame), {"train_batch_size": 4, "sampler": {"prior": "skywork_7b"}})
+    d = np.array([(4 * i) % 17 if i % 3 != 2 else NAN for i in range(12)])
+    np.testing.assert_allclose(sampler.curriculum.scheduler.successes, np.nan_to_num(4 * (1 - d / 16)))
+    np.testing.assert_allclose(sampler.curriculum.scheduler.failures, np.nan_to_num(4 * d / 16))
+    assert sampler.curriculum.ids == [str(i) for i in range(12)]  # extra_info.index, read from the frame
+
+
+def test_a_verl_run_with_a_prior_resumes_as_if_uninterrupted():
+    """verl's StatefulDataLoader saves the sampler's state_dict in data.pt: a sampler rebuilt from the
+    same config (prior read again) and that state hands out what the uninterrupted run would have,
+    and learns from the same outcomes the same way."""
+    import io
+
+    import torch
+
+    from grpo_data.integrations.verl import CurriculumSampler
+
+    cfg = {"train_batch_size": 4, "seed": 1, "sampler": {"prior": "skywork_7b", "prior_weight": 2}}
+    rng = np.random.default_rng(0)
+
+    def run(sampler, batches, start=None):
+        order, it = [], iter(sampler) if start is None else start
+        for _ in range(batches):
+            rows = [next(it) for _ in range(4)]
+            order.append(rows)
+            ids = [str(r) for r in rows for _ in range(8)]
+            sampler.update(scored_batch(ids, rng_scores(rng, len(ids))))
+        return order, it
+
+    first = CurriculumSampler(Frame(skywork_frame()), cfg)
+    _, it = run(first, 1)
+    saved = io.BytesIO()
+    torch.save(first.state_dict(), saved)  # as StatefulDataLoader writes it into data.pt
+    rng_at = rng.bit_generator.state
+    uninterrupted, _ = run(first, 2, it)
+    rng.bit_generator.state = rng_at
+    resumed = CurriculumSampler(Frame(skywork_frame()), cfg)
+    saved.seek(0)
+    resumed.load_state_dict(torch.load(saved, weights_only=False))
+    again, _ = run(resumed, 2)
+    assert again == uninterrupted
+    np.testing.assert_allclose(resumed.curriculum.scheduler.successes, first.curriculum.scheduler.successes)
+
+
+def rng_scores(rng, n: int) -> list[float]:
+    return rng.integers(0, 2, n).astype(float).tolist()
+
+
+def scored_batch(ids, scores):
+    """The parts of a verl DataProto the sampler reads (extra_info ids, token-level scores)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    nt = {"extra_info": np.array([{"index": int(i)} for i in ids], dtype=object)}
+    tl = torch.zeros(len(scores), 3)
+    tl[:, -1] = torch.tensor(scores)
+    return SimpleNamespace(non_tensor_batch=nt, batch={"token_level_scores": tl})
