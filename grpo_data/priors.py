@@ -36,8 +36,10 @@ code; a direction a source does not state is marked as this module's reading):
                    model (Skywork/Skywork-OR1-RL-Data card). SkyworkAI/Skywork-OR1's
                    or1_scripts/data_preprocess/download_and_filter_data_7b.py keeps 1 <= d <= 15, so
                    16 samples with 0 and 16 the all-same extremes. Reading d as the number of failed
-                   samples (pass rate 1 - d/16) is this module's, from the name `difficulty`: the
-                   source does not state the direction. If it is the number solved, use
+                   samples (pass rate 1 - d/16) is this module's: the card and code do not state the
+                   direction. The evidence: the name `difficulty`, and SkyworkAI/Skywork-OR1 issue #40,
+                   where a user reads 16 as "16 incorrect on 16 attempts" and the maintainer's reply
+                   does not correct it. If it is the number solved, use
                    `extra_info.model_difficulty.DeepSeek-R1-Distill-Qwen-7B:16:16`.
     lime           `difficulty`, d = 100 x (1 - successes / 128) from 128 samples of Qwen2.5-Math-7B at
                    temperature 0.6 (lime-nlp/DeepScaleR_Difficulty, MATH_Difficulty, orz_math_difficulty
@@ -116,7 +118,8 @@ def _skywork(size: str) -> PriorSource:
     model = f"DeepSeek-R1-Distill-Qwen-{size}"
     return PriorSource(f"skywork_{size.lower()}", (f"extra_info.model_difficulty.{model}",), "difficulty", 16.0, 16.0,
                        model, "Skywork/Skywork-OR1-RL-Data extra_info.model_difficulty; 16 samples from Skywork-OR1's "
-                       "filter script (keeps 1..15); d read as failures of 16 (this module's reading, not stated)")
+                       "filter script (keeps 1..15); d read as failures of 16 (this module's reading, not stated; "
+                       "SkyworkAI/Skywork-OR1 issue #40 reads it so, uncorrected)")
 
 
 PRESETS: dict[str, PriorSource] = {

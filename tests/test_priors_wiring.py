@@ -391,3 +391,33 @@ def scored_batch(ids, scores):
     tl = torch.zeros(len(scores), 3)
     tl[:, -1] = torch.tensor(scores)
     return SimpleNamespace(non_tensor_batch=nt, batch={"token_level_scores": tl})
+
+
+# ---------------------------------------------------------------------------- what the docs show
+def test_readme_adds_every_data_sampler_key_but_the_class_with_a_plus():
+    """verl's `data.sampler` is a struct holding class_path and class_name: Hydra refuses any other
+    key without `+` ("Could not override 'data.sampler.prior'", checked against verl 0.7.1's and
+    0.9.1's configs with hydra-core 1.3.2, whose grammar also reads `a.b:16:16` unquoted)."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    keys = [(m.group(1), m.group(2)) for m in re.finditer(r"(\+?)data\.sampler\.([a-z_]+)=", readme)]
+    assert ("", "class_path") in keys and ("+", "prior") in keys and ("+", "prior_weight") in keys
+    assert [key for plus, key in keys if not plus and key not in ("class_path", "class_name")] == []
+
+
+def test_the_documented_id_column_makes_big_math_usable_in_trl():
+    """Big-Math has no `id` column: from_dataset refuses it saying how to add one, and with the line
+    the TRL module docstring and README show, the prior reads."""
+    import datasets
+
+    from grpo_data.integrations.feedback import MissingColumnError
+    from grpo_data.integrations.trl import TRLCurriculum
+
+    bigmath = datasets.Dataset.from_polars(BIGMATH)  # problem, answer, source, domain, llama8b_solve_rate
+    with pytest.raises(MissingColumnError, match=r"no `id` column.*with_indices=True"):
+        TRLCurriculum.from_dataset(bigmath, prior="bigmath")
+    bigmath = bigmath.map(lambda row, i: {"id": str(i)}, with_indices=True)
+    cur = TRLCurriculum.from_dataset(bigmath, prior="bigmath").curriculum
+    np.testing.assert_allclose(cur.scheduler.successes, [1, 4, 0, 0])

@@ -5,6 +5,7 @@
 
     train = datasets.load_dataset("parquet", data_files="shards/arith-trl/bucket=*/*.parquet", split="train")
     cur = TRLCurriculum.from_dataset(train, seed=0)        # starts from the shards' profile (k, n_correct, level)
+    bigmath = bigmath.map(lambda row, i: {"id": str(i)}, with_indices=True)  # Big-Math has no id column
     cur = TRLCurriculum.from_dataset(bigmath, prior="bigmath")   # or from another model's published difficulty
     with MathReward() as accuracy:                          # math-verify in killable worker processes
         trainer = GRPOTrainer(model=..., reward_funcs=[accuracy], args=GRPOConfig(...), train_dataset=train)

@@ -27,10 +27,11 @@ Settings go under `data.sampler` (seed, success_at, scheduler, and any BandConfi
 hi, decay). A dry band fills by informativeness at G answers per prompt: G is learned from the first
 scored batch (`rollout.n`), or set `data.sampler.group_size`. The prior and difficulty groups come
 from `extra_info` {id, n_correct, k, level, and prior_rate/prior_k with `--prior`}, as `grpo shards
---format verl` writes it. `data.sampler.prior` reads another model's published difficulty from the
-dataset's own columns instead (`grpo_data.priors`: e.g. skywork_7b for Skywork-OR1's
-extra_info.model_difficulty, or FIELD:SCALE:SAMPLES), at most `data.sampler.prior_weight` (4)
-pseudo-samples a problem. A response counts as a success when the reward manager's
+--format verl` writes it. `+data.sampler.prior=SPEC` reads another model's published difficulty from
+the dataset's own columns instead (`grpo_data.priors`: e.g. skywork_7b for Skywork-OR1's
+extra_info.model_difficulty, or FIELD:SCALE:SAMPLES), at most `+data.sampler.prior_weight=K` (4)
+pseudo-samples a problem; the band scheduler only. (verl's `data.sampler` holds only class_path
+and class_name: every other key is added with Hydra's `+`.) A response counts as a success when the reward manager's
 `acc` is true, else when its summed `token_level_scores` >= success_at (0.5: 0/1 and -1/+1 rewards).
 
 The scheduler's state rides in verl's own checkpoint: StatefulDataLoader saves `state_dict()` of a
