@@ -6,7 +6,7 @@ combines them, and the difficulty groups whose drift learns the offset between t
     scheduler = build_scheduler(problems, cfg, run_dir)   # the scheduler, and RUN/prior.json
 
 Pure data work (polars, numpy): `grpo_train.trainer` calls it after it has left out the problems
-that cannot fit the engine's context, and `check_inputs` runs it before any engine starts.
+that cannot fit the engine's context; its `check_inputs` runs `check_start` before any engine starts.
 """
 
 from __future__ import annotations
@@ -53,9 +53,10 @@ def profile_mismatches(meta: dict, cfg) -> list[str]:
 def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
                    prior: Prior | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled.
-    With the train config `cfg`, warns when the profile was sampled differently from training. A
-    profile whose adaptive stopping weighed a prior is refused unless `prior` (data.prior) is that
-    same spec and weight (`grpo_data.priors.check_recorded_prior`)."""
+    With the train config `cfg`, warns when the profile was sampled differently from training and
+    logs how many problems it leaves unprofiled (without: quiet). A profile whose adaptive stopping
+    weighed a prior is refused unless `prior` (data.prior) is that same spec and weight
+    (`grpo_data.priors.check_recorded_prior`)."""
     if not profile_path:
         return None
     from grpo_data.profiler import read_profile
@@ -69,7 +70,7 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
                        "scheduler.max_prior_k", profile_path, "; ".join(differences))
     joined = problems.select("id").join(prof.select("id", "n_correct", "k"), on="id", how="left")
     missing = joined["k"].null_count()
-    if missing:
+    if missing and cfg is not None:
         logger.info("scheduler prior: %d of %d problems have no offline profile (their group's prior)", missing,
                     problems.height)
     return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
@@ -134,13 +135,19 @@ class SchedulerStart(NamedTuple):
     offset: float
 
 
-def scheduler_start(problems: pl.DataFrame, cfg, log: bool = True) -> SchedulerStart:
+def check_start(problems: pl.DataFrame, cfg) -> None:
+    """What `scheduler_start` refuses (a prior that cannot be read, a profile that stopped on another
+    prior, a prior repeating the profile's own samples), checked quietly before any engine starts."""
+    prior = training_prior(problems, cfg.data, log=False)
+    merge_offline(offline_counts(problems, cfg.data.profile, None, prior), prior)
+
+
+def scheduler_start(problems: pl.DataFrame, cfg) -> SchedulerStart:
     """The profile's own counts with another model's discounted pseudo-counts added (moved by the
     offset between the two), those alone where the profile has none, and the groups they share
-    drift in. `cfg` is the TrainConfig; `log` False checks without logging (`check_inputs`)."""
-    prior = training_prior(problems, cfg.data, log)
-    offline, from_prior, offset = merge_offline(offline_counts(problems, cfg.data.profile, cfg if log else None, prior),
-                                                prior)
+    drift in. `cfg` is the TrainConfig."""
+    prior = training_prior(problems, cfg.data)
+    offline, from_prior, offset = merge_offline(offline_counts(problems, cfg.data.profile, cfg, prior), prior)
     groups = scheduler_groups(problems, offline, cfg.scheduler)
     if cfg.scheduler.name == "band":
         groups = origin_groups(groups, from_prior)

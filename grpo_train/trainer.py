@@ -38,7 +38,7 @@ from grpo_train.config import TrainConfig, dump_config, schedule_steps
 from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.prompt_fit import fit_run_data, rollout_context
 from grpo_train.rollout import Overlong, RolloutBatch, RolloutBatcher, refresh_estimates
-from grpo_train.scheduler_start import build_scheduler, scheduler_start
+from grpo_train.scheduler_start import build_scheduler, check_start
 
 logger = logging.getLogger(__name__)
 
@@ -185,7 +185,7 @@ def check_inputs(cfg: TrainConfig) -> None:
         if path and not Path(path).exists():
             raise FileNotFoundError(f"{key} {path} does not exist: write it with {make}, or set {key}=PATH")
     if cfg.data.prior or cfg.data.profile:  # a bad prior or profile stops the run here, before any engine starts
-        scheduler_start(pl.read_parquet(cfg.data.train), cfg, log=False)
+        check_start(pl.read_parquet(cfg.data.train), cfg)
 
 
 def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray | None) -> dict:
