@@ -4,11 +4,13 @@
 
 Output, one row per problem (PROFILE_COLUMNS): `id`, `k`, `n_correct`, `pass_rate` (= n_correct/k),
 the Jeffreys posterior `post_a`/`post_b`, its mean and 90% credible interval, mean completion length,
-truncation rate, a count per verifier reason, and `n_formatted`: completions that carried their
-answer in the format the prompt asks for (a `\\boxed{}`; null when the prompt asks for none). When
+truncation rate, a count per verifier reason, `n_formatted`: completions that carried their
+answer in the format the prompt asks for (a `\\boxed{}`; null when the prompt asks for none), and
+`k_rounds`/`n_correct_rounds`: samples and successes of each sampling round, in order (one round in
+fixed mode; the screen, then each step, in adaptive mode), which sum to `k` and `n_correct`. When
 few do, the pass rate measures formatting, not difficulty: the run logs a warning and records the
 rate in its metadata (`format`). Run metadata (model and weights hash, sampling,
-template hash, verifier and package versions, seed, rule) goes into the parquet footer (key
+template hash, verifier, its rules hash and package versions, seed, rule) goes into the parquet footer (key
 `grpo_profile`) and a sidecar `NAME.json`.
 
 Prompts that do not fit: before generation every rendered prompt is measured against the engine's
@@ -65,7 +67,7 @@ from grpo_data.stats import (
     posterior,
     row_priors,
 )
-from grpo_data.verify import REASONS
+from grpo_data.verify import REASONS, rules_hash
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +75,12 @@ METADATA_KEY = "grpo_profile"
 PROFILE_COLUMNS = [
     "id", "k", "n_correct", "pass_rate", "post_a", "post_b", "post_mean", "ci_low", "ci_high",
     "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS], "n_formatted", "max_tokens",
+    "k_rounds", "n_correct_rounds",
 ]
 # profiles written before these existed still read; max_tokens: the completion budget the problem was
-# sampled with (the run's, or clipped to fit the context)
-OPTIONAL_COLUMNS = ("n_formatted", "max_tokens")
+# sampled with (the run's, or clipped to fit the context); k_rounds / n_correct_rounds: list[int] per round
+OPTIONAL_COLUMNS = ("n_formatted", "max_tokens", "k_rounds", "n_correct_rounds")
+ROUND_SCHEMA = {"k_rounds": pl.List(pl.Int64), "n_correct_rounds": pl.List(pl.Int64)}
 REQUIRED_COLUMNS = [c for c in PROFILE_COLUMNS if c not in OPTIONAL_COLUMNS]
 UNREAD_EXAMPLES = 3  # unread final sentences the format warning shows (and each problem keeps while sampling)
 FORMAT_WARN_BELOW = 0.5  # a run whose completions carry the requested format less often than this warns
@@ -194,9 +198,12 @@ def finished_parts(out: str | Path) -> pl.DataFrame:
 
 
 def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int, reasons: dict[str, int],
-                      formatted: int | None = None, max_tokens: int | None = None) -> dict:
+                      formatted: int | None = None, max_tokens: int | None = None,
+                      rounds: tuple[list[int], list[int]] | None = None) -> dict:
     """One profile row (without id) from raw counts; `formatted` None when no format was requested;
-    `max_tokens` the completion budget the samples were drawn with."""
+    `max_tokens` the completion budget the samples were drawn with; `rounds` (samples, successes)
+    per sampling round, one round of all of them when None."""
+    k_rounds, c_rounds = rounds if rounds is not None else ([k], [n_correct])
     a, b = posterior(n_correct, k, JEFFREYS)
     lo, hi = credible_interval(a, b, 0.9)
     return {
@@ -204,7 +211,8 @@ def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int
         "post_mean": float(beta_mean(a, b)), "ci_low": float(lo), "ci_high": float(hi),
         "mean_completion_tokens": float(np.mean(lengths)) if lengths else 0.0,
         "truncation_rate": truncated / k, **{f"n_{r}": reasons.get(r, 0) for r in REASONS},
-        "n_formatted": formatted, "max_tokens": max_tokens,
+        "n_formatted": formatted, "max_tokens": max_tokens, "k_rounds": list(k_rounds),
+        "n_correct_rounds": list(c_rounds),
     }
 
 
@@ -219,8 +227,10 @@ class _Tally:
         self.reasons: dict[str, int] = {}
         self.formatted: int | None = None
         self.unread: list[str] = []  # a few final sentences the verifier read no answer from
+        self.rounds: tuple[list[int], list[int]] = ([], [])  # samples, successes of each round that drew any
 
     def add(self, completions, verdicts, formatted=None) -> None:
+        k0, c0 = self.k, self.correct
         if formatted is not None:
             self.formatted = (self.formatted or 0) + sum(bool(f) for f in formatted)
         for comp, v in zip(completions, verdicts, strict=True):
@@ -233,6 +243,9 @@ class _Tally:
             self.reasons[v.reason] = self.reasons.get(v.reason, 0) + 1
             if v.reason == "no_answer" and v.detail and len(self.unread) < UNREAD_EXAMPLES:
                 self.unread.append(v.detail)
+        if self.k > k0:
+            self.rounds[0].append(self.k - k0)
+            self.rounds[1].append(self.correct - c0)
 
 
 def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], n_each: list[int],
@@ -294,7 +307,7 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
             samples += _sample_round(sampler, prompts, golds, extra, tallies)
     budgets = [sampler.fit(p).max_tokens for p in prompts]  # what sample() generated each one with
-    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b)
+    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b, t.rounds)
             for t, b in zip(tallies, budgets, strict=True)]
     if unread is not None:
         unread.extend(s for t in tallies for s in t.unread)
@@ -335,7 +348,7 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
         "template_hash": template_hash(engine.tokenizer, cfg.prompt),
         "context_length": getattr(engine, "context_length", None),
         "config": {**cfg.to_dict(), "sampling": sampling.to_dict()},
-        "data": data_spec, "verifier": {"library": "math-verify", **verifier_config},
+        "data": data_spec, "verifier": {"library": "math-verify", "rules_hash": rules_hash(), **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -409,7 +422,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
         hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
         hist_g = np.concatenate([hist_g, groups if groups is not None else np.zeros(len(rows))])
         table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)],
-                             schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64})
+                             schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
         first = chunk["id"][0]
         io.write_parquet(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}-{first}.parquet", table.select(PROFILE_COLUMNS))
         bar.update(chunk.height)

@@ -27,9 +27,11 @@ guess: \\boxed{5}. Hmm, ...") as a final answer. Gold answers are bare strings
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
@@ -55,6 +57,9 @@ _MARKDOWN = re.compile(r"\*\*|__|`")
 
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
+# The modules whose code decides a verdict and whether it counts as correct: their text is the
+# verifier's version beside math-verify's (`rules_hash`).
+RULE_MODULES = ("verify.py", "answers.py", "prose.py", "rewards.py")
 
 _PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
@@ -76,6 +81,18 @@ class Verdict:
     reason: str
     detail: str = ""
     answer: str = ""
+
+
+@functools.cache
+def rules_hash() -> str:
+    """sha256 (first 16 hex) over this project's judging rules (RULE_MODULES): any change to how an
+    answer is read or compared changes it, with no version number to forget to bump. Recorded in a
+    profile's metadata beside math-verify's version, so a card says which rules judged its counts."""
+    h = hashlib.sha256()
+    for name in RULE_MODULES:
+        h.update(name.encode())
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()[:16]
 
 
 def _wrap_gold(gold: str) -> str:

@@ -98,6 +98,9 @@ def test_summarize_problem_row():
     assert row["pass_rate"] == 0.25 and row["post_a"] == 4.5 and row["post_b"] == 12.5
     assert row["ci_low"] < 0.25 < row["ci_high"] and row["truncation_rate"] == 0.125
     assert row["n_ok"] == 4 and row["n_timeout"] == 0 and row["mean_completion_tokens"] == 11
+    assert (row["k_rounds"], row["n_correct_rounds"]) == ([16], [4])
+    rounds = summarize_problem(3, 6, [], 0, {}, rounds=([2, 2, 2], [0, 1, 2]))
+    assert (rounds["k_rounds"], rounds["n_correct_rounds"]) == ([2, 2, 2], [0, 1, 2])
 
 
 def test_fixed_k_profile_rows_and_metadata(tmp_path, pool):
@@ -109,6 +112,8 @@ def test_fixed_k_profile_rows_and_metadata(tmp_path, pool):
     assert stats["samples"] == 40 * 16
     table = merge_parts(out, expected_ids=set(problems["id"].to_list()))
     assert table.columns == PROFILE_COLUMNS and table.height == 40
+    assert table["k_rounds"].to_list() == [[16]] * 40  # fixed k: one round
+    assert table["n_correct_rounds"].list.first().to_list() == table["n_correct"].to_list()
     joined = table.join(problems.select("id", "answer"), on="id")
     for rid, rate in zip(joined["id"], joined["pass_rate"], strict=True):
         true = rates[f"q{int(rid[2:])}"][1]
@@ -135,6 +140,11 @@ def test_adaptive_uses_fewer_samples_and_agrees_on_clear_cases(tmp_path, pool):
         if true == 0.5:
             halves.append(bool(rule.in_band(c, k, weights)[0]))
     assert np.mean(halves) >= 0.9
+    # each problem's rounds: the screen, then steps of 4, summing to its counts (what a DART-style export lists)
+    for row in table.iter_rows(named=True):
+        assert row["k_rounds"] == [4] * (row["k"] // 4) and sum(row["n_correct_rounds"]) == row["n_correct"]
+        assert all(0 <= c <= n for c, n in zip(row["n_correct_rounds"], row["k_rounds"], strict=True))
+    assert table["k"].max() > 4  # some problem was sampled in more than one round
 
 
 def test_rerun_skips_finished_ids_and_shards_merge(tmp_path, pool):
