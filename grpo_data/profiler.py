@@ -54,6 +54,7 @@ from grpo_data.context import (
     count_reasons,
     measure_problems,
 )
+from grpo_data.exports import ROUND_SCHEMA
 from grpo_data.priors import Prior, fit_logit_offset, offset_evidence
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
@@ -79,8 +80,7 @@ PROFILE_COLUMNS = [
 ]
 # profiles written before these existed still read; max_tokens: the completion budget the problem was
 # sampled with (the run's, or clipped to fit the context); k_rounds / n_correct_rounds: list[int] per round
-OPTIONAL_COLUMNS = ("n_formatted", "max_tokens", "k_rounds", "n_correct_rounds")
-ROUND_SCHEMA = {"k_rounds": pl.List(pl.Int64), "n_correct_rounds": pl.List(pl.Int64)}
+OPTIONAL_COLUMNS = ("n_formatted", "max_tokens", *ROUND_SCHEMA)
 REQUIRED_COLUMNS = [c for c in PROFILE_COLUMNS if c not in OPTIONAL_COLUMNS]
 UNREAD_EXAMPLES = 3  # unread final sentences the format warning shows (and each problem keeps while sampling)
 FORMAT_WARN_BELOW = 0.5  # a run whose completions carry the requested format less often than this warns

@@ -1,0 +1,289 @@
+"""Reusable profiles: per-problem counts and the run that measured them, in conventions others read.
+
+    export_profile(profile, meta, "profiles/arith.dart.parquet", fmt="dart", levels=problems)
+    export_profile(profile, meta, "profiles/arith.avg.parquet", fmt="avg", k=32)
+    table, info = read_export("profiles/arith.dart.parquet")   # the profile's rows back, and its record
+
+What another team needs to reuse a pass-rate profile is the raw counts (samples and successes per
+problem, per round when it was sampled in rounds), the rate derived from them and its spread, and
+what produced them: the model and its weights hash, the sampling settings, the prompt template, the
+verifier and its version, the prior used. `card_record(meta)` gathers those from a profile's run
+metadata; cards print it (`grpo_data.cards`) and every export carries it.
+
+Formats, one row per profiled problem in id order:
+
+    dart  DART-Math's query-info columns (hkust-nlp/dart-math-pool-math-query-info): `query_id`,
+          `level`, `n_samples_list`, `n_corrects_list` (one entry per sampling round here, per
+          synthesis job there), `tot_n_samples`, `tot_n_corrects`, `pass_rate` (tot_n_corrects /
+          tot_n_samples) and `pass_rate_bernoulli_std`, read here as sqrt(p (1 - p) / n), the
+          standard error of that rate: the source does not define it, and this reading matches its
+          name and its published range (0-0.02 at 191 or more samples). DART's `domain` (the MATH
+          subject) has no counterpart here and is not written.
+    avg   `id`, `avg@K_<model>` (the pass rate under the name this project's trl/verl shards and
+          public RL datasets use), `k`, `n_correct`, `k_rounds`, `n_correct_rounds`, `level`. K is
+          stated: the most samples any problem got, or the `k` asked for, which is refused when a
+          problem has more (its rate would average more than K samples). A problem with fewer than K
+          samples keeps the average over the samples it has; `k` records how many and the export's
+          record counts them (`fewer_than_k`): refusing would make every adaptive profile
+          unexportable, and a reader that ignores `k` gets the right rate at too much confidence,
+          never a wrong rate.
+
+Both also hold `p_est` and `p_std`, the posterior mean and standard deviation of each pass rate under
+the grid empirical-Bayes prior shards and the adaptive profiler use (`grpo_data.estimates`; per level
+when `levels` are given and the profile ran with per-level priors, else one for the pool), from this
+model's own counts; and the profile's other columns (Jeffreys posterior and interval, completion
+length, truncation, counts per verdict, format, budget) unchanged, so that `read_export` gives back
+the profile's rows column for column. A profile written before rounds were recorded exports one round
+per problem (all its samples) and says so (`rounds_recorded`: false).
+
+The parquet footer (key EXPORT_KEY) and a sidecar `OUT.json` hold {"card": card_record, "export":
+what was written (format, K, column, estimate prior, rows, fewer_than_k, rounds_recorded),
+"profile": the profile's whole run metadata}; both are written atomically (`grpo_data.io`). The
+prior readers read exports as another model's difficulty: `--prior dart` sums the lists, `--prior
+avg` reads the avg@K column. Bad input (a profile whose rounds do not add up, a file that is not an
+export, a count out of range) is an ExportError naming the file, the field and the row.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import polars as pl
+
+from grpo_data import io
+from grpo_data.estimates import by_level, with_estimates
+from grpo_data.shards import community_column
+
+logger = logging.getLogger(__name__)
+
+EXPORT_KEY = "grpo_card"
+FORMATS = ("dart", "avg")
+# a profile's samples and successes per sampling round (`grpo_data.profiler` writes them)
+ROUND_SCHEMA = {"k_rounds": pl.List(pl.Int64), "n_correct_rounds": pl.List(pl.Int64)}
+# profile column -> DART-Math's name for it
+DART_NAMES = {"id": "query_id", "k_rounds": "n_samples_list", "n_correct_rounds": "n_corrects_list",
+              "k": "tot_n_samples", "n_correct": "tot_n_corrects"}
+DART_COLUMNS = ("query_id", "level", "n_samples_list", "n_corrects_list", "tot_n_samples", "tot_n_corrects",
+                "pass_rate", "pass_rate_bernoulli_std")
+ESTIMATE_COLUMNS = ("p_est", "p_std")
+SAMPLING_FIELDS = ("temperature", "top_p", "max_tokens", "stop", "stop_token_ids")
+# record fields a reuser cannot do without; an export whose profile lacks one warns, naming it
+ESSENTIAL = ("model", "weights_hash", "sampling.temperature", "sampling.top_p", "sampling.max_tokens",
+             "sampling.seed", "prompt.template_hash", "verifier.version", "verifier.rules_hash")
+_RATE_TOLERANCE = 1e-12
+
+
+class ExportError(ValueError):
+    """A profile that cannot be exported, or a file that cannot be read back as one: the message
+    names the file, the field and the first bad row."""
+
+
+def card_record(meta: dict) -> dict:
+    """What produced a profile, from its run metadata (`grpo_data.profiler.run_metadata`): model,
+    weights hash, engine, sampling settings and seed, samples per problem (k or the adaptive rule),
+    prompt template hash and prompt settings, context, verifier (library, its version, this project's
+    rules hash and version, limits), the prior the adaptive profiler weighed (None without one),
+    data and time. Fields the metadata lacks (older profiles) are None."""
+    cfg = meta.get("config") or {}
+    sampling = cfg.get("sampling") or {}
+    versions = meta.get("versions") or {}
+    return {
+        "model": meta.get("model"), "weights_hash": meta.get("weights_hash"), "engine": meta.get("engine"),
+        "sampling": {**{name: sampling.get(name) for name in SAMPLING_FIELDS}, "seed": cfg.get("seed")},
+        "samples": {"rule": cfg["rule"]} if cfg.get("rule") else {"k": cfg.get("k")},
+        "prompt": {"template_hash": meta.get("template_hash"), **(cfg.get("prompt") or {})},
+        "context_length": meta.get("context_length"),
+        "verifier": {"library": None, "rules_hash": None, **(meta.get("verifier") or {}),
+                     "version": versions.get("math-verify"), "grpo_curriculum": versions.get("grpo-curriculum")},
+        "prior": meta.get("prior"),
+        "data": meta.get("data"), "created": meta.get("created"),
+    }
+
+
+def unknown_fields(record: dict) -> list[str]:
+    """The ESSENTIAL fields of a card record that are None."""
+    def get(path: str):
+        value = record
+        for part in path.split("."):
+            value = (value or {}).get(part)
+        return value
+
+    return [path for path in ESSENTIAL if get(path) is None]
+
+
+# ---------------------------------------------------------------------------- checks
+def _row_name(table: pl.DataFrame, i: int, id_column: str) -> str:
+    return f"row {i}" + (f" (id {table[id_column][i]!r})" if id_column in table.columns else "")
+
+
+def _value(table: pl.DataFrame, field: str, i: int):
+    value = table[field][i]
+    return value.to_list() if isinstance(value, pl.Series) else value  # a list cell comes back as a Series
+
+
+def _first_bad(table: pl.DataFrame, bad: pl.Expr) -> int | None:
+    hits = table.select(pl.arg_where(bad.fill_null(True))).to_series()
+    return int(hits[0]) if hits.len() else None
+
+
+def check_counts(table: pl.DataFrame, where: str, names: dict[str, str]) -> None:
+    """Raise ExportError naming `where`, the field (as `names` maps the profile's names to the
+    table's) and the first row whose counts are not counts: k >= 1, 0 <= n_correct <= k, round lists
+    of equal length whose entries are counts (0 <= successes <= samples) and sum to k and n_correct."""
+    ident, k, c = names.get("id", "id"), names.get("k", "k"), names.get("n_correct", "n_correct")
+    kl, cl = names.get("k_rounds", "k_rounds"), names.get("n_correct_rounds", "n_correct_rounds")
+    missing = [name for name in (ident, k, c, kl, cl) if name not in table.columns]
+    if missing:
+        raise ExportError(f"{where}: no column(s) {missing} (its columns: {', '.join(table.columns)})")
+    checks = [
+        (pl.col(k) < 1, k, "is not a sample count of at least 1"),
+        ((pl.col(c) < 0) | (pl.col(c) > pl.col(k)), c, f"is not between 0 and `{k}`"),
+        (pl.col(kl).list.len() != pl.col(cl).list.len(), cl, f"is not as long as `{kl}`"),
+        (pl.col(kl).list.sum() != pl.col(k), kl, f"does not sum to `{k}`"),
+        (pl.col(cl).list.sum() != pl.col(c), cl, f"does not sum to `{c}`"),
+        (pl.col(kl).list.min() < 0, kl, "holds a negative count"),
+        (pl.col(cl).list.min() < 0, cl, "holds a negative count"),
+    ]
+    for bad, field, what in checks:
+        i = _first_bad(table, bad)
+        if i is not None:
+            raise ExportError(f"{where}: {_row_name(table, i, ident)}: `{field}` = {_value(table, field, i)!r} {what}"
+                              f" (`{k}` = {table[k][i]!r}, `{c}` = {table[c][i]!r})")
+    rounds = table.select(pl.int_range(pl.len()).alias("_row"), kl, cl).explode(kl, cl)
+    over = rounds.filter(pl.col(cl) > pl.col(kl))
+    if over.height:
+        i = int(over["_row"][0])
+        raise ExportError(f"{where}: {_row_name(table, i, ident)}: `{cl}` = {_value(table, cl, i)!r} has more "
+                          f"successes than `{kl}` = {_value(table, kl, i)!r} has samples in some round")
+
+
+def with_rounds(profile: pl.DataFrame, where: str = "the profile") -> tuple[pl.DataFrame, bool]:
+    """The profile with `k_rounds`/`n_correct_rounds` (one round of all its samples where a row has
+    none: written before rounds were recorded), checked (`check_counts`); and whether every row had
+    its own rounds."""
+    for name, dtype in ROUND_SCHEMA.items():
+        if name not in profile.columns:
+            profile = profile.with_columns(pl.lit(None, dtype=dtype).alias(name))
+    recorded = profile["k_rounds"].null_count() == 0
+    profile = profile.with_columns(
+        pl.when(pl.col("k_rounds").is_null()).then(pl.concat_list(pl.col("k").cast(pl.Int64)))
+        .otherwise(pl.col("k_rounds")).alias("k_rounds"),
+        pl.when(pl.col("n_correct_rounds").is_null()).then(pl.concat_list(pl.col("n_correct").cast(pl.Int64)))
+        .otherwise(pl.col("n_correct_rounds")).alias("n_correct_rounds"))
+    check_counts(profile, where, {})
+    return profile, recorded
+
+
+def _check_rate(table: pl.DataFrame, where: str, rate: str, k: str, c: str, ident: str) -> None:
+    i = _first_bad(table, (pl.col(rate) - pl.col(c) / pl.col(k)).abs() > _RATE_TOLERANCE)
+    if i is not None:
+        raise ExportError(f"{where}: {_row_name(table, i, ident)}: `{rate}` = {table[rate][i]!r} is not `{c}` / `{k}` "
+                          f"= {table[c][i]} / {table[k][i]}")
+
+
+# ---------------------------------------------------------------------------- export
+def export_table(profile: pl.DataFrame, meta: dict, fmt: str, levels: pl.DataFrame | None = None,
+                 k: int | None = None, where: str = "the profile") -> tuple[pl.DataFrame, dict]:
+    """The export of `profile` (its run metadata `meta`) in `fmt` (see the module docstring) and what
+    the record says of it. `levels` (id, level; the problem table) gives each problem its level and,
+    unless the profile ran with one prior for the pool, per-level estimates; `k` states avg's K."""
+    if fmt not in FORMATS:
+        raise ExportError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    if profile.height == 0:
+        raise ExportError(f"{where}: no profiled problem to export")
+    table, recorded = with_rounds(profile, where)
+    table = table.sort("id")
+    if levels is not None:
+        if "id" not in levels.columns or "level" not in levels.columns:
+            raise ExportError(f"the level table needs columns id and level (its columns: {', '.join(levels.columns)})")
+        table = (table.drop("level", strict=False)
+                 .join(levels.select("id", "level").unique("id"), on="id", how="left").sort("id"))
+    elif "level" not in table.columns:  # a read-back export keeps the levels it had
+        table = table.with_columns(pl.lit(None, dtype=pl.Int64).alias("level"))
+    per_level = by_level(meta) and table["level"].null_count() < table.height
+    est = with_estimates(table.select("n_correct", "k", "level"), per_level)
+    table = table.drop(*ESTIMATE_COLUMNS, strict=False).with_columns(est["p_est"], est["p_std"])
+    rest = [c for c in table.columns if c not in (*DART_NAMES, "pass_rate", "level", *ESTIMATE_COLUMNS)]
+    info = {"format": fmt, "rows": table.height, "rounds_recorded": recorded,
+            "estimate": {"columns": list(ESTIMATE_COLUMNS), "prior": "per level" if per_level else "pool",
+                         "grid_points": 41}}
+    if fmt == "dart":
+        p, n = pl.col("pass_rate"), pl.col("k").cast(pl.Float64)
+        out = table.select(pl.col("id").alias("query_id"), "level", pl.col("k_rounds").alias("n_samples_list"),
+                           pl.col("n_correct_rounds").alias("n_corrects_list"), pl.col("k").alias("tot_n_samples"),
+                           pl.col("n_correct").alias("tot_n_corrects"), "pass_rate",
+                           (p * (1 - p) / n).sqrt().alias("pass_rate_bernoulli_std"), *ESTIMATE_COLUMNS, *rest)
+        return out, info
+    most = int(table["k"].max())
+    if k is not None and k < most:
+        i = _first_bad(table, pl.col("k") > k)
+        raise ExportError(f"{where}: {_row_name(table, i, 'id')}: `k` = {table['k'][i]} samples, more than the K = {k} "
+                          f"asked for: avg@{k} would average more than {k} samples; give K >= {most} or leave it out")
+    big_k = most if k is None else int(k)
+    column = community_column(meta, [big_k])
+    out = table.select("id", pl.col("pass_rate").alias(column), "k", "n_correct", *ROUND_SCHEMA, "level",
+                       *ESTIMATE_COLUMNS, *rest)
+    return out, {**info, "k": big_k, "column": column, "fewer_than_k": int((table["k"] < big_k).sum())}
+
+
+def sidecar(path: str | Path) -> Path:
+    """The JSON beside an export: OUT.json."""
+    return Path(path).with_suffix(".json")
+
+
+def export_profile(profile: pl.DataFrame, meta: dict, out: str | Path, fmt: str = "dart",
+                   levels: pl.DataFrame | None = None, k: int | None = None, where: str = "the profile") -> dict:
+    """Write the export of `profile` to `out` (parquet, footer EXPORT_KEY) and its record beside it
+    (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"})."""
+    table, info = export_table(profile, meta, fmt, levels, k, where)
+    record = {"card": card_record(meta), "export": info, "profile": meta}
+    unknown = unknown_fields(record["card"])
+    if unknown:
+        logger.warning("%s: the profile's metadata does not say %s; the export records them as unknown (a profile "
+                       "written by an older grpo profile?)", where, ", ".join(unknown))
+    io.write_parquet(out, table, metadata={EXPORT_KEY: json.dumps(record, default=str)})
+    io.write_json(sidecar(out), record)
+    return record
+
+
+# ---------------------------------------------------------------------------- read back
+def read_export(path: str | Path) -> tuple[pl.DataFrame, dict]:
+    """An export's rows as the profile table they came from (profile column names: id, k, n_correct,
+    pass_rate, k_rounds, n_correct_rounds, the other profile columns, level, p_est, p_std) and its
+    record; raises ExportError naming the file, field and row when it is not one, or its counts do
+    not add up."""
+    path = Path(path)
+    if not path.is_file():
+        raise ExportError(f"{path}: no such file")
+    footer = pl.read_parquet_metadata(path).get(EXPORT_KEY)
+    if not footer:
+        raise ExportError(f"{path}: no `{EXPORT_KEY}` record in its footer, so not written by `grpo export`; a "
+                          "published DART-Math or avg@K table reads as a prior instead (--prior dart / avg)")
+    record = json.loads(footer)
+    info = record.get("export") or {}
+    table = pl.read_parquet(path)
+    if info.get("format") == "dart":
+        need = [c for c in (*DART_COLUMNS, *ESTIMATE_COLUMNS) if c not in table.columns]
+        if need:
+            raise ExportError(f"{path}: a DART-Math export without column(s) {need}")
+        names = DART_NAMES
+        check_counts(table, str(path), names)
+        _check_rate(table, str(path), "pass_rate", names["k"], names["n_correct"], names["id"])
+        table = table.drop("pass_rate_bernoulli_std").rename({b: a for a, b in names.items()})
+    elif info.get("format") == "avg":
+        column = info.get("column")
+        need = [c for c in ("id", column, "k", "n_correct", *ROUND_SCHEMA, "level", *ESTIMATE_COLUMNS)
+                if c not in table.columns]
+        if need:
+            raise ExportError(f"{path}: an avg@K export without column(s) {need}")
+        check_counts(table, str(path), {})
+        _check_rate(table, str(path), column, "k", "n_correct", "id")
+        table = table.rename({column: "pass_rate"})
+    else:
+        raise ExportError(f"{path}: its record names format {info.get('format')!r}; this version reads "
+                          f"{', '.join(FORMATS)}")
+    front = ["id", "k", "n_correct", "pass_rate"]
+    tail = ["level", *ESTIMATE_COLUMNS]
+    return table.select(*front, *[c for c in table.columns if c not in (*front, *tail)], *tail), record

@@ -1,0 +1,68 @@
+"""`grpo export`: a profile's per-problem counts and its run's record, in DART-Math's or the avg@K convention.
+
+    grpo export --profile runs/profile.parquet --format dart --data runs/world/train.parquet --out P.dart.parquet
+    grpo export --profile runs/profile.parquet --format avg --k 32 --out P.avg.parquet
+
+Writes OUT (parquet, the record in its footer) and OUT.json (the record): model, weights hash,
+sampling, prompt template, verifier and versions, prior (`grpo_data.exports`). `--data` (a canonical
+problem table) gives each problem its level and per-level estimates. avg: K is the most samples any
+problem got unless --k states it (refused when a problem has more); a problem with fewer keeps the
+average over its own samples, its `k` column says how many. `grpo_data.exports.read_export` reads
+either back into the profile's rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "write a profile's counts and record in DART-Math's columns or as avg@K (reusable by others)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", required=True, help="profile parquet written by `grpo profile`")
+    parser.add_argument("--format", required=True, choices=["dart", "avg"],
+                        help="dart: n_samples_list/n_corrects_list per round, tot_n_*, pass_rate(_bernoulli_std); "
+                        "avg: one avg@K_<model> column with k, n_correct and the rounds")
+    parser.add_argument("--out", required=True, help="export parquet (its record goes to OUT.json)")
+    parser.add_argument("--data", default=None,
+                        help="canonical problem table (parquet with id, level): levels and per-level estimates")
+    parser.add_argument("--k", type=int, default=None, metavar="K",
+                        help="avg: the K stated in avg@K (default: the most samples any problem got)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    import polars as pl
+
+    from grpo_data.exports import ExportError, export_profile, sidecar
+    from grpo_data.profiler import read_profile
+
+    try:
+        if args.k is not None and args.format != "avg":
+            raise ExportError("--k states the K of avg@K; the dart format lists every sample, give --format avg")
+        if args.k is not None and args.k < 1:
+            raise ExportError(f"--k must be at least 1, got {args.k}")
+        if not Path(args.profile).is_file():
+            raise ExportError(f"{args.profile}: no such profile (write one with `grpo profile`)")
+        profile, meta = read_profile(args.profile)
+        levels = None
+        if args.data:
+            if not Path(args.data).is_file():
+                raise ExportError(f"{args.data}: no such file (--data takes a canonical problem table, parquet)")
+            names = pl.read_parquet_schema(args.data)
+            if "id" not in names or "level" not in names:
+                raise ExportError(f"{args.data}: --data needs columns id and level (its columns: {', '.join(names)})")
+            levels = pl.read_parquet(args.data, columns=["id", "level"])
+        record = export_profile(profile, meta, args.out, args.format, levels=levels, k=args.k, where=args.profile)
+    except (ExportError, ValueError) as exc:
+        print(f"grpo export: {exc}", file=sys.stderr)
+        return 2
+    info = record["export"]
+    stated = (f"; column {info['column']} (K = {info['k']}; {info['fewer_than_k']} problems have fewer samples, "
+              "averaged over their own, see `k`)" if args.format == "avg" else "")
+    rounds = "recorded" if info["rounds_recorded"] else "not recorded: one per problem"
+    print(f"{info['rows']} problems ({args.format}; rounds {rounds}; estimate prior {info['estimate']['prior']}"
+          f"{stated}) -> {args.out} + {sidecar(args.out)}")
+    return 0

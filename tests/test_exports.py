@@ -1,0 +1,225 @@
+"""Reusable profiles: DART-Math and avg@K exports by hand, lossless read-back, the prior readers, cards, errors."""
+
+import json
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from grpo_data.engines import Completion
+from grpo_data.estimates import with_estimates
+from grpo_data.exports import (
+    DART_COLUMNS,
+    EXPORT_KEY,
+    ExportError,
+    card_record,
+    export_profile,
+    export_table,
+    read_export,
+    sidecar,
+)
+from grpo_data.priors import frame_columns, read_prior
+from grpo_data.profiler import (
+    ROUND_SCHEMA,
+    ProfileConfig,
+    merge_parts,
+    profile_problems,
+    read_profile,
+    run_metadata,
+)
+from grpo_data.profiler import summarize_problem as row
+from grpo_data.stats import StoppingRule, grid_mean_std, level_posteriors
+
+# three problems sampled in rounds of 2: (samples per round, successes per round)
+ROUNDS = {"a": ([2], [0]), "b": ([2, 2, 2], [1, 0, 2]), "c": ([2, 2], [2, 1])}
+META = {"model": "runs/Qwen2.5-Math-1.5B", "weights_hash": "0123456789abcdef", "config": {"prior_groups": "level"}}
+
+
+def three_problems() -> pl.DataFrame:
+    rows = [{"id": i, **row(sum(c), sum(k), [5] * sum(k), 0, {"ok": sum(c)}, rounds=(k, c))} for i, (k, c) in ROUNDS.items()]
+    return pl.DataFrame(rows, schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
+
+
+def test_dart_export_by_hand():
+    table, info = export_table(three_problems(), META, "dart")
+    assert tuple(table.columns[:10]) == (*DART_COLUMNS, "p_est", "p_std")
+    assert table["query_id"].to_list() == ["a", "b", "c"]
+    assert table["n_samples_list"].to_list() == [[2], [2, 2, 2], [2, 2]]
+    assert table["n_corrects_list"].to_list() == [[0], [1, 0, 2], [2, 1]]
+    assert table["tot_n_samples"].to_list() == [2, 6, 4] and table["tot_n_corrects"].to_list() == [0, 3, 3]
+    assert table["pass_rate"].to_list() == [0.0, 0.5, 0.75]
+    # sqrt(p (1 - p) / n): 0 of 2, 3 of 6, 3 of 4
+    assert table["pass_rate_bernoulli_std"].to_list() == pytest.approx([0.0, math.sqrt(0.25 / 6), math.sqrt(0.1875 / 4)],
+                                                                       rel=1e-15)
+    assert table["level"].null_count() == 3
+    # the spread is the grid empirical-Bayes posterior shards and the adaptive profiler use (one prior: no levels)
+    mean, std = grid_mean_std(level_posteriors(np.array([0, 3, 3]), np.array([2, 6, 4])))
+    assert table["p_est"].to_list() == pytest.approx(mean, rel=1e-12) and table["p_std"].to_list() == pytest.approx(std)
+    assert info == {"format": "dart", "rows": 3, "rounds_recorded": True,
+                    "estimate": {"columns": ["p_est", "p_std"], "prior": "pool", "grid_points": 41}}
+
+
+def test_avg_export_by_hand_states_k():
+    table, info = export_table(three_problems(), META, "avg")
+    assert table.columns[:9] == ["id", "avg@6_qwen2.5-math-1.5b", "k", "n_correct", "k_rounds", "n_correct_rounds",
+                                 "level", "p_est", "p_std"]
+    assert table["avg@6_qwen2.5-math-1.5b"].to_list() == [0.0, 0.5, 0.75] and table["k"].to_list() == [2, 6, 4]
+    assert (info["k"], info["column"], info["fewer_than_k"]) == (6, "avg@6_qwen2.5-math-1.5b", 2)
+    # a stated K above every problem's samples: each keeps the average over its own samples, k says how many
+    table, info = export_table(three_problems(), META, "avg", k=8)
+    assert table["avg@8_qwen2.5-math-1.5b"].to_list() == [0.0, 0.5, 0.75] and info["fewer_than_k"] == 3
+    # below a problem's samples: its rate would average more than K
+    with pytest.raises(ExportError, match=r"row 1 \(id 'b'\): `k` = 6 samples, more than the K = 4 .* give K >= 6"):
+        export_table(three_problems(), META, "avg", k=4)
+
+
+def test_levels_give_per_level_estimates_unless_the_profile_pooled():
+    levels = pl.DataFrame({"id": ["c", "b", "a"], "level": [2, 1, 1]})
+    table, info = export_table(three_problems(), META, "dart", levels=levels)
+    assert table["level"].to_list() == [1, 1, 2] and info["estimate"]["prior"] == "per level"
+    est = with_estimates(pl.DataFrame({"n_correct": [0, 3, 3], "k": [2, 6, 4], "level": [1, 1, 2]}), per_level=True)
+    assert table["p_est"].to_list() == est["p_est"].to_list() and table["p_std"].to_list() == est["p_std"].to_list()
+    pooled, info = export_table(three_problems(), {"config": {"prior_groups": "none"}}, "dart", levels=levels)
+    assert info["estimate"]["prior"] == "pool" and pooled["level"].to_list() == [1, 1, 2]
+
+
+@pytest.mark.parametrize("fmt", ["dart", "avg"])
+def test_round_trip_is_lossless(tmp_path, fmt):
+    profile = three_problems()
+    out = tmp_path / f"p.{fmt}.parquet"
+    record = export_profile(profile, META, out, fmt)
+    back, read = read_export(out)
+    assert back.select(profile.columns).equals(profile)  # every profile column, the rounds' lists included
+    assert back.columns[-3:] == ["level", "p_est", "p_std"]
+    assert read == record == json.loads(sidecar(out).read_text())
+    assert read["profile"] == META and read["card"] == card_record(META)
+    # exporting what was read back writes the same table
+    again = tmp_path / f"again.{fmt}.parquet"
+    export_profile(back, META, again, fmt)
+    assert pl.read_parquet(again).equals(pl.read_parquet(out))
+
+
+@pytest.mark.parametrize(("fmt", "spec"), [("dart", "dart"), ("avg", "avg")])
+def test_prior_presets_read_the_exports_back_to_the_same_rates(tmp_path, fmt, spec):
+    out = tmp_path / f"p.{fmt}.parquet"
+    export_profile(three_problems(), META, out, fmt)
+    table = pl.read_parquet(out)
+    prior = read_prior(spec, frame_columns(table, str(out)), weight=4)
+    assert prior.rate.tolist() == [0.0, 0.5, 0.75]
+    # dart: each problem's own samples; avg: the stated K for every problem (what an avg@K column says)
+    assert prior.samples.tolist() == ([2.0, 6.0, 4.0] if fmt == "dart" else [6.0, 6.0, 6.0])
+
+
+class ScriptedEngine:
+    """Test double for the generation engine: problem i answers correctly with the rate `rates[i]`."""
+
+    name, model_path, context_length = "scripted", "runs/scripted-policy", None
+
+    def __init__(self, rates: list[float]):
+        from grpo_train.tiny_policy import build_tokenizer
+
+        self.rates, self.rng, self.tokenizer = rates, np.random.default_rng(0), build_tokenizer()
+
+    def generate(self, prompts, n, sampling):
+        out = []
+        for p in prompts:
+            i = int(self.tokenizer.decode(list(p)).split("user\nq", 1)[1].split("<|im_end|>", 1)[0])
+            out.append([Completion(f"\\boxed{{{i if self.rng.random() < self.rates[i] else i + 1}}}", (1, 2), "stop")
+                        for _ in range(n)])
+        return out
+
+
+def test_an_adaptive_profile_exports_its_rounds_and_record_and_reads_back(tmp_path, pool):
+    """Engine: ScriptedEngine (test double); profile -> export -> read back, with the run's real metadata."""
+    from grpo_data.problems import to_table, user_prompt
+
+    rates = [0.0, 0.5, 1.0, 0.5, 0.3, 0.7] * 4
+    problems = to_table([{"id": f"id{i:02d}", "source": "t", "prompt": user_prompt(f"q{i}"), "answer": str(i),
+                          "level": i % 2, "meta": "{}"} for i in range(len(rates))])
+    engine = ScriptedEngine(rates)
+    cfg = ProfileConfig(rule=StoppingRule(screen_k=2, step_k=2, max_k=8), chunk_size=12, seed=3)
+    meta = run_metadata(engine, cfg, "t", {"deadline_s": 4.0, "timeout_s": 1})
+    out = tmp_path / "profile.parquet"
+    profile_problems(problems, engine, pool, cfg, out, metadata=meta, progress=False)
+    merge_parts(out)
+    profile, meta = read_profile(out)
+    assert profile["k"].max() > 2  # some problems took more than the screen
+    export = tmp_path / "profile.dart.parquet"
+    export_profile(profile, meta, export, "dart", levels=problems.select("id", "level"))
+    back, record = read_export(export)
+    assert back.select(profile.columns).equals(profile)
+    assert all(sum(k) == n for k, n in zip(back["k_rounds"].to_list(), back["k"].to_list(), strict=True))
+    card = record["card"]
+    assert card["model"] == "runs/scripted-policy" and card["weights_hash"] == "hub:runs/scripted-policy"
+    assert card["sampling"]["temperature"] == 1.0 and card["sampling"]["seed"] == 3
+    assert card["samples"]["rule"]["screen_k"] == 2 and len(card["prompt"]["template_hash"]) == 16
+    assert card["verifier"]["library"] == "math-verify" and len(card["verifier"]["rules_hash"]) == 16
+    assert card["verifier"]["version"] == meta["versions"]["math-verify"] and card["prior"] is None
+    assert record["export"]["estimate"]["prior"] == "per level"
+
+
+def test_a_profile_without_rounds_exports_one_round_per_problem():
+    profile = three_problems().drop("k_rounds", "n_correct_rounds")
+    table, info = export_table(profile, META, "dart")
+    assert table["n_samples_list"].to_list() == [[2], [6], [4]] and table["n_corrects_list"].to_list() == [[0], [3], [3]]
+    assert info["rounds_recorded"] is False
+
+
+def test_bad_profiles_are_refused_naming_the_field_and_row():
+    bad = three_problems().with_columns(pl.Series("k_rounds", [[2], [2, 2, 4], [2, 2]]))
+    with pytest.raises(ExportError, match=r"p.parquet: row 1 \(id 'b'\): `k_rounds` = \[2, 2, 4\] does not sum to `k`"):
+        export_table(bad, META, "dart", where="p.parquet")
+    over = three_problems().with_columns(pl.Series("n_correct_rounds", [[0], [1, 0, 2], [3, 0]]))
+    with pytest.raises(ExportError, match=r"row 2 \(id 'c'\): `n_correct_rounds` = \[3, 0\] has more successes"):
+        export_table(over, META, "dart")
+    with pytest.raises(ExportError, match="unknown export format 'csv'; choose one of: dart, avg"):
+        export_table(three_problems(), META, "csv")
+
+
+def test_bad_exports_are_refused_naming_the_file_field_and_row(tmp_path):
+    out = tmp_path / "p.dart.parquet"
+    export_profile(three_problems(), META, out, "dart")
+    footer = {EXPORT_KEY: pl.read_parquet_metadata(out)[EXPORT_KEY]}
+    table = pl.read_parquet(out)
+    cases = {
+        "counts": (table.with_columns(pl.Series("tot_n_corrects", [0, 4, 3])),
+                   r"row 1 \(id 'b'\): `n_corrects_list` = \[1, 0, 2\] does not sum to `tot_n_corrects`"),
+        "rate": (table.with_columns(pl.Series("pass_rate", [0.0, 0.5, 0.7])),
+                 r"row 2 \(id 'c'\): `pass_rate` = 0.7 is not `tot_n_corrects` / `tot_n_samples` = 3 / 4"),
+        "column": (table.drop("n_samples_list"), r"a DART-Math export without column\(s\) \['n_samples_list'\]"),
+    }
+    for name, (frame, message) in cases.items():
+        path = tmp_path / f"{name}.parquet"
+        frame.write_parquet(path, metadata=footer)
+        with pytest.raises(ExportError, match=f"{name}.parquet: {message}"):
+            read_export(path)
+    table.write_parquet(tmp_path / "plain.parquet")  # a published DART table: no record
+    with pytest.raises(ExportError, match=r"plain.parquet: no `grpo_card` record .*\(--prior dart / avg\)"):
+        read_export(tmp_path / "plain.parquet")
+    avg = tmp_path / "p.avg.parquet"
+    export_profile(three_problems(), META, avg, "avg")
+    frame = pl.read_parquet(avg).with_columns(pl.Series("avg@6_qwen2.5-math-1.5b", [0.0, 0.4, 0.75]))
+    frame.write_parquet(tmp_path / "avg.parquet", metadata={EXPORT_KEY: pl.read_parquet_metadata(avg)[EXPORT_KEY]})
+    with pytest.raises(ExportError, match=r"row 1 \(id 'b'\): `avg@6_qwen2.5-math-1.5b` = 0.4 is not `n_correct` / `k`"):
+        read_export(tmp_path / "avg.parquet")
+
+
+def test_grpo_export_command(tmp_path, capsys):
+    from pipelines.cli import main
+
+    path = tmp_path / "profile.parquet"
+    three_problems().write_parquet(path, metadata={"grpo_profile": json.dumps(META)})
+    levels = tmp_path / "problems.parquet"
+    pl.DataFrame({"id": ["a", "b", "c"], "level": [1, 1, 2]}).write_parquet(levels)
+    assert main(["export", "--profile", str(path), "--format", "avg", "--k", "8", "--data", str(levels),
+                 "--out", str(tmp_path / "e.parquet")]) == 0
+    said = capsys.readouterr().out
+    assert "3 problems (avg; rounds recorded; estimate prior per level; column avg@8_qwen2.5-math-1.5b (K = 8; 3" in said
+    back, record = read_export(tmp_path / "e.parquet")
+    assert back["level"].to_list() == [1, 1, 2] and record["export"]["k"] == 8
+    assert main(["export", "--profile", str(path), "--format", "dart", "--k", "8", "--out", str(tmp_path / "d")]) == 2
+    assert "--k states the K of avg@K" in capsys.readouterr().err
+    assert main(["export", "--profile", str(tmp_path / "none.parquet"), "--format", "dart",
+                 "--out", str(tmp_path / "d")]) == 2
+    assert "none.parquet: no such profile" in capsys.readouterr().err
