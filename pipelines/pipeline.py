@@ -207,7 +207,10 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     shards_dir = out / "shards"
     prof_table, prof_meta = read_profile(profile)
     s = spec.get("shards", {})
-    shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"), "layout": 2, **s}
+    # the profile's run time too: a profile re-run under other settings (same rows, same weights) rebuilds the set,
+    # whose card refuses a profile other than the one the set was built from
+    shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"),
+                 "profile_created": prof_meta.get("created"), "layout": 2, **s}
     try:
         current = read_manifest(shards_dir).get("pipeline_key")
     except ShardIntegrityError:  # no complete set yet
@@ -222,7 +225,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     sched, rollout = train_spec.get("scheduler") or {}, train_spec.get("rollout") or {}
     card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md",
                       band=(float(sched.get("lo", SchedulerSection.lo)), float(sched.get("hi", SchedulerSection.hi))),
-                      group_size=int(rollout.get("group_size", RolloutConfig.group_size)))
+                      group_size=int(rollout.get("group_size", RolloutConfig.group_size)), profile=profile)
     timings["shards"] = time.monotonic() - t
 
     t = _stage("train (scheduled GRPO)")

@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from grpo_data.cards import read_card_record, write_card
 from grpo_data.engines import Completion
 from grpo_data.estimates import with_estimates
 from grpo_data.exports import (
@@ -29,6 +30,7 @@ from grpo_data.profiler import (
     run_metadata,
 )
 from grpo_data.profiler import summarize_problem as row
+from grpo_data.shards import write_shards
 from grpo_data.stats import StoppingRule, grid_mean_std, level_posteriors
 
 # three problems sampled in rounds of 2: (samples per round, successes per round)
@@ -157,6 +159,40 @@ def test_an_adaptive_profile_exports_its_rounds_and_record_and_reads_back(tmp_pa
     assert card["verifier"]["library"] == "math-verify" and len(card["verifier"]["rules_hash"]) == 16
     assert card["verifier"]["version"] == meta["versions"]["math-verify"] and card["prior"] is None
     assert record["export"]["estimate"]["prior"] == "per level"
+
+
+def shard_set(tmp_path, profile, meta):
+    from grpo_data.problems import to_table, user_prompt
+
+    problems = to_table([{"id": i, "source": "t", "prompt": user_prompt(i), "answer": "1", "level": 1, "meta": "{}"}
+                         for i in profile["id"].to_list()])
+    write_shards(problems, profile, tmp_path / "s", fmt="verl", profile_meta=meta)
+    return tmp_path / "s"
+
+
+def test_a_card_writes_its_profile_beside_it_and_both_read_back(tmp_path):
+    profile = three_problems()
+    path = tmp_path / "profile.parquet"
+    profile.write_parquet(path, metadata={"grpo_profile": json.dumps(META)})
+    shards = shard_set(tmp_path, profile, META)
+    card = write_card(shards, "three", tmp_path / "cards" / "three.md", profile=path)
+    text = card.read_text()
+    assert "`three.dart.parquet` beside this card" in text and "judging rules sha256 `unknown`" in text
+    record = read_card_record(card)
+    assert record["card"] == card_record(META) and record["estimate"] == {"column": "p_est", "prior": "per level"}
+    back, exported = read_export(tmp_path / "cards" / "three.dart.parquet")
+    assert back.select(profile.columns).equals(profile) and back["level"].to_list() == [1, 1, 1]
+    assert exported["card"] == record["card"]
+    # a card without its profile says where the counts are instead
+    assert "grpo export --profile PROFILE" in write_card(shards, "three", tmp_path / "bare.md").read_text()
+    # another profile than the set's is refused
+    other = tmp_path / "other.parquet"
+    profile.write_parquet(other, metadata={"grpo_profile": json.dumps({**META, "weights_hash": "ffff"})})
+    with pytest.raises(ExportError, match="other.parquet: `weights_hash` = 'ffff', but the shard set was built"):
+        write_card(shards, "three", tmp_path / "x.md", profile=other)
+    (tmp_path / "old.md").write_text(text.split("## Reuse")[0])
+    with pytest.raises(ExportError, match="old.md: no `## Reuse` section"):
+        read_card_record(tmp_path / "old.md")
 
 
 def test_a_profile_without_rounds_exports_one_round_per_problem():

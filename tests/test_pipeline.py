@@ -93,6 +93,7 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     for rel in ("world/train.parquet", "world/test.parquet", "world/val.parquet", "world/sft.parquet",
                 "policy-warm/model.safetensors", "profile.parquet",
                 "profile.json", "shards/manifest.json", "card/arith-world-profiled.md", "card/arith-world-profiled.png",
+                "card/arith-world-profiled.dart.parquet", "card/arith-world-profiled.dart.json",
                 "train/metrics.jsonl", "train/resolved_config.yaml", "train/checkpoints/step-000006/hf/model.safetensors",
                 "profile-after.parquet", "summary.json", "summary.md", "pass_rate_before_after.png",
                 "heldout_vs_rollouts.png", "band_occupancy.png", "train/report.html"):
