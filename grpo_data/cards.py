@@ -336,7 +336,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
         same_profile(prof, rows_meta, Path(profile))
         levels = pl.DataFrame({"id": profile_column(table, "id"), "level": profile_column(table, "level")})
         export = out.with_suffix(".dart.parquet")
-        export_profile(rows, rows_meta, export, "dart", levels=levels, where=str(profile))
+        export_profile(rows, rows_meta, export, "dart", levels=levels, where=str(profile), inputs=[profile])
     record = {"card": card_record(prof), "estimate": manifest.get("estimate"), "shards_prior": manifest.get("prior")}
     cfg = prof.get("config", {})
     sampling = cfg.get("sampling", {})

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 import polars as pl
@@ -233,10 +234,35 @@ def sidecar(path: str | Path) -> Path:
     return Path(path).with_suffix(".json")
 
 
+# what `grpo profile` (and a pipeline) write beside a profile: its metadata, its inputs stamp, its left-out problems
+INPUT_SIDECARS = (".json", ".inputs.json", ".rejects.jsonl")
+
+
+def check_out(out: str | Path, inputs: Sequence[str | Path]) -> None:
+    """Refuse an `out` whose parquet or sidecar would overwrite one of `inputs` (the profile, the
+    problem table) or a file written beside one (INPUT_SIDECARS): `--out` given the profile's own
+    name would destroy it."""
+    kept = {}
+    for source in inputs:
+        source = Path(source)
+        for path in (source, *(source.with_suffix(suffix) for suffix in INPUT_SIDECARS)):
+            kept[path.resolve()] = (source, path)
+    for written in (Path(out), sidecar(out)):
+        hit = kept.get(written.resolve())
+        if hit is not None:
+            source, path = hit
+            what = "itself" if path == source else f"the file beside it, {path}"
+            raise ExportError(f"--out {out}: writing {written} would overwrite {source} ({what}); give the export "
+                              "another name, e.g. NAME.dart.parquet")
+
+
 def export_profile(profile: pl.DataFrame, meta: dict, out: str | Path, fmt: str = "dart",
-                   levels: pl.DataFrame | None = None, k: int | None = None, where: str = "the profile") -> dict:
+                   levels: pl.DataFrame | None = None, k: int | None = None, where: str = "the profile",
+                   inputs: Sequence[str | Path] = ()) -> dict:
     """Write the export of `profile` to `out` (parquet, footer EXPORT_KEY) and its record beside it
-    (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"})."""
+    (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"}). `inputs` (the
+    profile's path, the problem table's) are refused as `out` (`check_out`)."""
+    check_out(out, inputs)
     table, info = export_table(profile, meta, fmt, levels, k, where)
     record = {"card": card_record(meta), "export": info, "profile": meta}
     unknown = unknown_fields(record["card"])

@@ -259,3 +259,25 @@ def test_grpo_export_command(tmp_path, capsys):
     assert main(["export", "--profile", str(tmp_path / "none.parquet"), "--format", "dart",
                  "--out", str(tmp_path / "d")]) == 2
     assert "none.parquet: no such profile" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("out", ["profile.parquet", "profile.json", "profile.inputs.parquet", "./sub/../profile.parquet",
+                                 "problems.parquet"])
+def test_an_export_never_overwrites_its_profile_or_data(tmp_path, capsys, out):
+    """--out naming the profile (or a name whose .json sidecar is the profile's .json or .inputs.json) would destroy it."""
+    from pipelines.cli import main
+
+    path = tmp_path / "profile.parquet"
+    three_problems().write_parquet(path, metadata={"grpo_profile": json.dumps(META)})
+    (tmp_path / "profile.json").write_text(json.dumps(META))
+    (tmp_path / "profile.inputs.json").write_text("{}")
+    (tmp_path / "sub").mkdir()
+    data = tmp_path / "problems.parquet"
+    pl.DataFrame({"id": ["a", "b", "c"], "level": [1, 1, 2]}).write_parquet(data)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    assert main(["export", "--profile", str(path), "--format", "dart", "--data", str(data),
+                 "--out", str(tmp_path / out)]) == 2
+    assert "would overwrite" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    with pytest.raises(ExportError, match="would overwrite"):
+        export_profile(three_problems(), META, tmp_path / out, "dart", inputs=[path, data])

@@ -8,7 +8,8 @@ sampling, prompt template, verifier and versions, prior (`grpo_data.exports`). `
 problem table) gives each problem its level and per-level estimates. avg: K is the most samples any
 problem got unless --k states it (refused when a problem has more); a problem with fewer keeps the
 average over its own samples, its `k` column says how many. `grpo_data.exports.read_export` reads
-either back into the profile's rows.
+either back into the profile's rows. An --out whose parquet or OUT.json would overwrite the profile,
+the --data table or a file beside them (NAME.json, NAME.inputs.json, NAME.rejects.jsonl) is refused.
 """
 
 from __future__ import annotations
@@ -36,10 +37,12 @@ def run(args: argparse.Namespace) -> int:
 
     import polars as pl
 
-    from grpo_data.exports import ExportError, export_profile, sidecar
+    from grpo_data.exports import ExportError, check_out, export_profile, sidecar
     from grpo_data.profiler import read_profile
 
+    inputs = [args.profile, *([args.data] if args.data else [])]
     try:
+        check_out(args.out, inputs)  # before reading anything
         if args.k is not None and args.format != "avg":
             raise ExportError("--k states the K of avg@K; the dart format lists every sample, give --format avg")
         if args.k is not None and args.k < 1:
@@ -55,7 +58,8 @@ def run(args: argparse.Namespace) -> int:
             if "id" not in names or "level" not in names:
                 raise ExportError(f"{args.data}: --data needs columns id and level (its columns: {', '.join(names)})")
             levels = pl.read_parquet(args.data, columns=["id", "level"])
-        record = export_profile(profile, meta, args.out, args.format, levels=levels, k=args.k, where=args.profile)
+        record = export_profile(profile, meta, args.out, args.format, levels=levels, k=args.k, where=args.profile,
+                                inputs=inputs)
     except (ExportError, ValueError) as exc:
         print(f"grpo export: {exc}", file=sys.stderr)
         return 2
