@@ -20,13 +20,14 @@ Formats, one row per profiled problem in id order:
           name and its published range (0-0.02 at 191 or more samples). DART's `domain` (the MATH
           subject) has no counterpart here and is not written.
     avg   `id`, `avg@K_<model>` (the pass rate under the name this project's trl/verl shards and
-          public RL datasets use), `k`, `n_correct`, `k_rounds`, `n_correct_rounds`, `level`. K is
-          stated: the most samples any problem got, or the `k` asked for, which is refused when a
-          problem has more (its rate would average more than K samples). A problem with fewer than K
-          samples keeps the average over the samples it has; `k` records how many and the export's
-          record counts them (`fewer_than_k`): refusing would make every adaptive profile
-          unexportable, and a reader that ignores `k` gets the right rate at too much confidence,
-          never a wrong rate.
+          public RL datasets use), `k`, `n_correct`, `k_rounds`, `n_correct_rounds`, `level`. In
+          verl's mean@N and published avg@K tables every problem has exactly K samples; an adaptive
+          profile's problems have from screen_k to max_k. K is therefore the fewest samples any
+          problem got, or the `k` asked for, which is refused when a problem has fewer: each row's
+          rate is the mean of its own `k` >= K samples, so the name never claims more samples than a
+          row has (a reader that takes K for every row under-weights the rows with more, the safe
+          side). The record states K, `k_min`, `k_max` and how many rows average more than K
+          (`more_than_k`); `--prior avg` reads each row's `k`.
 
 Both also hold `p_est` and `p_std`, the posterior mean and standard deviation of each pass rate under
 the grid empirical-Bayes prior shards and the adaptive profiler use (`grpo_data.estimates`; per level
@@ -37,10 +38,10 @@ the profile's rows column for column. A profile written before rounds were recor
 per problem (all its samples) and says so (`rounds_recorded`: false).
 
 The parquet footer (key EXPORT_KEY) and a sidecar `OUT.json` hold {"card": card_record, "export":
-what was written (format, K, column, estimate prior, rows, fewer_than_k, rounds_recorded),
+what was written (format, K, column, k_min, k_max, more_than_k, estimate prior, rows, rounds_recorded),
 "profile": the profile's whole run metadata}; both are written atomically (`grpo_data.io`). The
 prior readers read exports as another model's difficulty: `--prior dart` sums the lists, `--prior
-avg` reads the avg@K column. Bad input (a profile whose rounds do not add up, a file that is not an
+avg` reads the avg@K column with each row's `k` as its samples. Bad input (a profile whose rounds do not add up, a file that is not an
 export, a count out of range) is an ExportError naming the file, the field and the row.
 """
 
@@ -217,16 +218,18 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, levels: pl.DataFra
                            pl.col("n_correct").alias("tot_n_corrects"), "pass_rate",
                            (p * (1 - p) / n).sqrt().alias("pass_rate_bernoulli_std"), *ESTIMATE_COLUMNS, *rest)
         return out, info
-    most = int(table["k"].max())
-    if k is not None and k < most:
-        i = _first_bad(table, pl.col("k") > k)
-        raise ExportError(f"{where}: {_row_name(table, i, 'id')}: `k` = {table['k'][i]} samples, more than the K = {k} "
-                          f"asked for: avg@{k} would average more than {k} samples; give K >= {most} or leave it out")
-    big_k = most if k is None else int(k)
+    k_min, k_max = int(table["k"].min()), int(table["k"].max())
+    if k is not None and k > k_min:
+        i = _first_bad(table, pl.col("k") < k)
+        raise ExportError(f"{where}: {_row_name(table, i, 'id')}: `k` = {table['k'][i]} samples, fewer than the K = {k} "
+                          f"asked for: avg@{k} says every rate averages at least {k} samples; give K <= {k_min} or "
+                          "leave it out (K = the fewest samples any problem got)")
+    big_k = k_min if k is None else int(k)
     column = community_column(meta, [big_k])
     out = table.select("id", pl.col("pass_rate").alias(column), "k", "n_correct", *ROUND_SCHEMA, "level",
                        *ESTIMATE_COLUMNS, *rest)
-    return out, {**info, "k": big_k, "column": column, "fewer_than_k": int((table["k"] < big_k).sum())}
+    return out, {**info, "k": big_k, "column": column, "k_min": k_min, "k_max": k_max,
+                 "more_than_k": int((table["k"] > big_k).sum())}
 
 
 def sidecar(path: str | Path) -> Path:

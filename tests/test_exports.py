@@ -63,16 +63,17 @@ def test_dart_export_by_hand():
 
 
 def test_avg_export_by_hand_states_k():
+    """avg@K claims K samples per row (verl's mean@N, published avg@K): K is the fewest any row has, never more."""
     table, info = export_table(three_problems(), META, "avg")
-    assert table.columns[:9] == ["id", "avg@6_qwen2.5-math-1.5b", "k", "n_correct", "k_rounds", "n_correct_rounds",
+    assert table.columns[:9] == ["id", "avg@2_qwen2.5-math-1.5b", "k", "n_correct", "k_rounds", "n_correct_rounds",
                                  "level", "p_est", "p_std"]
-    assert table["avg@6_qwen2.5-math-1.5b"].to_list() == [0.0, 0.5, 0.75] and table["k"].to_list() == [2, 6, 4]
-    assert (info["k"], info["column"], info["fewer_than_k"]) == (6, "avg@6_qwen2.5-math-1.5b", 2)
-    # a stated K above every problem's samples: each keeps the average over its own samples, k says how many
-    table, info = export_table(three_problems(), META, "avg", k=8)
-    assert table["avg@8_qwen2.5-math-1.5b"].to_list() == [0.0, 0.5, 0.75] and info["fewer_than_k"] == 3
-    # below a problem's samples: its rate would average more than K
-    with pytest.raises(ExportError, match=r"row 1 \(id 'b'\): `k` = 6 samples, more than the K = 4 .* give K >= 6"):
+    assert table["avg@2_qwen2.5-math-1.5b"].to_list() == [0.0, 0.5, 0.75] and table["k"].to_list() == [2, 6, 4]
+    assert info["k"] == 2 and info["column"] == "avg@2_qwen2.5-math-1.5b"
+    assert (info["k_min"], info["k_max"], info["more_than_k"]) == (2, 6, 2)
+    table, info = export_table(three_problems(), META, "avg", k=1)  # a smaller K under-claims: allowed
+    assert table.columns[1] == "avg@1_qwen2.5-math-1.5b" and info["more_than_k"] == 3
+    # a K above a problem's samples would claim samples it does not have
+    with pytest.raises(ExportError, match=r"row 0 \(id 'a'\): `k` = 2 samples, fewer than the K = 4 .* give K <= 2"):
         export_table(three_problems(), META, "avg", k=4)
 
 
@@ -109,8 +110,21 @@ def test_prior_presets_read_the_exports_back_to_the_same_rates(tmp_path, fmt, sp
     table = pl.read_parquet(out)
     prior = read_prior(spec, frame_columns(table, str(out)), weight=4)
     assert prior.rate.tolist() == [0.0, 0.5, 0.75]
-    # dart: each problem's own samples; avg: the stated K for every problem (what an avg@K column says)
-    assert prior.samples.tolist() == ([2.0, 6.0, 4.0] if fmt == "dart" else [6.0, 6.0, 6.0])
+    # each problem's own samples: dart sums its lists, avg reads its `k` (not K = 2 for every row)
+    assert prior.samples.tolist() == [2.0, 6.0, 4.0]
+
+
+def test_the_avg_prior_reads_each_rows_samples_where_the_table_states_them():
+    from grpo_data.priors import PriorError, record_columns
+
+    rows = [{"avg@4_m": 0.5, "k": 8}, {"avg@4_m": 0.25, "k": None}, {"avg@4_m": None, "k": 4}]
+    assert read_prior("avg", record_columns(rows)).samples.tolist()[:2] == [8.0, 4.0]  # no `k`: K
+    assert read_prior("avg@4_m", record_columns(rows)).samples.tolist()[:2] == [8.0, 4.0]
+    verl = [{"avg@4_m": 0.5, "extra_info": {"k": 16}}]
+    assert read_prior("avg", record_columns(verl)).samples.tolist() == [16.0]
+    assert read_prior("avg", record_columns([{"avg@4_m": 0.5}])).samples.tolist() == [4.0]  # published: K
+    with pytest.raises(PriorError, match=r"row 0: `avg@4_m` = 0.5 is read with `k` = 0, not a sample count"):
+        read_prior("avg", record_columns([{"avg@4_m": 0.5, "k": 0}]))
 
 
 class ScriptedEngine:
@@ -235,9 +249,9 @@ def test_bad_exports_are_refused_naming_the_file_field_and_row(tmp_path):
         read_export(tmp_path / "plain.parquet")
     avg = tmp_path / "p.avg.parquet"
     export_profile(three_problems(), META, avg, "avg")
-    frame = pl.read_parquet(avg).with_columns(pl.Series("avg@6_qwen2.5-math-1.5b", [0.0, 0.4, 0.75]))
+    frame = pl.read_parquet(avg).with_columns(pl.Series("avg@2_qwen2.5-math-1.5b", [0.0, 0.4, 0.75]))
     frame.write_parquet(tmp_path / "avg.parquet", metadata={EXPORT_KEY: pl.read_parquet_metadata(avg)[EXPORT_KEY]})
-    with pytest.raises(ExportError, match=r"row 1 \(id 'b'\): `avg@6_qwen2.5-math-1.5b` = 0.4 is not `n_correct` / `k`"):
+    with pytest.raises(ExportError, match=r"row 1 \(id 'b'\): `avg@2_qwen2.5-math-1.5b` = 0.4 is not `n_correct` / `k`"):
         read_export(tmp_path / "avg.parquet")
 
 
@@ -248,12 +262,15 @@ def test_grpo_export_command(tmp_path, capsys):
     three_problems().write_parquet(path, metadata={"grpo_profile": json.dumps(META)})
     levels = tmp_path / "problems.parquet"
     pl.DataFrame({"id": ["a", "b", "c"], "level": [1, 1, 2]}).write_parquet(levels)
-    assert main(["export", "--profile", str(path), "--format", "avg", "--k", "8", "--data", str(levels),
+    assert main(["export", "--profile", str(path), "--format", "avg", "--k", "1", "--data", str(levels),
                  "--out", str(tmp_path / "e.parquet")]) == 0
     said = capsys.readouterr().out
-    assert "3 problems (avg; rounds recorded; estimate prior per level; column avg@8_qwen2.5-math-1.5b (K = 8; 3" in said
+    assert ("3 problems (avg; rounds recorded; estimate prior per level; column avg@1_qwen2.5-math-1.5b (K = 1: every "
+            "rate averages at least K samples, 3 problems more, up to 6") in said
     back, record = read_export(tmp_path / "e.parquet")
-    assert back["level"].to_list() == [1, 1, 2] and record["export"]["k"] == 8
+    assert back["level"].to_list() == [1, 1, 2] and record["export"]["k"] == 1
+    assert main(["export", "--profile", str(path), "--format", "avg", "--k", "8", "--out", str(tmp_path / "e8")]) == 2
+    assert "fewer than the K = 8" in capsys.readouterr().err
     assert main(["export", "--profile", str(path), "--format", "dart", "--k", "8", "--out", str(tmp_path / "d")]) == 2
     assert "--k states the K of avg@K" in capsys.readouterr().err
     assert main(["export", "--profile", str(tmp_path / "none.parquet"), "--format", "dart",

@@ -5,9 +5,9 @@
 
 Writes OUT (parquet, the record in its footer) and OUT.json (the record): model, weights hash,
 sampling, prompt template, verifier and versions, prior (`grpo_data.exports`). `--data` (a canonical
-problem table) gives each problem its level and per-level estimates. avg: K is the most samples any
-problem got unless --k states it (refused when a problem has more); a problem with fewer keeps the
-average over its own samples, its `k` column says how many. `grpo_data.exports.read_export` reads
+problem table) gives each problem its level and per-level estimates. avg: K is the fewest samples any
+problem got unless --k states it (refused when a problem has fewer): every row's rate averages at
+least K samples, its `k` column says how many. `grpo_data.exports.read_export` reads
 either back into the profile's rows. An --out whose parquet or OUT.json would overwrite the profile,
 the --data table or a file beside them (NAME.json, NAME.inputs.json, NAME.rejects.jsonl) is refused.
 """
@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default=None,
                         help="canonical problem table (parquet with id, level): levels and per-level estimates")
     parser.add_argument("--k", type=int, default=None, metavar="K",
-                        help="avg: the K stated in avg@K (default: the most samples any problem got)")
+                        help="avg: the K stated in avg@K, at most the fewest samples any problem got (the default)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,8 +64,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"grpo export: {exc}", file=sys.stderr)
         return 2
     info = record["export"]
-    stated = (f"; column {info['column']} (K = {info['k']}; {info['fewer_than_k']} problems have fewer samples, "
-              "averaged over their own, see `k`)" if args.format == "avg" else "")
+    stated = (f"; column {info['column']} (K = {info['k']}: every rate averages at least K samples, "
+              f"{info['more_than_k']} problems more, up to {info['k_max']}: see `k`)" if args.format == "avg" else "")
     rounds = "recorded" if info["rounds_recorded"] else "not recorded: one per problem"
     print(f"{info['rows']} problems ({args.format}; rounds {rounds}; estimate prior {info['estimate']['prior']}"
           f"{stated}) -> {args.out} + {sidecar(args.out)}")
