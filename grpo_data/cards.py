@@ -11,7 +11,9 @@ The card ends with its reuse record, a YAML block another team's code reads back
 hash, sampling, prompt template, verifier and versions, prior), what the estimate is, and the prior
 the set carries. Given the profile the set was built from, the card also writes that profile's
 per-problem counts beside it (`NAME.dart.parquet`, DART-Math's columns with each round's samples
-and successes; `grpo_data.exports`), which `read_export` reads back into the profile's rows.
+and successes; `grpo_data.exports`), which `read_export` reads back into the profile's rows. Its
+`p_est`/`p_std` are the set's own, copied (null for profile rows the set does not hold): fitted again
+on the whole profile they would differ from the buckets beside them.
 """
 
 from __future__ import annotations
@@ -248,8 +250,8 @@ def reuse_section(record: dict, export: Path | None) -> str:
             "`grpo profile`); those are null." if unknown else "")
     counts = (f"Per-problem counts of the profile: `{export.name}` beside this card, in DART-Math's query-info "
               "columns (`n_samples_list`/`n_corrects_list`: samples and successes of each sampling round, "
-              "`tot_n_samples`, `tot_n_corrects`, `pass_rate`, `pass_rate_bernoulli_std`) with `p_est`/`p_std` and "
-              "the profile's other columns; `grpo_data.exports.read_export` reads it back into the profile's rows, "
+              "`tot_n_samples`, `tot_n_corrects`, `pass_rate`, `pass_rate_bernoulli_std`) with this set's `p_est`/`p_std` "
+              "(null for profile rows the set does not hold) and the profile's other columns; `grpo_data.exports.read_export` reads it back into the profile's rows, "
               f"`--prior dart` reads it as another model's difficulty. Its record is `{export.with_suffix('.json').name}`."
               if export is not None else
               "Per-problem counts in the shards: `k`, `n_correct`. The profile's rounds and every other column, in "
@@ -334,9 +336,16 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
 
         rows, rows_meta = read_profile(profile)
         same_profile(prof, rows_meta, Path(profile))
-        levels = pl.DataFrame({"id": profile_column(table, "id"), "level": profile_column(table, "level")})
+        ids = profile_column(table, "id")
+        levels = pl.DataFrame({"id": ids, "level": profile_column(table, "level")})
+        # the set's own estimates, copied: fitted again on the whole profile (rows the set dropped included,
+        # without the prior it may carry) they would differ from the buckets beside them
+        given = pl.DataFrame({"id": ids, "p_est": p_est, "p_std": profile_column(table, "p_std")})
+        said = {**estimate, "from": f"the shard set {shards.name} (its buckets' p_est)",
+                **({"with_prior": prior_info.get("spec")} if prior_info else {})}
         export = out.with_suffix(".dart.parquet")
-        export_profile(rows, rows_meta, export, "dart", levels=levels, where=str(profile), inputs=[profile])
+        export_profile(rows, rows_meta, export, "dart", levels=levels, where=str(profile), inputs=[profile],
+                       estimates=(given, said))
     record = {"card": card_record(prof), "estimate": manifest.get("estimate"), "shards_prior": manifest.get("prior")}
     cfg = prof.get("config", {})
     sampling = cfg.get("sampling", {})

@@ -187,10 +187,13 @@ def _check_rate(table: pl.DataFrame, where: str, rate: str, k: str, c: str, iden
 
 # ---------------------------------------------------------------------------- export
 def export_table(profile: pl.DataFrame, meta: dict, fmt: str, levels: pl.DataFrame | None = None,
-                 k: int | None = None, where: str = "the profile") -> tuple[pl.DataFrame, dict]:
+                 k: int | None = None, where: str = "the profile",
+                 estimates: tuple[pl.DataFrame, dict] | None = None) -> tuple[pl.DataFrame, dict]:
     """The export of `profile` (its run metadata `meta`) in `fmt` (see the module docstring) and what
     the record says of it. `levels` (id, level; the problem table) gives each problem its level and,
-    unless the profile ran with one prior for the pool, per-level estimates; `k` states avg's K."""
+    unless the profile ran with one prior for the pool, per-level estimates; `k` states avg's K.
+    `estimates` (a table of id, p_est, p_std, and what the record says of it) are written instead of
+    fitted: a card copies its shard set's, so that the two agree; a row they lack gets nulls."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     if profile.height == 0:
@@ -204,13 +207,19 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, levels: pl.DataFra
                  .join(levels.select("id", "level").unique("id"), on="id", how="left").sort("id"))
     elif "level" not in table.columns:  # a read-back export keeps the levels it had
         table = table.with_columns(pl.lit(None, dtype=pl.Int64).alias("level"))
-    per_level = by_level(meta) and table["level"].null_count() < table.height
-    est = with_estimates(table.select("n_correct", "k", "level"), per_level)
-    table = table.drop(*ESTIMATE_COLUMNS, strict=False).with_columns(est["p_est"], est["p_std"])
+    table = table.drop(*ESTIMATE_COLUMNS, strict=False)
+    if estimates is None:
+        per_level = by_level(meta) and table["level"].null_count() < table.height
+        est = with_estimates(table.select("n_correct", "k", "level"), per_level)
+        table = table.with_columns(est["p_est"], est["p_std"])
+        estimate = {"columns": list(ESTIMATE_COLUMNS), "prior": "per level" if per_level else "pool",
+                    "grid_points": 41, "from": "this profile's counts"}
+    else:
+        given, said = estimates
+        table = table.join(given.select("id", *ESTIMATE_COLUMNS), on="id", how="left")
+        estimate = {"columns": list(ESTIMATE_COLUMNS), **said, "rows_without": table["p_est"].null_count()}
     rest = [c for c in table.columns if c not in (*DART_NAMES, "pass_rate", "level", *ESTIMATE_COLUMNS)]
-    info = {"format": fmt, "rows": table.height, "rounds_recorded": recorded,
-            "estimate": {"columns": list(ESTIMATE_COLUMNS), "prior": "per level" if per_level else "pool",
-                         "grid_points": 41}}
+    info = {"format": fmt, "rows": table.height, "rounds_recorded": recorded, "estimate": estimate}
     if fmt == "dart":
         p, n = pl.col("pass_rate"), pl.col("k").cast(pl.Float64)
         out = table.select(pl.col("id").alias("query_id"), "level", pl.col("k_rounds").alias("n_samples_list"),
@@ -261,12 +270,12 @@ def check_out(out: str | Path, inputs: Sequence[str | Path]) -> None:
 
 def export_profile(profile: pl.DataFrame, meta: dict, out: str | Path, fmt: str = "dart",
                    levels: pl.DataFrame | None = None, k: int | None = None, where: str = "the profile",
-                   inputs: Sequence[str | Path] = ()) -> dict:
+                   inputs: Sequence[str | Path] = (), estimates: tuple[pl.DataFrame, dict] | None = None) -> dict:
     """Write the export of `profile` to `out` (parquet, footer EXPORT_KEY) and its record beside it
     (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"}). `inputs` (the
     profile's path, the problem table's) are refused as `out` (`check_out`)."""
     check_out(out, inputs)
-    table, info = export_table(profile, meta, fmt, levels, k, where)
+    table, info = export_table(profile, meta, fmt, levels, k, where, estimates)
     record = {"card": card_record(meta), "export": info, "profile": meta}
     unknown = unknown_fields(record["card"])
     if unknown:

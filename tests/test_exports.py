@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.cards import read_card_record, write_card
+from grpo_data.cards import profile_column, read_card_record, write_card
 from grpo_data.engines import Completion
 from grpo_data.estimates import with_estimates
 from grpo_data.exports import (
@@ -30,7 +30,7 @@ from grpo_data.profiler import (
     run_metadata,
 )
 from grpo_data.profiler import summarize_problem as row
-from grpo_data.shards import write_shards
+from grpo_data.shards import read_shards, write_shards
 from grpo_data.stats import StoppingRule, grid_mean_std, level_posteriors
 
 # three problems sampled in rounds of 2: (samples per round, successes per round)
@@ -59,7 +59,8 @@ def test_dart_export_by_hand():
     mean, std = grid_mean_std(level_posteriors(np.array([0, 3, 3]), np.array([2, 6, 4])))
     assert table["p_est"].to_list() == pytest.approx(mean, rel=1e-12) and table["p_std"].to_list() == pytest.approx(std)
     assert info == {"format": "dart", "rows": 3, "rounds_recorded": True,
-                    "estimate": {"columns": ["p_est", "p_std"], "prior": "pool", "grid_points": 41}}
+                    "estimate": {"columns": ["p_est", "p_std"], "prior": "pool", "grid_points": 41,
+                                 "from": "this profile's counts"}}
 
 
 def test_avg_export_by_hand_states_k():
@@ -207,6 +208,32 @@ def test_a_card_writes_its_profile_beside_it_and_both_read_back(tmp_path):
     (tmp_path / "old.md").write_text(text.split("## Reuse")[0])
     with pytest.raises(ExportError, match="old.md: no `## Reuse` section"):
         read_card_record(tmp_path / "old.md")
+
+
+@pytest.mark.parametrize("fmt", ["native", "verl"])
+def test_a_cards_counts_carry_the_estimates_of_the_shards_beside_it(tmp_path, fmt):
+    """The set drops profile rows its problem table lacks and fits its per-level prior on the rest: the export
+    beside the card copies the set's p_est/p_std (null where the set has no row) instead of fitting its own."""
+    from grpo_data.problems import to_table, user_prompt
+
+    counts = {"a": (0, 2), "b": (1, 2), "c": (2, 2), "d": (5, 8), "e": (0, 2), "f": (2, 2), "g": (1, 4)}
+    profile = pl.DataFrame([{"id": i, **row(c, n, [5] * n, 0, {"ok": c})} for i, (c, n) in counts.items()],
+                           schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
+    path = tmp_path / "profile.parquet"
+    profile.write_parquet(path, metadata={"grpo_profile": json.dumps(META)})
+    kept = {"a": 1, "b": 1, "c": 2, "d": 2, "g": 3}  # e and f are not in the set's problem table
+    problems = to_table([{"id": i, "source": "t", "prompt": user_prompt(i), "answer": "1", "level": lvl, "meta": "{}"}
+                         for i, lvl in kept.items()])
+    write_shards(problems, profile, tmp_path / "s", fmt=fmt, profile_meta=META)
+    card = write_card(tmp_path / "s", "seven", tmp_path / "seven.md", profile=path)
+    shards = read_shards(tmp_path / "s")
+    set_est = dict(zip(profile_column(shards, "id").to_list(), profile_column(shards, "p_est").to_list(), strict=True))
+    back, record = read_export(card.with_suffix(".dart.parquet"))
+    assert back["id"].to_list() == list(counts)
+    assert dict(zip(back["id"].to_list(), back["p_est"].to_list(), strict=True)) == {**set_est, "e": None, "f": None}
+    assert back.filter(pl.col("id").is_in(["e", "f"]))["p_std"].null_count() == 2
+    estimate = record["export"]["estimate"]
+    assert estimate["prior"] == "per level" and estimate["rows_without"] == 2 and "shard set s" in estimate["from"]
 
 
 def test_a_profile_without_rounds_exports_one_round_per_problem():
