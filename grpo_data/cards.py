@@ -26,7 +26,7 @@ import yaml
 
 from grpo_data import io
 from grpo_data.estimates import posteriors
-from grpo_data.exports import ExportError, card_record, export_profile, unknown_fields
+from grpo_data.exports import ExportError, card_record, export_profile, id_scheme, unknown_fields
 from grpo_data.priors import offset_evidence
 from grpo_data.shards import ShardIntegrityError, read_shards, verify_shards
 from grpo_data.stats import grid_all_same
@@ -251,7 +251,8 @@ def reuse_section(record: dict, export: Path | None) -> str:
     counts = (f"Per-problem counts of the profile: `{export.name}` beside this card, in DART-Math's query-info "
               "columns (`n_samples_list`/`n_corrects_list`: samples and successes of each sampling round, "
               "`tot_n_samples`, `tot_n_corrects`, `pass_rate`, `pass_rate_bernoulli_std`) with this set's `p_est`/`p_std` "
-              "(null for profile rows the set does not hold) and the profile's other columns; `grpo_data.exports.read_export` reads it back into the profile's rows, "
+              "(null for profile rows the set does not hold), the question (`query`) and source to join on where ids are "
+              "hashes (`ids` above), and the profile's other columns; `grpo_data.exports.read_export` reads it back into the profile's rows, "
               f"`--prior dart` reads it as another model's difficulty. Its record is `{export.with_suffix('.json').name}`."
               if export is not None else
               "Per-problem counts in the shards: `k`, `n_correct`. The profile's rounds and every other column, in "
@@ -280,6 +281,15 @@ def read_card_record(card: str | Path) -> dict:
     if not isinstance(record, dict) or "card" not in record:
         raise ExportError(f"{card}: its reuse record has no `card` field")
     return record
+
+
+def set_problems(table: pl.DataFrame) -> pl.DataFrame:
+    """A shard set's problem columns in any format: id, level, prompt, and source (verl's data_source)
+    and meta where the format keeps them."""
+    source = next((c for c in ("source", "data_source") if c in table.columns), None)
+    return pl.DataFrame({"id": profile_column(table, "id"), "level": profile_column(table, "level")}).with_columns(
+        table["prompt"], *([table[source].alias("source")] if source else []),
+        *([table["meta"]] if "meta" in table.columns else []))
 
 
 def same_profile(manifest_profile: dict, meta: dict, path: Path) -> None:
@@ -330,23 +340,23 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     ks, p = counts["k"].to_numpy().astype(np.float64), p_est.to_numpy()
     bucket = table["bucket"].to_numpy()
     prof = manifest.get("profile", {})
-    export = None
+    export, in_set = None, set_problems(table)
     if profile is not None:
         from grpo_data.profiler import read_profile
 
         rows, rows_meta = read_profile(profile)
         same_profile(prof, rows_meta, Path(profile))
         ids = profile_column(table, "id")
-        levels = pl.DataFrame({"id": ids, "level": profile_column(table, "level")})
         # the set's own estimates, copied: fitted again on the whole profile (rows the set dropped included,
         # without the prior it may carry) they would differ from the buckets beside them
         given = pl.DataFrame({"id": ids, "p_est": p_est, "p_std": profile_column(table, "p_std")})
         said = {**estimate, "from": f"the shard set {shards.name} (its buckets' p_est)",
                 **({"with_prior": prior_info.get("spec")} if prior_info else {})}
         export = out.with_suffix(".dart.parquet")
-        export_profile(rows, rows_meta, export, "dart", levels=levels, where=str(profile), inputs=[profile],
-                       estimates=(given, said))
-    record = {"card": card_record(prof), "estimate": manifest.get("estimate"), "shards_prior": manifest.get("prior")}
+        export_profile(rows, rows_meta, export, "dart", problems=in_set, where=str(profile),
+                       inputs=[profile], estimates=(given, said))
+    record = {"card": card_record(prof), "estimate": manifest.get("estimate"), "shards_prior": manifest.get("prior"),
+              "ids": id_scheme(in_set)}
     cfg = prof.get("config", {})
     sampling = cfg.get("sampling", {})
     rule = cfg.get("rule")

@@ -1,6 +1,6 @@
 """Reusable profiles: per-problem counts and the run that measured them, in conventions others read.
 
-    export_profile(profile, meta, "profiles/arith.dart.parquet", fmt="dart", levels=problems)
+    export_profile(profile, meta, "profiles/arith.dart.parquet", fmt="dart", problems=problems)
     export_profile(profile, meta, "profiles/arith.avg.parquet", fmt="avg", k=32)
     table, info = read_export("profiles/arith.dart.parquet")   # the profile's rows back, and its record
 
@@ -31,7 +31,7 @@ Formats, one row per profiled problem in id order:
 
 Both also hold `p_est` and `p_std`, the posterior mean and standard deviation of each pass rate under
 the grid empirical-Bayes prior shards and the adaptive profiler use (`grpo_data.estimates`; per level
-when `levels` are given and the profile ran with per-level priors, else one for the pool), from this
+when `problems` are given and the profile ran with per-level priors, else one for the pool), from this
 model's own counts; and the profile's other columns (Jeffreys posterior and interval, completion
 length, truncation, counts per verdict, format, budget) unchanged, so that `read_export` gives back
 the profile's rows column for column. A profile written before rounds were recorded exports one round
@@ -56,6 +56,7 @@ import polars as pl
 
 from grpo_data import io
 from grpo_data.estimates import by_level, with_estimates
+from grpo_data.problems import problem_ids, problem_text_expr, prompt_text_expr
 from grpo_data.shards import community_column
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,11 @@ DART_NAMES = {"id": "query_id", "k_rounds": "n_samples_list", "n_correct_rounds"
 DART_COLUMNS = ("query_id", "level", "n_samples_list", "n_corrects_list", "tot_n_samples", "tot_n_corrects",
                 "pass_rate", "pass_rate_bernoulli_std")
 ESTIMATE_COLUMNS = ("p_est", "p_std")
+# from the problem table, when given: the question (DART-Math's pool calls it `query`), where the row came from
+DATA_COLUMNS = ("query", "source", "meta")
+ID_SCHEMES = {"hashed": "sha1 of the normalized prompt text, first 16 hex (grpo_data.problems.problem_id): "
+                        "recompute it from the question and the chat messages to join",
+              "dataset": "the dataset's own id column"}
 SAMPLING_FIELDS = ("temperature", "top_p", "max_tokens", "stop", "stop_token_ids")
 # record fields a reuser cannot do without; an export whose profile lacks one warns, naming it
 ESSENTIAL = ("model", "weights_hash", "sampling.temperature", "sampling.top_p", "sampling.max_tokens",
@@ -113,6 +119,21 @@ def unknown_fields(record: dict) -> list[str]:
         return value
 
     return [path for path in ESSENTIAL if get(path) is None]
+
+
+def id_scheme(problems: pl.DataFrame) -> dict:
+    """How a problem table's ids were made: {"scheme", "columns", "hashed", "dataset"}: rows whose id is
+    `problem_id` of their prompt (the loader's id when a dataset has none) and rows with another (the
+    dataset's own); "columns" names the export columns another team can join on instead."""
+    columns = ["id", *[c for c in ("source", "meta") if c in problems.columns]]
+    if "prompt" not in problems.columns:
+        return {"scheme": "unknown: the problem table has no prompt to recompute ids from", "columns": columns}
+    hashed = int((problems["id"] == problem_ids(problems.select(prompt_text_expr(pl.col("prompt")))
+                                                .to_series())).sum())
+    own = problems.height - hashed
+    scheme = ID_SCHEMES["hashed"] if not own else ID_SCHEMES["dataset"] if not hashed else (
+        f"mixed: {ID_SCHEMES['dataset']} where it had one, else {ID_SCHEMES['hashed']}")
+    return {"scheme": scheme, "columns": [*columns, "query"], "hashed": hashed, "dataset": own}
 
 
 # ---------------------------------------------------------------------------- checks
@@ -186,25 +207,31 @@ def _check_rate(table: pl.DataFrame, where: str, rate: str, k: str, c: str, iden
 
 
 # ---------------------------------------------------------------------------- export
-def export_table(profile: pl.DataFrame, meta: dict, fmt: str, levels: pl.DataFrame | None = None,
+def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataFrame | None = None,
                  k: int | None = None, where: str = "the profile",
                  estimates: tuple[pl.DataFrame, dict] | None = None) -> tuple[pl.DataFrame, dict]:
     """The export of `profile` (its run metadata `meta`) in `fmt` (see the module docstring) and what
-    the record says of it. `levels` (id, level; the problem table) gives each problem its level and,
-    unless the profile ran with one prior for the pool, per-level estimates; `k` states avg's K.
-    `estimates` (a table of id, p_est, p_std, and what the record says of it) are written instead of
-    fitted: a card copies its shard set's, so that the two agree; a row they lack gets nulls."""
+    the record says of it. `problems` (the problem table: id, level, and where it has them prompt,
+    source, meta) gives each problem its level, question (`query`), source and meta, and, unless the
+    profile ran with one prior for the pool, per-level estimates; `k` states avg's K. `estimates` (a
+    table of id, p_est, p_std, and what the record says of it) are written instead of fitted: a card
+    copies its shard set's, so that the two agree; a row they lack gets nulls."""
     if fmt not in FORMATS:
         raise ExportError(f"unknown export format {fmt!r}; choose one of: {', '.join(FORMATS)}")
     if profile.height == 0:
         raise ExportError(f"{where}: no profiled problem to export")
     table, recorded = with_rounds(profile, where)
     table = table.sort("id")
-    if levels is not None:
-        if "id" not in levels.columns or "level" not in levels.columns:
-            raise ExportError(f"the level table needs columns id and level (its columns: {', '.join(levels.columns)})")
-        table = (table.drop("level", strict=False)
-                 .join(levels.select("id", "level").unique("id"), on="id", how="left").sort("id"))
+    ids = {"scheme": "unknown: exported without the problem table (--data)", "columns": ["id"]}
+    if problems is not None:
+        if "id" not in problems.columns or "level" not in problems.columns:
+            raise ExportError(f"the problem table needs columns id and level (its columns: {', '.join(problems.columns)})")
+        joined = problems.select("id", "level", *[c for c in ("source", "meta") if c in problems.columns],
+                                 *([problem_text_expr(pl.col("prompt")).alias("query")] if "prompt" in problems.columns
+                                   else []))
+        table = (table.drop("level", *DATA_COLUMNS, strict=False)
+                 .join(joined.unique("id"), on="id", how="left").sort("id"))
+        ids = id_scheme(problems)
     elif "level" not in table.columns:  # a read-back export keeps the levels it had
         table = table.with_columns(pl.lit(None, dtype=pl.Int64).alias("level"))
     table = table.drop(*ESTIMATE_COLUMNS, strict=False)
@@ -218,11 +245,13 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, levels: pl.DataFra
         given, said = estimates
         table = table.join(given.select("id", *ESTIMATE_COLUMNS), on="id", how="left")
         estimate = {"columns": list(ESTIMATE_COLUMNS), **said, "rows_without": table["p_est"].null_count()}
-    rest = [c for c in table.columns if c not in (*DART_NAMES, "pass_rate", "level", *ESTIMATE_COLUMNS)]
-    info = {"format": fmt, "rows": table.height, "rounds_recorded": recorded, "estimate": estimate}
+    rest = [c for c in table.columns if c not in (*DART_NAMES, "pass_rate", "level", *DATA_COLUMNS, *ESTIMATE_COLUMNS)]
+    query = [c for c in ("query",) if c in table.columns]
+    data = [c for c in ("source", "meta") if c in table.columns]
+    info = {"format": fmt, "rows": table.height, "rounds_recorded": recorded, "estimate": estimate, "ids": ids}
     if fmt == "dart":
         p, n = pl.col("pass_rate"), pl.col("k").cast(pl.Float64)
-        out = table.select(pl.col("id").alias("query_id"), "level", pl.col("k_rounds").alias("n_samples_list"),
+        out = table.select(pl.col("id").alias("query_id"), *query, "level", *data, pl.col("k_rounds").alias("n_samples_list"),
                            pl.col("n_correct_rounds").alias("n_corrects_list"), pl.col("k").alias("tot_n_samples"),
                            pl.col("n_correct").alias("tot_n_corrects"), "pass_rate",
                            (p * (1 - p) / n).sqrt().alias("pass_rate_bernoulli_std"), *ESTIMATE_COLUMNS, *rest)
@@ -235,10 +264,22 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, levels: pl.DataFra
                           "leave it out (K = the fewest samples any problem got)")
     big_k = k_min if k is None else int(k)
     column = community_column(meta, [big_k])
-    out = table.select("id", pl.col("pass_rate").alias(column), "k", "n_correct", *ROUND_SCHEMA, "level",
-                       *ESTIMATE_COLUMNS, *rest)
+    out = table.select("id", *query, pl.col("pass_rate").alias(column), "k", "n_correct", *ROUND_SCHEMA, "level",
+                       *data, *ESTIMATE_COLUMNS, *rest)
     return out, {**info, "k": big_k, "column": column, "k_min": k_min, "k_max": k_max,
                  "more_than_k": int((table["k"] > big_k).sum())}
+
+
+def read_problem_table(path: str | Path) -> pl.DataFrame:
+    """The columns of a problem table (parquet) an export takes: id, level, and where it has them
+    prompt, source, meta; ExportError naming the file when it is not one."""
+    path = Path(path)
+    if not path.is_file():
+        raise ExportError(f"{path}: no such file (--data takes a canonical problem table, parquet)")
+    names = pl.read_parquet_schema(path)
+    if "id" not in names or "level" not in names:
+        raise ExportError(f"{path}: --data needs columns id and level (its columns: {', '.join(names)})")
+    return pl.read_parquet(path, columns=["id", "level", *[c for c in ("prompt", "source", "meta") if c in names]])
 
 
 def sidecar(path: str | Path) -> Path:
@@ -269,13 +310,13 @@ def check_out(out: str | Path, inputs: Sequence[str | Path]) -> None:
 
 
 def export_profile(profile: pl.DataFrame, meta: dict, out: str | Path, fmt: str = "dart",
-                   levels: pl.DataFrame | None = None, k: int | None = None, where: str = "the profile",
+                   problems: pl.DataFrame | None = None, k: int | None = None, where: str = "the profile",
                    inputs: Sequence[str | Path] = (), estimates: tuple[pl.DataFrame, dict] | None = None) -> dict:
     """Write the export of `profile` to `out` (parquet, footer EXPORT_KEY) and its record beside it
     (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"}). `inputs` (the
     profile's path, the problem table's) are refused as `out` (`check_out`)."""
     check_out(out, inputs)
-    table, info = export_table(profile, meta, fmt, levels, k, where, estimates)
+    table, info = export_table(profile, meta, fmt, problems, k, where, estimates)
     record = {"card": card_record(meta), "export": info, "profile": meta}
     unknown = unknown_fields(record["card"])
     if unknown:
@@ -323,5 +364,5 @@ def read_export(path: str | Path) -> tuple[pl.DataFrame, dict]:
         raise ExportError(f"{path}: its record names format {info.get('format')!r}; this version reads "
                           f"{', '.join(FORMATS)}")
     front = ["id", "k", "n_correct", "pass_rate"]
-    tail = ["level", *ESTIMATE_COLUMNS]
+    tail = [c for c in DATA_COLUMNS if c in table.columns] + ["level", *ESTIMATE_COLUMNS]
     return table.select(*front, *[c for c in table.columns if c not in (*front, *tail)], *tail), record

@@ -18,6 +18,7 @@ from grpo_data.exports import (
     export_profile,
     export_table,
     read_export,
+    read_problem_table,
     sidecar,
 )
 from grpo_data.priors import frame_columns, read_prior
@@ -60,7 +61,8 @@ def test_dart_export_by_hand():
     assert table["p_est"].to_list() == pytest.approx(mean, rel=1e-12) and table["p_std"].to_list() == pytest.approx(std)
     assert info == {"format": "dart", "rows": 3, "rounds_recorded": True,
                     "estimate": {"columns": ["p_est", "p_std"], "prior": "pool", "grid_points": 41,
-                                 "from": "this profile's counts"}}
+                                 "from": "this profile's counts"},
+                    "ids": {"scheme": "unknown: exported without the problem table (--data)", "columns": ["id"]}}
 
 
 def test_avg_export_by_hand_states_k():
@@ -80,11 +82,11 @@ def test_avg_export_by_hand_states_k():
 
 def test_levels_give_per_level_estimates_unless_the_profile_pooled():
     levels = pl.DataFrame({"id": ["c", "b", "a"], "level": [2, 1, 1]})
-    table, info = export_table(three_problems(), META, "dart", levels=levels)
+    table, info = export_table(three_problems(), META, "dart", problems=levels)
     assert table["level"].to_list() == [1, 1, 2] and info["estimate"]["prior"] == "per level"
     est = with_estimates(pl.DataFrame({"n_correct": [0, 3, 3], "k": [2, 6, 4], "level": [1, 1, 2]}), per_level=True)
     assert table["p_est"].to_list() == est["p_est"].to_list() and table["p_std"].to_list() == est["p_std"].to_list()
-    pooled, info = export_table(three_problems(), {"config": {"prior_groups": "none"}}, "dart", levels=levels)
+    pooled, info = export_table(three_problems(), {"config": {"prior_groups": "none"}}, "dart", problems=levels)
     assert info["estimate"]["prior"] == "pool" and pooled["level"].to_list() == [1, 1, 2]
 
 
@@ -163,7 +165,7 @@ def test_an_adaptive_profile_exports_its_rounds_and_record_and_reads_back(tmp_pa
     profile, meta = read_profile(out)
     assert profile["k"].max() > 2  # some problems took more than the screen
     export = tmp_path / "profile.dart.parquet"
-    export_profile(profile, meta, export, "dart", levels=problems.select("id", "level"))
+    export_profile(profile, meta, export, "dart", problems=problems.select("id", "level"))
     back, record = read_export(export)
     assert back.select(profile.columns).equals(profile)
     assert all(sum(k) == n for k, n in zip(back["k_rounds"].to_list(), back["k"].to_list(), strict=True))
@@ -195,6 +197,7 @@ def test_a_card_writes_its_profile_beside_it_and_both_read_back(tmp_path):
     assert "`three.dart.parquet` beside this card" in text and "judging rules sha256 `unknown`" in text
     record = read_card_record(card)
     assert record["card"] == card_record(META) and record["estimate"] == {"column": "p_est", "prior": "per level"}
+    assert record["ids"]["scheme"] == "the dataset's own id column" and record["ids"]["dataset"] == 3
     back, exported = read_export(tmp_path / "cards" / "three.dart.parquet")
     assert back.select(profile.columns).equals(profile) and back["level"].to_list() == [1, 1, 1]
     assert exported["card"] == record["card"]
@@ -234,6 +237,37 @@ def test_a_cards_counts_carry_the_estimates_of_the_shards_beside_it(tmp_path, fm
     assert back.filter(pl.col("id").is_in(["e", "f"]))["p_std"].null_count() == 2
     estimate = record["export"]["estimate"]
     assert estimate["prior"] == "per level" and estimate["rows_without"] == 2 and "shard set s" in estimate["from"]
+
+
+@pytest.mark.parametrize("fmt", ["dart", "avg"])
+def test_with_the_problem_table_an_export_carries_the_question_source_and_id_scheme(tmp_path, fmt):
+    """A hashed id is opaque to another team: the export adds the question (`query`), source and meta (file, row)."""
+    from grpo_data.problems import problem_id, to_table, user_prompt
+
+    questions = {"a": "What is 1+1?", "b": "What is 2+3?", "c": "Solve x+1=2."}
+    hashed = {name: problem_id(user_prompt(q)) for name, q in questions.items()}
+    profile = three_problems().with_columns(pl.col("id").replace(hashed))
+    problems = to_table([{"id": hashed[n], "source": "math.jsonl", "prompt": user_prompt(q), "answer": "1", "level": 1,
+                          "meta": json.dumps({"file": "math.jsonl", "row": i})} for i, (n, q) in enumerate(questions.items())])
+    data = tmp_path / "problems.parquet"
+    problems.write_parquet(data)
+    out = tmp_path / f"p.{fmt}.parquet"
+    record = export_profile(profile, META, out, fmt, problems=read_problem_table(data))
+    table = pl.read_parquet(out)
+    assert table["query"].to_list() == [questions[n] for n, _ in sorted(hashed.items(), key=lambda x: x[1])]
+    assert table["source"].to_list() == ["math.jsonl"] * 3 and json.loads(table["meta"][0])["file"] == "math.jsonl"
+    ids = record["export"]["ids"]
+    assert (ids["hashed"], ids["dataset"]) == (3, 0) and ids["scheme"].startswith("sha1 of the normalized prompt text")
+    assert ids["columns"] == ["id", "source", "meta", "query"]
+    back, _ = read_export(out)
+    assert back.columns[-6:] == ["query", "source", "meta", "level", "p_est", "p_std"]
+    assert back.select(profile.columns).equals(profile.sort("id"))
+    again = tmp_path / f"again.{fmt}.parquet"  # a read-back export keeps them
+    export_profile(back, META, again, fmt)
+    assert pl.read_parquet(again).equals(table)
+    # the dataset's own ids
+    own = export_table(three_problems(), META, fmt, problems=problems.with_columns(pl.Series("id", list(questions))))[1]
+    assert (own["ids"]["hashed"], own["ids"]["dataset"]) == (0, 3) and own["ids"]["scheme"] == "the dataset's own id column"
 
 
 def test_a_profile_without_rounds_exports_one_round_per_problem():

@@ -5,7 +5,9 @@
 
 Writes OUT (parquet, the record in its footer) and OUT.json (the record): model, weights hash,
 sampling, prompt template, verifier and versions, prior (`grpo_data.exports`). `--data` (a canonical
-problem table) gives each problem its level and per-level estimates. avg: K is the fewest samples any
+problem table) gives each problem its level and per-level estimates, its question (`query`: the
+user messages), `source` and `meta` (file, row), and the record says how its ids were made
+(`ids`: the dataset's own, or the sha1 of the prompt text, which another team recomputes to join). avg: K is the fewest samples any
 problem got unless --k states it (refused when a problem has fewer): every row's rate averages at
 least K samples, its `k` column says how many. `grpo_data.exports.read_export` reads
 either back into the profile's rows. An --out whose parquet or OUT.json would overwrite the profile,
@@ -27,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "avg: one avg@K_<model> column with k, n_correct and the rounds")
     parser.add_argument("--out", required=True, help="export parquet (its record goes to OUT.json)")
     parser.add_argument("--data", default=None,
-                        help="canonical problem table (parquet with id, level): levels and per-level estimates")
+                        help="canonical problem table (parquet with id, level; prompt, source, meta): levels, per-level "
+                        "estimates and the columns another team joins on (query, source, meta)")
     parser.add_argument("--k", type=int, default=None, metavar="K",
                         help="avg: the K stated in avg@K, at most the fewest samples any problem got (the default)")
 
@@ -35,9 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    import polars as pl
-
-    from grpo_data.exports import ExportError, check_out, export_profile, sidecar
+    from grpo_data.exports import ExportError, check_out, export_profile, read_problem_table, sidecar
     from grpo_data.profiler import read_profile
 
     inputs = [args.profile, *([args.data] if args.data else [])]
@@ -50,15 +51,8 @@ def run(args: argparse.Namespace) -> int:
         if not Path(args.profile).is_file():
             raise ExportError(f"{args.profile}: no such profile (write one with `grpo profile`)")
         profile, meta = read_profile(args.profile)
-        levels = None
-        if args.data:
-            if not Path(args.data).is_file():
-                raise ExportError(f"{args.data}: no such file (--data takes a canonical problem table, parquet)")
-            names = pl.read_parquet_schema(args.data)
-            if "id" not in names or "level" not in names:
-                raise ExportError(f"{args.data}: --data needs columns id and level (its columns: {', '.join(names)})")
-            levels = pl.read_parquet(args.data, columns=["id", "level"])
-        record = export_profile(profile, meta, args.out, args.format, levels=levels, k=args.k, where=args.profile,
+        problems = read_problem_table(args.data) if args.data else None
+        record = export_profile(profile, meta, args.out, args.format, problems=problems, k=args.k, where=args.profile,
                                 inputs=inputs)
     except (ExportError, ValueError) as exc:
         print(f"grpo export: {exc}", file=sys.stderr)
