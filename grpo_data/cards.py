@@ -188,6 +188,17 @@ def profiling_prior_line(prior: dict | None) -> str:
             "set is the profiling model's own")
 
 
+def verifier_line(verifier: dict) -> str:
+    """Markdown: the judging stack (a `card_record`'s verifier): versions, rules hash, verdict fingerprint, limits."""
+    limits = ", ".join(f"{name} {verifier[name]}" for name in ("pred_tail_chars", "max_pred_chars", "timeout_s",
+                                                               "deadline_s", "memory_mb") if verifier.get(name) is not None)
+    return (f"Verifier: math-verify {verifier.get('version') or '?'} (sympy {verifier.get('sympy') or '?'}, "
+            f"latex2sympy2_extended {verifier.get('latex2sympy2_extended') or '?'}) in killable worker processes, "
+            f"judging rules sha256 `{verifier.get('rules_hash') or 'unknown'}` (grpo-curriculum "
+            f"{verifier.get('grpo_curriculum') or '?'}), verdict fingerprint `{verifier.get('fingerprint') or 'unknown'}`"
+            f"{'; ' + limits if limits else ''}")
+
+
 def context_line(prof: dict) -> str:
     """Markdown: the profiling engine's context and what became of prompts that did not fit it."""
     cfg = prof.get("config") or {}
@@ -373,7 +384,6 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     left = sum((prof.get("left_out") or {}).values())
     left_note = f", of which {left} did not fit the profiling context (see Rejected rows)" if left else ""
     rej_lines = "\n".join(f"| {reason} | {n} |" for reason, n in rejected.items()) or "| (none) | 0 |"
-    versions = prof.get("versions", {})
     avg_doc = avg_column_doc(manifest, profile_column(table, "k").drop_nulls())
     columns_doc = COLUMN_DOCS[manifest['format']].replace('{avg}', manifest.get('avg_column') or 'avg@k_<model>')
     if prior_info and not manifest.get("avg_column"):  # a set without a profile has no avg@k column
@@ -404,7 +414,7 @@ Built with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `
 - Sampling: temperature {sampling.get('temperature')}, top_p {sampling.get('top_p')}, max_tokens {sampling.get('max_tokens')}, stop strings {sampling.get('stop')}, stop token ids {sampling.get('stop_token_ids')}
 - Chat template hash: `{prof.get('template_hash', 'unknown')}`; prompt settings: {cfg.get('prompt', {})}
 - {context_line(prof)}
-- Verifier: math-verify {versions.get('math-verify', '?')} in killable worker processes, judging rules sha256 `{record['card']['verifier']['rules_hash'] or 'unknown'}` (grpo-curriculum {versions.get('grpo-curriculum', '?')}); seed {cfg.get('seed')}
+- {verifier_line(record['card']['verifier'])}; seed {cfg.get('seed')}
 - {profiling_prior_line(prof.get('prior'))}
 - Profiled: {prof.get('created', 'unknown')}
 

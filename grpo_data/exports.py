@@ -79,7 +79,8 @@ ID_SCHEMES = {"hashed": "sha1 of the normalized prompt text, first 16 hex (grpo_
 SAMPLING_FIELDS = ("temperature", "top_p", "max_tokens", "stop", "stop_token_ids")
 # record fields a reuser cannot do without; an export whose profile lacks one warns, naming it
 ESSENTIAL = ("model", "weights_hash", "sampling.temperature", "sampling.top_p", "sampling.max_tokens",
-             "sampling.seed", "prompt.template_hash", "verifier.version", "verifier.rules_hash")
+             "sampling.seed", "prompt.template_hash", "verifier.version", "verifier.rules_hash",
+             "verifier.fingerprint", "verifier.pred_tail_chars")
 _RATE_TOLERANCE = 1e-12
 
 
@@ -91,8 +92,9 @@ class ExportError(ValueError):
 def card_record(meta: dict) -> dict:
     """What produced a profile, from its run metadata (`grpo_data.profiler.run_metadata`): model,
     weights hash, engine, sampling settings and seed, samples per problem (k or the adaptive rule),
-    prompt template hash and prompt settings, context, verifier (library, its version, this project's
-    rules hash and version, limits), the prior the adaptive profiler weighed (None without one),
+    prompt template hash and prompt settings, context, verifier (library, its version and those of
+    sympy and latex2sympy2_extended, this project's rules hash and version, the verdict fingerprint,
+    every verdict-changing pool setting), the prior the adaptive profiler weighed (None without one),
     data and time. Fields the metadata lacks (older profiles) are None."""
     cfg = meta.get("config") or {}
     sampling = cfg.get("sampling") or {}
@@ -103,8 +105,10 @@ def card_record(meta: dict) -> dict:
         "samples": {"rule": cfg["rule"]} if cfg.get("rule") else {"k": cfg.get("k")},
         "prompt": {"template_hash": meta.get("template_hash"), **(cfg.get("prompt") or {})},
         "context_length": meta.get("context_length"),
-        "verifier": {"library": None, "rules_hash": None, **(meta.get("verifier") or {}),
-                     "version": versions.get("math-verify"), "grpo_curriculum": versions.get("grpo-curriculum")},
+        "verifier": {"library": None, "rules_hash": None, "fingerprint": None, **(meta.get("verifier") or {}),
+                     "version": versions.get("math-verify"), "sympy": versions.get("sympy"),
+                     "latex2sympy2_extended": versions.get("latex2sympy2_extended"),
+                     "grpo_curriculum": versions.get("grpo-curriculum")},
         "prior": meta.get("prior"),
         "data": meta.get("data"), "created": meta.get("created"),
     }

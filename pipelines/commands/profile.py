@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
                          trust_remote_code=args.trust_remote_code)
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig()
     with VerifierPool(pool_cfg) as pool:
-        meta = run_metadata(engine, cfg, args.data, {"deadline_s": pool_cfg.deadline_s, "timeout_s": pool_cfg.timeout_s})
+        meta = run_metadata(engine, cfg, args.data, pool_cfg.verdict_settings())
         stats = profile_problems(problems, engine, pool, cfg, args.out, shard=shard, metadata=meta, prior=prior)
     print(f"profiled {stats['problems']} problems ({stats['skipped']} already done), "
           f"{stats['samples']} samples in {stats['seconds']:.1f}s")
