@@ -29,7 +29,9 @@ and the metadata names the prior.
 
 Resumable: problems are processed in chunks; each finished chunk is written atomically to
 `NAME.parquet.parts/`. A rerun with the same `out` skips ids already there, so a kill -9 loses at
-most the chunk in flight and never duplicates rows. Data-parallel: `shard=(i, n)` takes every n-th
+most the chunk in flight and never duplicates rows. A rerun whose judging (rules hash, verdict
+fingerprint, verifier settings, math-verify/sympy/latex2sympy2_extended versions) differs from the
+parts' is refused (`check_resumable`): one profile holds counts of one rule set. Data-parallel: `shard=(i, n)` takes every n-th
 problem of the id-sorted table; `merge_parts` combines what all shards wrote.
 """
 
@@ -38,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -166,6 +169,42 @@ def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
 
 def parts_dir(out: str | Path) -> Path:
     return Path(str(out) + ".parts")
+
+
+# the libraries whose versions can change a verdict (beside this project's rules hash and the pool's settings)
+JUDGING_PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
+
+
+class ResumeError(RuntimeError):
+    """Parts of a profile judged under other rules than this run's: resuming would mix them."""
+
+
+def judging(meta: dict) -> dict:
+    """What judged a profile's counts, from its run metadata: the verifier entry (rules hash, verdict
+    fingerprint, pool settings) and the judging libraries' versions (JUDGING_PACKAGES)."""
+    versions = meta.get("versions") or {}
+    return {**(meta.get("verifier") or {}), **{name: versions.get(name) for name in JUDGING_PACKAGES}}
+
+
+def check_resumable(out: str | Path, metadata: dict) -> None:
+    """Refuse to add rows to parts under `out`.parts that were judged under other rules (the
+    metadata.json an earlier run left there): counts judged by two rule sets under one rules hash
+    would be no one's. ResumeError names the profile, what changed and how to start over."""
+    old_file = parts_dir(out) / "metadata.json"
+    if not old_file.exists() or finished_parts(out).height == 0:
+        return
+    old, new = judging(json.loads(old_file.read_text())), judging(metadata)
+    changed = [f"{name}: {old.get(name)!r} -> {new.get(name)!r}" for name in sorted(set(old) | set(new))
+               if old.get(name) != new.get(name)]
+    if changed:
+        raise ResumeError(f"{out}: its finished parts ({parts_dir(out)}) were judged under other rules than this run's "
+                          f"({'; '.join(changed)}); rerun with --restart to discard them and profile everything again, "
+                          "or resume with the verifier settings and libraries that judged them")
+
+
+def discard_parts(out: str | Path) -> None:
+    """Remove `out`.parts: every finished chunk of every shard (`grpo profile --restart`)."""
+    shutil.rmtree(parts_dir(out), ignore_errors=True)
 
 
 def rejects_file(out: str | Path) -> Path:
@@ -395,6 +434,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     pdir = parts_dir(out)
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
+        check_resumable(out, metadata)
         used = prior is not None and cfg.rule is not None  # fixed k draws the same samples whatever the prior says
         io.write_json(pdir / "metadata.json", {**metadata, **({"prior": prior.describe()} if used else {})})
     fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)

@@ -126,13 +126,20 @@ def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
 
 def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int | None = None) -> dict:
     """What a profile depends on (stored beside it as OUT.inputs.json): the model and its weights,
-    the data, the settings."""
-    from grpo_data.profiler import profile_options, weights_hash
+    the data, the settings, and what judges the samples (rules hash, verdict fingerprint, pool
+    settings, judging libraries' versions): a change to any starts the profile over."""
+    from grpo_data.profiler import JUDGING_PACKAGES, package_versions, profile_options, weights_hash
+    from grpo_data.verify import rules_hash, verdict_fingerprint
+    from grpo_data.verify_pool import PoolConfig
 
     cfg, _ = profile_options({"seed": seed, **pcfg})
     rows = pl.read_parquet(train).height
+    pool = PoolConfig()  # what profile_stage's VerifierPool() runs with
+    versions = package_versions()
+    judged = {"rules_hash": rules_hash(), "fingerprint": verdict_fingerprint(pool.pred_tail_chars),
+              **pool.verdict_settings(), **{name: versions.get(name) for name in JUDGING_PACKAGES}}
     key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": min(rows, limit or rows),
-           "cfg": cfg.to_dict()}
+           "cfg": cfg.to_dict(), "judged": judged}
     return json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
 
 
