@@ -353,7 +353,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     prof = manifest.get("profile", {})
     export, in_set = None, set_problems(table)
     if profile is not None:
-        from grpo_data.profiler import read_profile
+        from grpo_data.profiler import read_profile, read_rejects
 
         rows, rows_meta = read_profile(profile)
         same_profile(prof, rows_meta, Path(profile))
@@ -365,7 +365,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
                 **({"with_prior": prior_info.get("spec")} if prior_info else {})}
         export = out.with_suffix(".dart.parquet")
         export_profile(rows, rows_meta, export, "dart", problems=in_set, where=str(profile),
-                       inputs=[profile], estimates=(given, said))
+                       inputs=[profile], estimates=(given, said), left_out=read_rejects(profile))
     record = {"card": card_record(prof), "estimate": manifest.get("estimate"), "shards_prior": manifest.get("prior"),
               "ids": id_scheme(in_set)}
     cfg = prof.get("config", {})

@@ -10,7 +10,8 @@ what produced them: the model and its weights hash, the sampling settings, the p
 verifier and its version, the prior used. `card_record(meta)` gathers those from a profile's run
 metadata; cards print it (`grpo_data.cards`) and every export carries it.
 
-Formats, one row per profiled problem in id order:
+Formats, one row per profiled problem, in the profile's row order (`grpo profile` writes them
+sorted by id):
 
     dart  DART-Math's query-info columns (hkust-nlp/dart-math-pool-math-query-info): `query_id`,
           `level`, `n_samples_list`, `n_corrects_list` (one entry per sampling round here, per
@@ -29,20 +30,36 @@ Formats, one row per profiled problem in id order:
           side). The record states K, `k_min`, `k_max` and how many rows average more than K
           (`more_than_k`); `--prior avg` reads each row's `k`.
 
+The round lists are ragged: entry i is the i-th round in which that problem drew samples (fixed k:
+one round; adaptive: the screen, then one entry per step it took part in). A problem that stopped
+early has fewer entries, and one whose decision a later round reopened (the prior is refitted as
+other problems are sampled) skips the rounds it sat out, so entry i of two problems need not be the
+same round of the run. `rounds_recorded` (per row) is false where the profile has no rounds for the
+row (written, or merged from a part written, before rounds were recorded): its lists then hold one
+round of all its samples, which DART-Math readers sum, and `read_export` gives the row back with null
+rounds.
+
 Both also hold `p_est` and `p_std`, the posterior mean and standard deviation of each pass rate under
 the grid empirical-Bayes prior shards and the adaptive profiler use (`grpo_data.estimates`; per level
-when `problems` are given and the profile ran with per-level priors, else one for the pool), from this
-model's own counts; and the profile's other columns (Jeffreys posterior and interval, completion
-length, truncation, counts per verdict, format, budget) unchanged, so that `read_export` gives back
-the profile's rows column for column. A profile written before rounds were recorded exports one round
-per problem (all its samples) and says so (`rounds_recorded`: false).
+when `problems` are given and the profile ran with per-level priors, else one for the pool, with a
+warning when the profile ran per level), from this model's own counts, unless the caller gives them
+(a card copies its shard set's); and the profile's other columns (Jeffreys posterior and interval,
+completion length, truncation, counts per verdict, format, budget), so that `read_export` gives back
+the profile's rows, column for column and in order (tested by round trip on tables with unrecorded
+rounds). With the problem table, the question (`query`, DART-Math's name), `source` and `meta` (file
+and row) are written too, and the record says how ids were made (`ids`): a hashed id is joined on by
+recomputing it, or on the question and source.
 
 The parquet footer (key EXPORT_KEY) and a sidecar `OUT.json` hold {"card": card_record, "export":
-what was written (format, K, column, k_min, k_max, more_than_k, estimate prior, rows, rounds_recorded),
-"profile": the profile's whole run metadata}; both are written atomically (`grpo_data.io`). The
-prior readers read exports as another model's difficulty: `--prior dart` sums the lists, `--prior
-avg` reads the avg@K column with each row's `k` as its samples. Bad input (a profile whose rounds do not add up, a file that is not an
-export, a count out of range) is an ExportError naming the file, the field and the row.
+what was written (format, K, column, k_min, k_max, more_than_k, estimate and its prior, ids, rows,
+rounds_recorded, the problems the profile left out with their reasons), "profile": the profile's
+whole run metadata}; both are written atomically (`grpo_data.io`). An `out` that would overwrite the
+profile or the problem table is refused (`check_out`). The prior readers read exports as another
+model's difficulty: `--prior dart` sums the lists, `--prior avg` reads the avg@K column with each
+row's `k` as its samples. Checked, and an ExportError naming the file (or the profile), the field and
+the first bad row: counts (k >= 1, 0 <= n_correct <= k), round lists (no nulls, as long as each other,
+summing to k and n_correct, no round with more successes than samples), an export's rate against its
+counts; the problem table's id and level columns and duplicate ids. Other columns are not checked.
 """
 
 from __future__ import annotations
@@ -65,6 +82,8 @@ EXPORT_KEY = "grpo_card"
 FORMATS = ("dart", "avg")
 # a profile's samples and successes per sampling round (`grpo_data.profiler` writes them)
 ROUND_SCHEMA = {"k_rounds": pl.List(pl.Int64), "n_correct_rounds": pl.List(pl.Int64)}
+# per row: whether the round lists are the profile's own (false: one round of all its samples stands in)
+ROUNDS_RECORDED = "rounds_recorded"
 # profile column -> DART-Math's name for it
 DART_NAMES = {"id": "query_id", "k_rounds": "n_samples_list", "n_correct_rounds": "n_corrects_list",
               "k": "tot_n_samples", "n_correct": "tot_n_corrects"}
@@ -188,19 +207,20 @@ def check_counts(table: pl.DataFrame, where: str, names: dict[str, str]) -> None
 
 def with_rounds(profile: pl.DataFrame, where: str = "the profile") -> tuple[pl.DataFrame, bool]:
     """The profile with `k_rounds`/`n_correct_rounds` (one round of all its samples where a row has
-    none: written before rounds were recorded), checked (`check_counts`); and whether every row had
-    its own rounds."""
+    none: written before rounds were recorded, or merged from such a part) and ROUNDS_RECORDED (whether
+    the row had its own), checked (`check_counts`); and whether every row had its own rounds."""
     for name, dtype in ROUND_SCHEMA.items():
         if name not in profile.columns:
             profile = profile.with_columns(pl.lit(None, dtype=dtype).alias(name))
-    recorded = profile["k_rounds"].null_count() == 0
     profile = profile.with_columns(
-        pl.when(pl.col("k_rounds").is_null()).then(pl.concat_list(pl.col("k").cast(pl.Int64)))
-        .otherwise(pl.col("k_rounds")).alias("k_rounds"),
-        pl.when(pl.col("n_correct_rounds").is_null()).then(pl.concat_list(pl.col("n_correct").cast(pl.Int64)))
-        .otherwise(pl.col("n_correct_rounds")).alias("n_correct_rounds"))
+        (pl.col("k_rounds").is_not_null() & pl.col("n_correct_rounds").is_not_null()).alias(ROUNDS_RECORDED))
+    profile = profile.with_columns(
+        pl.when(pl.col(ROUNDS_RECORDED)).then(pl.col("k_rounds"))
+        .otherwise(pl.concat_list(pl.col("k").cast(pl.Int64))).alias("k_rounds"),
+        pl.when(pl.col(ROUNDS_RECORDED)).then(pl.col("n_correct_rounds"))
+        .otherwise(pl.concat_list(pl.col("n_correct").cast(pl.Int64))).alias("n_correct_rounds"))
     check_counts(profile, where, {})
-    return profile, recorded
+    return profile, bool(profile[ROUNDS_RECORDED].all())
 
 
 def _check_rate(table: pl.DataFrame, where: str, rate: str, k: str, c: str, ident: str) -> None:
@@ -225,7 +245,7 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataF
     if profile.height == 0:
         raise ExportError(f"{where}: no profiled problem to export")
     table, recorded = with_rounds(profile, where)
-    table = table.sort("id")
+    table = table.with_row_index("_order")  # the profile's row order, kept through the joins below
     ids = {"scheme": "unknown: exported without the problem table (--data)", "columns": ["id"]}
     if problems is not None:
         if "id" not in problems.columns or "level" not in problems.columns:
@@ -234,7 +254,7 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataF
                                  *([problem_text_expr(pl.col("prompt")).alias("query")] if "prompt" in problems.columns
                                    else []))
         table = (table.drop("level", *DATA_COLUMNS, strict=False)
-                 .join(joined.unique("id"), on="id", how="left").sort("id"))
+                 .join(joined.unique("id"), on="id", how="left"))
         ids = id_scheme(problems)
     elif "level" not in table.columns:  # a read-back export keeps the levels it had
         table = table.with_columns(pl.lit(None, dtype=pl.Int64).alias("level"))
@@ -249,14 +269,17 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataF
         given, said = estimates
         table = table.join(given.select("id", *ESTIMATE_COLUMNS), on="id", how="left")
         estimate = {"columns": list(ESTIMATE_COLUMNS), **said, "rows_without": table["p_est"].null_count()}
-    rest = [c for c in table.columns if c not in (*DART_NAMES, "pass_rate", "level", *DATA_COLUMNS, *ESTIMATE_COLUMNS)]
+    table = table.sort("_order").drop("_order")
+    rest = [c for c in table.columns
+            if c not in (*DART_NAMES, "pass_rate", "level", ROUNDS_RECORDED, *DATA_COLUMNS, *ESTIMATE_COLUMNS)]
     query = [c for c in ("query",) if c in table.columns]
     data = [c for c in ("source", "meta") if c in table.columns]
     info = {"format": fmt, "rows": table.height, "rounds_recorded": recorded, "estimate": estimate, "ids": ids}
     if fmt == "dart":
         p, n = pl.col("pass_rate"), pl.col("k").cast(pl.Float64)
         out = table.select(pl.col("id").alias("query_id"), *query, "level", *data, pl.col("k_rounds").alias("n_samples_list"),
-                           pl.col("n_correct_rounds").alias("n_corrects_list"), pl.col("k").alias("tot_n_samples"),
+                           pl.col("n_correct_rounds").alias("n_corrects_list"), ROUNDS_RECORDED,
+                           pl.col("k").alias("tot_n_samples"),
                            pl.col("n_correct").alias("tot_n_corrects"), "pass_rate",
                            (p * (1 - p) / n).sqrt().alias("pass_rate_bernoulli_std"), *ESTIMATE_COLUMNS, *rest)
         return out, info
@@ -268,7 +291,8 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataF
                           "leave it out (K = the fewest samples any problem got)")
     big_k = k_min if k is None else int(k)
     column = community_column(meta, [big_k])
-    out = table.select("id", *query, pl.col("pass_rate").alias(column), "k", "n_correct", *ROUND_SCHEMA, "level",
+    out = table.select("id", *query, pl.col("pass_rate").alias(column), "k", "n_correct", *ROUND_SCHEMA, ROUNDS_RECORDED,
+                       "level",
                        *data, *ESTIMATE_COLUMNS, *rest)
     return out, {**info, "k": big_k, "column": column, "k_min": k_min, "k_max": k_max,
                  "more_than_k": int((table["k"] > big_k).sum())}
@@ -315,12 +339,18 @@ def check_out(out: str | Path, inputs: Sequence[str | Path]) -> None:
 
 def export_profile(profile: pl.DataFrame, meta: dict, out: str | Path, fmt: str = "dart",
                    problems: pl.DataFrame | None = None, k: int | None = None, where: str = "the profile",
-                   inputs: Sequence[str | Path] = (), estimates: tuple[pl.DataFrame, dict] | None = None) -> dict:
+                   inputs: Sequence[str | Path] = (), estimates: tuple[pl.DataFrame, dict] | None = None,
+                   left_out: pl.DataFrame | None = None) -> dict:
     """Write the export of `profile` to `out` (parquet, footer EXPORT_KEY) and its record beside it
     (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"}). `inputs` (the
-    profile's path, the problem table's) are refused as `out` (`check_out`)."""
+    profile's path, the problem table's) are refused as `out` (`check_out`). `left_out` (id, reason,
+    detail: the problems the profile left out, `grpo_data.profiler.read_rejects`) goes into the
+    record: they have no row."""
     check_out(out, inputs)
     table, info = export_table(profile, meta, fmt, problems, k, where, estimates)
+    if left_out is not None:
+        info["left_out"] = {"rows": left_out.height,
+                            "problems": left_out.select("id", "reason", "detail").to_dicts()}
     record = {"card": card_record(meta), "export": info, "profile": meta}
     unknown = unknown_fields(record["card"])
     if unknown:
@@ -367,6 +397,9 @@ def read_export(path: str | Path) -> tuple[pl.DataFrame, dict]:
     else:
         raise ExportError(f"{path}: its record names format {info.get('format')!r}; this version reads "
                           f"{', '.join(FORMATS)}")
+    if ROUNDS_RECORDED in table.columns:  # a row whose rounds were not recorded reads back without them
+        table = table.with_columns(pl.when(pl.col(ROUNDS_RECORDED)).then(pl.col(name)).alias(name)
+                                   for name in ROUND_SCHEMA).drop(ROUNDS_RECORDED)
     front = ["id", "k", "n_correct", "pass_rate"]
     tail = [c for c in DATA_COLUMNS if c in table.columns] + ["level", *ESTIMATE_COLUMNS]
     return table.select(*front, *[c for c in table.columns if c not in (*front, *tail)], *tail), record

@@ -212,6 +212,14 @@ def rejects_file(out: str | Path) -> Path:
     return Path(out).with_suffix(".rejects.jsonl")
 
 
+def read_rejects(out: str | Path) -> pl.DataFrame:
+    """The problems a merged profile left out (`rejects_file(out)`, LEFT_OUT_SCHEMA; empty without one)."""
+    path = rejects_file(out)
+    if not path.exists() or not path.stat().st_size:
+        return pl.DataFrame(schema=LEFT_OUT_SCHEMA)
+    return pl.read_ndjson(path, schema=LEFT_OUT_SCHEMA)
+
+
 def left_out_parts(out: str | Path) -> pl.DataFrame:
     """LEFT_OUT_SCHEMA rows of every shard's left-out part under `out`.parts (each shard's run writes
     its own, so a rerun replaces its last one)."""

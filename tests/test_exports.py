@@ -27,6 +27,7 @@ from grpo_data.profiler import (
     ROUND_SCHEMA,
     ProfileConfig,
     merge_parts,
+    parts_dir,
     profile_problems,
     read_profile,
     run_metadata,
@@ -48,7 +49,9 @@ def three_problems() -> pl.DataFrame:
 
 def test_dart_export_by_hand():
     table, info = export_table(three_problems(), META, "dart")
-    assert tuple(table.columns[:10]) == (*DART_COLUMNS, "p_est", "p_std")
+    assert table.columns[:11] == ["query_id", "level", "n_samples_list", "n_corrects_list", "rounds_recorded",
+                                  *DART_COLUMNS[4:], "p_est", "p_std"]
+    assert table["rounds_recorded"].to_list() == [True] * 3
     assert table["query_id"].to_list() == ["a", "b", "c"]
     assert table["n_samples_list"].to_list() == [[2], [2, 2, 2], [2, 2]]
     assert table["n_corrects_list"].to_list() == [[0], [1, 0, 2], [2, 1]]
@@ -70,8 +73,8 @@ def test_dart_export_by_hand():
 def test_avg_export_by_hand_states_k():
     """avg@K claims K samples per row (verl's mean@N, published avg@K): K is the fewest any row has, never more."""
     table, info = export_table(three_problems(), META, "avg")
-    assert table.columns[:9] == ["id", "avg@2_qwen2.5-math-1.5b", "k", "n_correct", "k_rounds", "n_correct_rounds",
-                                 "level", "p_est", "p_std"]
+    assert table.columns[:10] == ["id", "avg@2_qwen2.5-math-1.5b", "k", "n_correct", "k_rounds", "n_correct_rounds",
+                                  "rounds_recorded", "level", "p_est", "p_std"]
     assert table["avg@2_qwen2.5-math-1.5b"].to_list() == [0.0, 0.5, 0.75] and table["k"].to_list() == [2, 6, 4]
     assert info["k"] == 2 and info["column"] == "avg@2_qwen2.5-math-1.5b"
     assert (info["k_min"], info["k_max"], info["more_than_k"]) == (2, 6, 2)
@@ -106,6 +109,57 @@ def test_round_trip_is_lossless(tmp_path, fmt):
     again = tmp_path / f"again.{fmt}.parquet"
     export_profile(back, META, again, fmt)
     assert pl.read_parquet(again).equals(pl.read_parquet(out))
+
+
+def random_profile(n: int, seed: int) -> pl.DataFrame:
+    """n problems sampled in rounds of 1-4 samples (a fifth of them without recorded rounds), ids out of order."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in rng.permutation(n):
+        k_rounds = rng.integers(1, 5, size=rng.integers(1, 6)).tolist()
+        c_rounds = [int(rng.integers(0, k + 1)) for k in k_rounds]
+        r = row(sum(c_rounds), sum(k_rounds), [int(x) for x in rng.integers(1, 50, sum(k_rounds))], 0,
+                {"ok": sum(c_rounds), "wrong": sum(k_rounds) - sum(c_rounds)}, rounds=(k_rounds, c_rounds))
+        if rng.random() < 0.2:
+            r["k_rounds"] = r["n_correct_rounds"] = None
+        rows.append({"id": f"p{i:03d}", **r, "n_formatted": None if i % 3 else int(rng.integers(0, 3)),
+                     "max_tokens": 256})
+    return pl.DataFrame(rows, schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
+
+
+@pytest.mark.parametrize("fmt", ["dart", "avg"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_round_trip_of_a_larger_unsorted_profile_with_unrecorded_rounds(tmp_path, fmt, seed):
+    profile = random_profile(60, seed)
+    assert profile["k_rounds"].null_count() > 0 and not profile["id"].is_sorted()
+    left = pl.DataFrame({"id": ["q1", "q2"], "reason": ["prompt_over_context"] * 2, "detail": ["900 > 512", "700 > 512"]})
+    out = tmp_path / f"p.{fmt}.parquet"
+    record = export_profile(profile, META, out, fmt, left_out=left)
+    back, read = read_export(out)
+    assert back.select(profile.columns).equals(profile)  # the rows in their order, null rounds kept null
+    assert read["export"]["rounds_recorded"] is False
+    assert read["export"]["left_out"] == {"rows": 2, "problems": left.to_dicts()} == record["export"]["left_out"]
+    again = tmp_path / f"again.{fmt}.parquet"
+    export_profile(back, META, again, fmt)
+    assert pl.read_parquet(again).equals(pl.read_parquet(out))
+
+
+def test_a_profile_merged_from_old_and_new_parts_reads_back_with_the_old_rows_rounds_unrecorded(tmp_path):
+    new = three_problems()
+    old = pl.DataFrame([{"id": "d", **row(1, 4, [5] * 4, 0, {"ok": 1})}],
+                       schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64}).drop(*ROUND_SCHEMA)
+    out = tmp_path / "profile.parquet"
+    parts_dir(out).mkdir()
+    new.write_parquet(parts_dir(out) / "shard0000-of-0001-a.parquet")
+    old.write_parquet(parts_dir(out) / "shard0000-of-0001-d.parquet")  # written before rounds were recorded
+    merge_parts(out)
+    profile, meta = read_profile(out)
+    assert profile["k_rounds"].to_list() == [[2], [2, 2, 2], [2, 2], None]
+    export_profile(profile, meta, tmp_path / "p.dart.parquet", "dart")
+    assert pl.read_parquet(tmp_path / "p.dart.parquet")["n_samples_list"].to_list()[3] == [4]  # DART readers sum it
+    back, _ = read_export(tmp_path / "p.dart.parquet")
+    assert back["k_rounds"].to_list() == [[2], [2, 2, 2], [2, 2], None]
+    assert back.select(profile.columns).equals(profile)
 
 
 @pytest.mark.parametrize(("fmt", "spec"), [("dart", "dart"), ("avg", "avg")])
@@ -261,14 +315,14 @@ def test_with_the_problem_table_an_export_carries_the_question_source_and_id_sch
     out = tmp_path / f"p.{fmt}.parquet"
     record = export_profile(profile, META, out, fmt, problems=read_problem_table(data))
     table = pl.read_parquet(out)
-    assert table["query"].to_list() == [questions[n] for n, _ in sorted(hashed.items(), key=lambda x: x[1])]
+    assert table["query"].to_list() == list(questions.values())  # the profile's row order
     assert table["source"].to_list() == ["math.jsonl"] * 3 and json.loads(table["meta"][0])["file"] == "math.jsonl"
     ids = record["export"]["ids"]
     assert (ids["hashed"], ids["dataset"]) == (3, 0) and ids["scheme"].startswith("sha1 of the normalized prompt text")
     assert ids["columns"] == ["id", "source", "meta", "query"]
     back, _ = read_export(out)
     assert back.columns[-6:] == ["query", "source", "meta", "level", "p_est", "p_std"]
-    assert back.select(profile.columns).equals(profile.sort("id"))
+    assert back.select(profile.columns).equals(profile)
     again = tmp_path / f"again.{fmt}.parquet"  # a read-back export keeps them
     export_profile(back, META, again, fmt)
     assert pl.read_parquet(again).equals(table)

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grpo_data.exports import ExportError, check_out, export_profile, read_problem_table, sidecar
-    from grpo_data.profiler import read_profile
+    from grpo_data.profiler import read_profile, read_rejects
 
     inputs = [args.profile, *([args.data] if args.data else [])]
     try:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         profile, meta = read_profile(args.profile)
         problems = read_problem_table(args.data) if args.data else None
         record = export_profile(profile, meta, args.out, args.format, problems=problems, k=args.k, where=args.profile,
-                                inputs=inputs)
+                                inputs=inputs, left_out=read_rejects(args.profile))
     except (ExportError, ValueError) as exc:
         print(f"grpo export: {exc}", file=sys.stderr)
         return 2
