@@ -74,6 +74,7 @@ import polars as pl
 from grpo_data import io
 from grpo_data.estimates import by_level, with_estimates
 from grpo_data.problems import problem_ids, problem_text_expr, prompt_text_expr
+from grpo_data.readers import level_expr
 from grpo_data.shards import community_column
 
 logger = logging.getLogger(__name__)
@@ -177,7 +178,8 @@ def _first_bad(table: pl.DataFrame, bad: pl.Expr) -> int | None:
 def check_counts(table: pl.DataFrame, where: str, names: dict[str, str]) -> None:
     """Raise ExportError naming `where`, the field (as `names` maps the profile's names to the
     table's) and the first row whose counts are not counts: k >= 1, 0 <= n_correct <= k, round lists
-    of equal length whose entries are counts (0 <= successes <= samples) and sum to k and n_correct."""
+    of equal length whose entries are counts (not null, 0 <= successes <= samples) and sum to k and
+    n_correct."""
     ident, k, c = names.get("id", "id"), names.get("k", "k"), names.get("n_correct", "n_correct")
     kl, cl = names.get("k_rounds", "k_rounds"), names.get("n_correct_rounds", "n_correct_rounds")
     missing = [name for name in (ident, k, c, kl, cl) if name not in table.columns]
@@ -186,6 +188,8 @@ def check_counts(table: pl.DataFrame, where: str, names: dict[str, str]) -> None
     checks = [
         (pl.col(k) < 1, k, "is not a sample count of at least 1"),
         ((pl.col(c) < 0) | (pl.col(c) > pl.col(k)), c, f"is not between 0 and `{k}`"),
+        (pl.col(kl).list.eval(pl.element().is_null()).list.any(), kl, "holds a null count"),
+        (pl.col(cl).list.eval(pl.element().is_null()).list.any(), cl, "holds a null count"),
         (pl.col(kl).list.len() != pl.col(cl).list.len(), cl, f"is not as long as `{kl}`"),
         (pl.col(kl).list.sum() != pl.col(k), kl, f"does not sum to `{k}`"),
         (pl.col(cl).list.sum() != pl.col(c), cl, f"does not sum to `{c}`"),
@@ -253,9 +257,16 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataF
         joined = problems.select("id", "level", *[c for c in ("source", "meta") if c in problems.columns],
                                  *([problem_text_expr(pl.col("prompt")).alias("query")] if "prompt" in problems.columns
                                    else []))
-        table = (table.drop("level", *DATA_COLUMNS, strict=False)
-                 .join(joined.unique("id"), on="id", how="left"))
-        ids = id_scheme(problems)
+        if problems["id"].is_duplicated().any():
+            raise ExportError(f"the problem table holds id {problems.filter(pl.col('id').is_duplicated())['id'][0]!r} "
+                              "more than once; give one row per problem")
+        table = table.drop("level", *DATA_COLUMNS, strict=False).join(joined, on="id", how="left")
+        missing = table.filter(~pl.col("id").is_in(problems["id"].implode()))["id"]
+        ids = {**id_scheme(problems), "not_in_problem_table": missing.len()}
+        if missing.len():
+            logger.warning("%s: %d of %d profiled problems are not in the problem table (e.g. %s): their level, query, "
+                           "source and meta are null; is it the table the profile was run on?", where, missing.len(),
+                           table.height, ", ".join(repr(i) for i in missing.head(3).to_list()))
     elif "level" not in table.columns:  # a read-back export keeps the levels it had
         table = table.with_columns(pl.lit(None, dtype=pl.Int64).alias("level"))
     table = table.drop(*ESTIMATE_COLUMNS, strict=False)
@@ -299,15 +310,36 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataF
 
 
 def read_problem_table(path: str | Path) -> pl.DataFrame:
-    """The columns of a problem table (parquet) an export takes: id, level, and where it has them
-    prompt, source, meta; ExportError naming the file when it is not one."""
+    """The columns of a problem table (parquet) an export takes: id (as text: a dataset's integer ids
+    are profiled as their text), level (Int64: 'Level 3' reads as 3, as the loaders read it), and
+    where it has them prompt, source, meta. ExportError naming the file, the column and the first bad
+    row for a file that is not a parquet table, a missing column, a null or duplicate id, an id that
+    is not text or an integer, or a level that holds no number."""
     path = Path(path)
     if not path.is_file():
         raise ExportError(f"{path}: no such file (--data takes a canonical problem table, parquet)")
-    names = pl.read_parquet_schema(path)
-    if "id" not in names or "level" not in names:
-        raise ExportError(f"{path}: --data needs columns id and level (its columns: {', '.join(names)})")
-    return pl.read_parquet(path, columns=["id", "level", *[c for c in ("prompt", "source", "meta") if c in names]])
+    try:
+        schema = pl.read_parquet_schema(path)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise ExportError(f"{path}: not a parquet problem table ({type(exc).__name__}: {exc})") from None
+    if "id" not in schema or "level" not in schema:
+        raise ExportError(f"{path}: --data needs columns id and level (its columns: {', '.join(schema)})")
+    if not (schema["id"] == pl.String or schema["id"].is_integer()):
+        raise ExportError(f"{path}: column `id` is {schema['id']}; ids are text (or integers, read as text)")
+    try:
+        table = pl.read_parquet(path, columns=["id", "level", *[c for c in ("prompt", "source", "meta") if c in schema]])
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        raise ExportError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+    raw = table["level"]
+    table = table.with_columns(pl.col("id").cast(pl.String), level_expr(pl.col("level"), schema["level"]))
+    for bad, what in ((table["id"].is_null(), "`id` is null"), (table["id"].is_duplicated(), "`id` is duplicated"),
+                      (table["level"].is_null() & raw.is_not_null(), "`level` holds no level number")):
+        hits = bad.arg_true()
+        if hits.len():
+            i = int(hits[0])
+            raise ExportError(f"{path}: row {i}: {what} (id {table['id'][i]!r}, level {raw[i]!r}; {hits.len()} such rows)"
+                              "; give a table with one row per problem (`grpo load` writes one)")
+    return table
 
 
 def sidecar(path: str | Path) -> Path:

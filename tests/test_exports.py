@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 
 import numpy as np
 import polars as pl
@@ -420,3 +421,51 @@ def test_an_export_never_overwrites_its_profile_or_data(tmp_path, capsys, out):
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
     with pytest.raises(ExportError, match="would overwrite"):
         export_profile(three_problems(), META, tmp_path / out, "dart", inputs=[path, data])
+
+
+def test_bad_inputs_to_grpo_export_stop_naming_the_file_column_and_row(tmp_path, capsys):
+    from pipelines.cli import main
+
+    profile = three_problems().with_columns(pl.Series("id", ["1", "2", "3"]))
+    path = tmp_path / "profile.parquet"
+    profile.write_parquet(path, metadata={"grpo_profile": json.dumps(META)})
+
+    def export(data: pl.DataFrame | None, profile_path=path) -> int:
+        args = ["export", "--profile", str(profile_path), "--format", "dart", "--out", str(tmp_path / "e.parquet")]
+        if data is not None:
+            data.write_parquet(tmp_path / "data.parquet")
+            args += ["--data", str(tmp_path / "data.parquet")]
+        return main(args)
+
+    # a dataset's integer ids are read as text, MATH's "Level 5" as 5
+    assert export(pl.DataFrame({"id": [1, 2, 3], "level": ["Level 1", "Level 5", None]})) == 0
+    back, record = read_export(tmp_path / "e.parquet")
+    assert back["level"].to_list() == [1, 5, None] and record["export"]["ids"]["not_in_problem_table"] == 0
+    capsys.readouterr()
+    cases = [
+        (pl.DataFrame({"id": ["1", "2", "2"], "level": [1, 1, 1]}), r"data.parquet: row 1: `id` is duplicated \(id '2'"),
+        (pl.DataFrame({"id": ["1", "2", "3"], "level": ["Level 1", "hard", "3"]}),
+         r"data.parquet: row 1: `level` holds no level number \(id '2', level 'hard'"),
+        (pl.DataFrame({"id": [1.0, 2.0, 3.0], "level": [1, 1, 1]}), r"data.parquet: column `id` is Float64"),
+        (pl.DataFrame({"id": ["1", None, "3"], "level": [1, 1, 1]}), r"data.parquet: row 1: `id` is null"),
+    ]
+    for data, message in cases:
+        assert export(data) == 2
+        assert re.search(message, capsys.readouterr().err)
+    (tmp_path / "text.parquet").write_text("id,k\n1,2\n")
+    assert export(None, tmp_path / "text.parquet") == 2
+    assert "text.parquet: cannot be read as a profile" in capsys.readouterr().err
+    # profiled problems the table lacks: said, counted, their columns null
+    assert export(pl.DataFrame({"id": ["1", "3", "9"], "level": [1, 2, 3]})) == 0  # the CLI logs to stderr
+    assert "1 of 3 profiled problems are not in the problem table (e.g. '2')" in capsys.readouterr().err
+    back, record = read_export(tmp_path / "e.parquet")
+    assert back["level"].to_list() == [1, None, 2] and record["export"]["ids"]["not_in_problem_table"] == 1
+
+
+def test_a_null_inside_a_round_list_and_a_duplicated_problem_are_refused():
+    bad = three_problems().with_columns(pl.Series("k_rounds", [[2], [2, None, 2], [2, 2]], dtype=pl.List(pl.Int64)))
+    with pytest.raises(ExportError, match=r"row 1 \(id 'b'\): `k_rounds` = \[2, None, 2\] holds a null count"):
+        export_table(bad, META, "dart")
+    dup = pl.DataFrame({"id": ["a", "b", "b"], "level": [1, 1, 2]})
+    with pytest.raises(ExportError, match="the problem table holds id 'b' more than once"):
+        export_table(three_problems(), META, "dart", problems=dup)

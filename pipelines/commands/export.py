@@ -38,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    import polars as pl
+
     from grpo_data.exports import ExportError, check_out, export_profile, read_problem_table, sidecar
     from grpo_data.profiler import read_profile, read_rejects
 
@@ -50,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
             raise ExportError(f"--k must be at least 1, got {args.k}")
         if not Path(args.profile).is_file():
             raise ExportError(f"{args.profile}: no such profile (write one with `grpo profile`)")
-        profile, meta = read_profile(args.profile)
+        try:
+            profile, meta = read_profile(args.profile)
+        except (pl.exceptions.PolarsError, OSError) as exc:  # not a parquet file, or a damaged one
+            raise ExportError(f"{args.profile}: cannot be read as a profile ({type(exc).__name__}: {exc})") from None
         problems = read_problem_table(args.data) if args.data else None
         record = export_profile(profile, meta, args.out, args.format, problems=problems, k=args.k, where=args.profile,
                                 inputs=inputs, left_out=read_rejects(args.profile))
