@@ -272,6 +272,10 @@ def export_table(profile: pl.DataFrame, meta: dict, fmt: str, problems: pl.DataF
     table = table.drop(*ESTIMATE_COLUMNS, strict=False)
     if estimates is None:
         per_level = by_level(meta) and table["level"].null_count() < table.height
+        if by_level(meta) and not per_level:
+            logger.warning("%s: the profile weighs per-level priors (prior_groups: level), but no level is given: "
+                           "p_est/p_std use one prior for the pool and can differ from its shards' and cards'; give "
+                           "the problem table (--data) for per-level estimates", where)
         est = with_estimates(table.select("n_correct", "k", "level"), per_level)
         table = table.with_columns(est["p_est"], est["p_std"])
         estimate = {"columns": list(ESTIMATE_COLUMNS), "prior": "per level" if per_level else "pool",

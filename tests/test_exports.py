@@ -469,3 +469,14 @@ def test_a_null_inside_a_round_list_and_a_duplicated_problem_are_refused():
     dup = pl.DataFrame({"id": ["a", "b", "b"], "level": [1, 1, 2]})
     with pytest.raises(ExportError, match="the problem table holds id 'b' more than once"):
         export_table(three_problems(), META, "dart", problems=dup)
+
+
+def test_an_export_without_levels_of_a_per_level_profile_warns(caplog):
+    with caplog.at_level("WARNING", logger="grpo_data.exports"):
+        export_table(three_problems(), META, "dart", where="p.parquet")
+    assert "p.parquet: the profile weighs per-level priors (prior_groups: level), but no level is given" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="grpo_data.exports"):
+        export_table(three_problems(), {"config": {"prior_groups": "none"}}, "dart")
+        export_table(three_problems(), META, "dart", problems=pl.DataFrame({"id": ["a", "b", "c"], "level": [1, 1, 2]}))
+    assert "per-level priors" not in caplog.text
