@@ -143,6 +143,16 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
     return json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
 
 
+def shards_key(profile: Path, shards_spec: dict) -> dict:
+    """What a pipeline's shard set depends on (kept in its manifest): the profile's content (sha256,
+    as training's key has it: a profile re-run under other settings, same rows and weights, rebuilds
+    the set, whose card refuses a profile other than the one the set was built from) and the shards
+    section."""
+    from grpo_data.shards import sha256_file
+
+    return {"profile": sha256_file(Path(profile)), "layout": 2, **shards_spec}
+
+
 def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
     from grpo_data.engines import engine_settings, make_engine
@@ -214,10 +224,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     shards_dir = out / "shards"
     prof_table, prof_meta = read_profile(profile)
     s = spec.get("shards", {})
-    # the profile's run time too: a profile re-run under other settings (same rows, same weights) rebuilds the set,
-    # whose card refuses a profile other than the one the set was built from
-    shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"),
-                 "profile_created": prof_meta.get("created"), "layout": 2, **s}
+    shard_key = shards_key(profile, s)
     try:
         current = read_manifest(shards_dir).get("pipeline_key")
     except ShardIntegrityError:  # no complete set yet
