@@ -6,8 +6,9 @@ Output, one row per problem (PROFILE_COLUMNS): `id`, `k`, `n_correct`, `pass_rat
 the Jeffreys posterior `post_a`/`post_b`, its mean and 90% credible interval, mean completion length,
 truncation rate, a count per verifier reason, `n_formatted`: completions that carried their
 answer in the format the prompt asks for (a `\\boxed{}`; null when the prompt asks for none), and
-`k_rounds`/`n_correct_rounds`: samples and successes of each sampling round, in order (one round in
-fixed mode; the screen, then each step, in adaptive mode), which sum to `k` and `n_correct`. When
+`k_rounds`/`n_correct_rounds`: samples and successes of each sampling round the problem took part
+in, in order (one round in fixed mode; the screen, then each step it was sampled in, in adaptive
+mode: ragged lists, `grpo_data.exports`), which sum to `k` and `n_correct`. When
 few do, the pass rate measures formatting, not difficulty: the run logs a warning and records the
 rate in its metadata (`format`). Run metadata (model and weights hash, sampling,
 template hash, verifier, its rules hash and package versions, seed, rule) goes into the parquet footer (key
