@@ -5,6 +5,15 @@ them: how pass rates were measured (model and weights hash, sampling, chat templ
 the estimate the buckets use is and how many samples stand behind it, what the columns mean, counts
 per bucket, the expected share of groups that teach nothing, rejected rows by reason, and known
 limitations. A histogram of the estimates (PNG), with the band training uses, is written beside it.
+
+The card ends with its reuse record, a YAML block another team's code reads back
+(`read_card_record`): what produced the pass rates (`grpo_data.exports.card_record`: model, weights
+hash, sampling, prompt template, verifier and versions, prior), what the estimate is, and the prior
+the set carries. Given the profile the set was built from, the card also writes that profile's
+per-problem counts beside it (`NAME.dart.parquet`, DART-Math's columns with each round's samples
+and successes; `grpo_data.exports`), which `read_export` reads back into the profile's rows. Its
+`p_est`/`p_std` are the set's own, copied (null for profile rows the set does not hold): fitted again
+on the whole profile they would differ from the buckets beside them.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import yaml
 
 from grpo_data import io
 from grpo_data.estimates import posteriors
+from grpo_data.exports import ExportError, card_record, export_profile, id_scheme, unknown_fields
 from grpo_data.priors import offset_evidence
 from grpo_data.shards import ShardIntegrityError, read_shards, verify_shards
 from grpo_data.stats import grid_all_same
@@ -169,6 +179,26 @@ def provenance_sections(data: dict) -> str:
     return "\n\n".join(out) + "\n"
 
 
+def profiling_prior_line(prior: dict | None) -> str:
+    """Markdown: the other model's difficulty the adaptive profiler weighed in its stopping decisions."""
+    if not prior:
+        return "Prior while profiling: none (stopping decisions used this model's own samples only)"
+    return (f"Prior while profiling: `{prior.get('spec')}` ({prior.get('model') or 'model not named'}), at most "
+            f"{prior.get('weight')} pseudo-samples each, weighed in the stopping decisions only: every count in this "
+            "set is the profiling model's own")
+
+
+def verifier_line(verifier: dict) -> str:
+    """Markdown: the judging stack (a `card_record`'s verifier): versions, rules hash, verdict fingerprint, limits."""
+    limits = ", ".join(f"{name} {verifier[name]}" for name in ("pred_tail_chars", "max_pred_chars", "timeout_s",
+                                                               "deadline_s", "memory_mb") if verifier.get(name) is not None)
+    return (f"Verifier: math-verify {verifier.get('version') or '?'} (sympy {verifier.get('sympy') or '?'}, "
+            f"latex2sympy2_extended {verifier.get('latex2sympy2_extended') or '?'}) in killable worker processes, "
+            f"judging rules sha256 `{verifier.get('rules_hash') or 'unknown'}` (grpo-curriculum "
+            f"{verifier.get('grpo_curriculum') or '?'}), verdict fingerprint `{verifier.get('fingerprint') or 'unknown'}`"
+            f"{'; ' + limits if limits else ''}")
+
+
 def context_line(prof: dict) -> str:
     """Markdown: the profiling engine's context and what became of prompts that did not fit it."""
     cfg = prof.get("config") or {}
@@ -221,18 +251,80 @@ def signal_section(all_same: np.ndarray, p_est: np.ndarray, group_size: int, ban
     return text
 
 
+REUSE_HEADING = "## Reuse"
+
+
+def reuse_section(record: dict, export: Path | None) -> str:
+    """Markdown: the machine-readable record (a YAML block) and where the per-problem counts are."""
+    unknown = unknown_fields(record["card"])
+    gaps = (f" The profile's metadata does not say {', '.join(f'`{u}`' for u in unknown)} (written by an older "
+            "`grpo profile`); those are null." if unknown else "")
+    counts = (f"Per-problem counts of the profile: `{export.name}` beside this card, in DART-Math's query-info "
+              "columns (`n_samples_list`/`n_corrects_list`: samples and successes of each sampling round, "
+              "`tot_n_samples`, `tot_n_corrects`, `pass_rate`, `pass_rate_bernoulli_std`) with this set's `p_est`/`p_std` "
+              "(null for profile rows the set does not hold), the question (`query`) and source to join on where ids are "
+              "hashes (`ids` above), and the profile's other columns; `grpo_data.exports.read_export` reads it back into the profile's rows, "
+              f"`--prior dart` reads it as another model's difficulty. Its record is `{export.with_suffix('.json').name}`."
+              if export is not None else
+              "Per-problem counts in the shards: `k`, `n_correct`. The profile's rounds and every other column, in "
+              "DART-Math's or the avg@K convention: `grpo export --profile PROFILE --format dart|avg`, or `grpo card "
+              "--profile PROFILE`, which writes them beside the card.")
+    block = yaml.safe_dump(record, sort_keys=False, allow_unicode=True)
+    return (f"{REUSE_HEADING}\n\nWhat produced these pass rates, machine-readable "
+            f"(`grpo_data.cards.read_card_record`):{gaps}\n\n```yaml\n{block}```\n\n{counts}\n")
+
+
+def read_card_record(card: str | Path) -> dict:
+    """The reuse record of a card written by `write_card` ({"card": `card_record`, "estimate",
+    "shards_prior"}); ExportError naming the file when it has none or it does not parse."""
+    card = Path(card)
+    text = card.read_text(encoding="utf-8")
+    _, found, after = text.partition(f"\n{REUSE_HEADING}\n")
+    start = after.find("```yaml\n")
+    end = after.find("\n```", start + 1)
+    if not found or start < 0 or end < 0:
+        raise ExportError(f"{card}: no `{REUSE_HEADING}` section with a ```yaml record (a card written before it "
+                          "existed?); rewrite it with `grpo card`")
+    try:
+        record = yaml.safe_load(after[start + len("```yaml\n"):end + 1])
+    except yaml.YAMLError as exc:
+        raise ExportError(f"{card}: its reuse record is not YAML ({exc})") from None
+    if not isinstance(record, dict) or "card" not in record:
+        raise ExportError(f"{card}: its reuse record has no `card` field")
+    return record
+
+
+def set_problems(table: pl.DataFrame) -> pl.DataFrame:
+    """A shard set's problem columns in any format: id, level, prompt, and source (verl's data_source)
+    and meta where the format keeps them."""
+    source = next((c for c in ("source", "data_source") if c in table.columns), None)
+    return pl.DataFrame({"id": profile_column(table, "id"), "level": profile_column(table, "level")}).with_columns(
+        table["prompt"], *([table[source].alias("source")] if source else []),
+        *([table["meta"]] if "meta" in table.columns else []))
+
+
+def same_profile(manifest_profile: dict, meta: dict, path: Path) -> None:
+    """Refuse a profile that is not the one the shard set was built from (model, weights, run time, rows)."""
+    for key in ("model", "weights_hash", "created", "rows", "samples"):
+        if key in manifest_profile and key in meta and manifest_profile[key] != meta[key]:
+            raise ExportError(f"{path}: `{key}` = {meta[key]!r}, but the shard set was built from a profile with "
+                              f"{manifest_profile[key]!r}: give the profile the set was built from")
+
+
 def mean_percent(values: np.ndarray) -> str:
     return f"{100 * values.mean():.1f}%" if values.size else "-"
 
 
 def write_card(shards: str | Path, name: str, out: str | Path | None = None, license: str = "apache-2.0",
                pretty_name: str | None = None, language: str = "en", band: tuple[float, float] | None = None,
-               group_size: int = 8) -> Path:
+               group_size: int = 8, profile: str | Path | None = None) -> Path:
     """Write the card for the shard set at `shards` (and its histogram beside it); returns its path.
 
     band:       the band training uses (the scheduler's lo, hi), shaded in the histogram and used for the
                 in-band counts; None draws none and says so.
-    group_size: G of the expected share of all-right or all-wrong groups."""
+    group_size: G of the expected share of all-right or all-wrong groups.
+    profile:    the profile the set was built from (refused when it is another): its per-problem counts
+                are written beside the card as NAME.dart.parquet (`grpo_data.exports`)."""
     if band is not None and not 0 <= band[0] < band[1] <= 1:
         raise ValueError(f"band must satisfy 0 <= lo < hi <= 1, got {list(band)}")
     if group_size < 1:
@@ -259,6 +351,23 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     ks, p = counts["k"].to_numpy().astype(np.float64), p_est.to_numpy()
     bucket = table["bucket"].to_numpy()
     prof = manifest.get("profile", {})
+    export, in_set = None, set_problems(table)
+    if profile is not None:
+        from grpo_data.profiler import read_profile, read_rejects
+
+        rows, rows_meta = read_profile(profile)
+        same_profile(prof, rows_meta, Path(profile))
+        ids = profile_column(table, "id")
+        # the set's own estimates, copied: fitted again on the whole profile (rows the set dropped included,
+        # without the prior it may carry) they would differ from the buckets beside them
+        given = pl.DataFrame({"id": ids, "p_est": p_est, "p_std": profile_column(table, "p_std")})
+        said = {**estimate, "from": f"the shard set {shards.name} (its buckets' p_est)",
+                **({"with_prior": prior_info.get("spec")} if prior_info else {})}
+        export = out.with_suffix(".dart.parquet")
+        export_profile(rows, rows_meta, export, "dart", problems=in_set, where=str(profile),
+                       inputs=[profile], estimates=(given, said), left_out=read_rejects(profile))
+    record = {"card": card_record(prof), "estimate": manifest.get("estimate"), "shards_prior": manifest.get("prior"),
+              "ids": id_scheme(in_set)}
     cfg = prof.get("config", {})
     sampling = cfg.get("sampling", {})
     rule = cfg.get("rule")
@@ -275,7 +384,6 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     left = sum((prof.get("left_out") or {}).values())
     left_note = f", of which {left} did not fit the profiling context (see Rejected rows)" if left else ""
     rej_lines = "\n".join(f"| {reason} | {n} |" for reason, n in rejected.items()) or "| (none) | 0 |"
-    versions = prof.get("versions", {})
     avg_doc = avg_column_doc(manifest, profile_column(table, "k").drop_nulls())
     columns_doc = COLUMN_DOCS[manifest['format']].replace('{avg}', manifest.get('avg_column') or 'avg@k_<model>')
     if prior_info and not manifest.get("avg_column"):  # a set without a profile has no avg@k column
@@ -303,10 +411,11 @@ Built with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `
 
 - Profiling model: `{prof.get('model', 'unknown')}`, weights sha256 (first 16 hex) `{prof.get('weights_hash', 'unknown')}`
 - Engine: {prof.get('engine', 'unknown')}; samples per problem: {'adaptive ' + str(rule) if rule else 'k = ' + str(cfg.get('k', 'unknown'))}
-- Sampling: temperature {sampling.get('temperature')}, top_p {sampling.get('top_p')}, max_tokens {sampling.get('max_tokens')}
+- Sampling: temperature {sampling.get('temperature')}, top_p {sampling.get('top_p')}, max_tokens {sampling.get('max_tokens')}, stop strings {sampling.get('stop')}, stop token ids {sampling.get('stop_token_ids')}
 - Chat template hash: `{prof.get('template_hash', 'unknown')}`; prompt settings: {cfg.get('prompt', {})}
 - {context_line(prof)}
-- Verifier: math-verify {versions.get('math-verify', '?')} in killable worker processes; seed {cfg.get('seed')}
+- {verifier_line(record['card']['verifier'])}; seed {cfg.get('seed')}
+- {profiling_prior_line(prof.get('prior'))}
 - Profiled: {prof.get('created', 'unknown')}
 
 **Estimated pass rate** (`p_est`, what the buckets, their counts and the histogram use) = the posterior
@@ -362,6 +471,7 @@ Total: {manifest['rows']} problems. Not profiled (left out): {manifest.get('unpr
 - A raw pass rate of 0 or 1 means "no success/failure seen in k tries", not certainty.{prior_limit}
 - Answers are judged by math-verify's extraction (last `\\boxed{{}}`, then LaTeX, then a final
   number); answers in other forms can be scored wrong.
-"""
+
+{reuse_section(record, export)}"""
     text = "---\n" + yaml.safe_dump(meta, sort_keys=False) + "---\n\n" + body
     return io.write_text(out, text)

@@ -13,7 +13,8 @@ Specs (`--prior` of grpo load / profile / shards, `data.prior` of grpo train, `p
     NAME                     a preset below
     avg@K_<model>            a pass-rate column named the way this project's trl/verl shards and public
                              RL datasets name it: K samples of <model> (each row's own `k`, where the
-                             table has one, as this project's shards do: K is only the most any row got)
+                             table has one: K is only the most any row got in this project's shards,
+                             the fewest in its `grpo export --format avg`)
     FIELD[:SCALE[:SAMPLES]]  any column (dotted for nested fields; a key holding a dot, such as
                              `DeepSeek-R1-Distill-Qwen-1.5B`, is matched whole): value / SCALE is the pass
                              rate; a negative SCALE means the column measures failure, pass rate
@@ -49,10 +50,15 @@ code; a direction a source does not state is marked as this module's reading):
                    job (hkust-nlp/dart-math-pool-math-query-info card); pass rate sum(corrects) /
                    sum(samples), exact counts. The DART-Math paper (arXiv 2407.13690) synthesizes with
                    one 7B open-weight model, DeepSeekMath-7B-RL.
-    avg            the table's one `avg@K_<model>` column (this project's trl/verl shards write it).
-                   Where it copies the very counts a scheduler starts from (the shards' own
-                   `n_correct`/`k`, or the profile they came from), `merge_offline` refuses it: the
-                   same samples would count twice.
+    avg            the table's one `avg@K_<model>` column (this project's trl/verl shards and `grpo export
+                   --format avg` write it). Where it copies the very counts a scheduler starts from
+                   (the shards' own `n_correct`/`k`, or the profile they came from), `merge_offline`
+                   refuses it: the same samples would count twice.
+
+An avg@K column (the `avg` preset or a spec naming one) is the mean of K samples per row in verl's
+mean@N and published tables; a table that also has each row's sample count, `k` (or verl's
+`extra_info.k`: this project's exports and shards, whose rows can have more or fewer samples than K),
+is read with that count, so a row of 8 samples under an avg@2 name counts as 8 samples, not 2.
 
 The discount. A value counts as k = min(samples, weight) pseudo-samples, (n_correct, k) = (rate x k, k),
 with `weight` (DEFAULT_WEIGHT) far below what the source drew: another model's pass rate predicts this
@@ -82,6 +88,7 @@ import numpy as np
 
 DEFAULT_WEIGHT = 4.0  # pseudo-samples another model's estimate counts for at most (see the module docstring)
 AVG_COLUMN = re.compile(r"avg@(\d+)_(.+)")
+SAMPLE_COUNT_FIELDS = ("k", "extra_info.k")  # an avg@K table's samples per row, where it states them
 _FRACTION = re.compile(r"\s*(\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*")
 _TOLERANCE = 1e-9  # rates this far outside [0, 1] are rounding, not errors
 
@@ -405,6 +412,31 @@ def prior_weight(spec: str | None, weight: float | None, flags: tuple[str, str] 
     return DEFAULT_WEIGHT if weight is None else float(weight)
 
 
+def row_sample_counts(source: PriorSource, columns: Columns) -> tuple[str, list] | None:
+    """(field, one value per row) of the table's per-row sample count (SAMPLE_COUNT_FIELDS) when
+    `source` reads an avg@K column and the table has one, else None."""
+    if not AVG_COLUMN.fullmatch(source.fields[0]):
+        return None
+    for path in SAMPLE_COUNT_FIELDS:
+        head = _head(path, columns.names)
+        if head is not None:
+            values = [_descend(v, head[1]) for v in columns.get(head[0])]
+            if not all(_missing(v) for v in values):  # a `k` with no value falls through to `extra_info.k`
+                return path, values
+    return None
+
+
+def _sample_count(value, field: str, stated: float) -> float:
+    """A row's own sample count from `field` (`stated`, the K of avg@K, where the row has none);
+    ValueError for a value that is not a count of at least 1."""
+    if _missing(value):
+        return stated
+    count, _ = parse_number(value)
+    if not (count >= 1 and float(count).is_integer()):
+        raise ValueError(f"read with `{field}` = {value!r}, not a sample count of at least 1")
+    return count
+
+
 def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids: Sequence | None = None) -> Prior:
     """The prior `spec` names, read from `columns`; `ids` (one per row) name rows in errors."""
     if not weight >= 1:
@@ -412,11 +444,14 @@ def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids:
                          "leave it out)")
     source = resolve(parse_spec(spec), columns.names)
     fields = [field_values(columns, path, source.name) for path in source.fields]
+    counted = row_sample_counts(source, columns)
     rate, samples = np.full(columns.rows, np.nan), np.full(columns.rows, np.nan)
     bad, first = 0, ""
     for i, values in enumerate(zip(*fields, strict=True)):
         try:
             got = _row_rate(source, values)
+            if got is not None and counted is not None:
+                got = (got[0], _sample_count(counted[1][i], counted[0], got[1]))
         except (ValueError, TypeError) as exc:
             if not bad:
                 shown = values[0] if len(values) == 1 else values
@@ -437,31 +472,7 @@ def read_prior(spec: str, columns: Columns, weight: float = DEFAULT_WEIGHT, ids:
     if np.isnan(rate).all():
         raise PriorError(f"prior {source.name}: no row of {columns.where} has a value in "
                          f"`{'`, `'.join(source.fields)}`")
-    if is_avg(source):  # K is the most samples any row got (an adaptive profile's): each row's own k where known
-        own = row_samples(columns)
-        if own is not None:
-            samples = np.where(np.isfinite(own) & (own > 0), own, samples)
     return Prior(source, rate, samples, float(weight))
-
-
-SAMPLE_FIELDS = ("k", "extra_info.k")  # where this project's trl and verl shards keep each row's samples
-
-
-def row_samples(columns: Columns) -> np.ndarray | None:
-    """(N,) samples per row from the table's `k` (trl shards, or a table `grpo load --prior avg`
-    kept it in) or `extra_info.k` (verl shards), NaN where a row has none; None without either."""
-    for path in SAMPLE_FIELDS:
-        head = _head(path, columns.names)
-        if head is None:
-            continue
-        values = [_descend(v, head[1]) for v in columns.get(head[0])]
-        out = np.full(len(values), np.nan)
-        for i, v in enumerate(values):
-            if not _missing(v) and isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool):
-                out[i] = float(v)
-        if np.isfinite(out).any():
-            return out
-    return None
 
 
 def stored_prior(rate, k) -> Prior | None:

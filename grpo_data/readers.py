@@ -280,7 +280,9 @@ def _number_as_text(expr: pl.Expr, dtype) -> pl.Expr:
     return expr.map_elements(number_text, return_dtype=pl.String)
 
 
-def _level_expr(expr: pl.Expr, dtype) -> pl.Expr:
+def level_expr(expr: pl.Expr, dtype) -> pl.Expr:
+    """A level column of `dtype` as Int64, the way `parse_level` reads one value ('Level 3' -> 3); null
+    where it holds none."""
     if dtype.is_integer():
         return expr.cast(pl.Int64)
     if dtype.is_float():
@@ -359,7 +361,7 @@ def _extract_columns(df: pl.DataFrame, fields: Fields, offset: int) -> pl.DataFr
         (pl.int_range(pl.len(), dtype=pl.Int64) + offset).alias("_row"),
         q_text.alias("q_text"), q_msgs.alias("q_msgs"), a_text.alias("a_text"),
         pl.when(id_raw != "").then(id_raw).alias("id_raw"),
-        (none_i if lv is None else _level_expr(lv, lt)).alias("level"),
+        (none_i if lv is None else level_expr(lv, lt)).alias("level"),
         optional_text(fields.source).alias("src"),
         reason.alias("_reason"), detail.alias("_detail"), keep.alias("_keep"),
     ).cast(dict(EXTRACTED))

@@ -26,10 +26,15 @@ guess: \\boxed{5}. Hmm, ...") as a final answer. Gold answers are bare strings
 
 from __future__ import annotations
 
+import ast
 import functools
+import hashlib
+import json
+import logging
 import math
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import sympy
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
@@ -55,7 +60,32 @@ _MARKDOWN = re.compile(r"\*\*|__|`")
 
 # Verdict reasons, in the order summaries print them.
 REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
-
+# The modules whose code decides a verdict and whether it counts as correct (the pool's, which turns a
+# hang or a crash into "timeout"/"error", included): their code is the verifier's version beside
+# math-verify's (`rules_hash`).
+RULE_MODULES = ("verify.py", "answers.py", "prose.py", "rewards.py", "verify_pool.py")
+# (gold, prediction) pairs whose verdicts fingerprint the judging stack as it runs (`verdict_fingerprint`):
+# each path of `verify_answer` (numbers, fractions, LaTeX, sets and intervals, choices, words, counts,
+# percents, prose, no answer, an answer followed by more than pred_tail_chars of text) and forms whose
+# reading math-verify, latex2sympy2_extended or sympy could change.
+FINGERPRINT_PAIRS = (
+    ("42", "The answer is \\boxed{42}."),
+    ("42", "So we get \\boxed{41}."),
+    ("\\frac{1}{2}", "\\boxed{0.5}"),
+    ("\\frac{1}{2}", "\\boxed{\\dfrac{2}{4}}"),
+    ("2\\sqrt{2}", "\\boxed{\\sqrt{8}}"),
+    ("(1, 2]", "\\boxed{(1,2]}"),
+    ("\\{1, 2\\}", "\\boxed{\\{2, 1\\}}"),
+    ("x^2 + 2x + 1", "\\boxed{(x+1)^2}"),
+    ("\\pi/2", "$\\frac{\\pi}{2}$"),
+    ("5\\%", "\\boxed{0.05}"),
+    ("(C)", "The answer is (C)."),
+    ("Yes", "Yes, it is possible."),
+    ("2 inequalities", "\\boxed{2}"),
+    ("12", "After all that, the total is 12"),
+    ("7", "I am not sure."),
+    ("5", "First guess: \\boxed{5}. " + "Let me check that again. " * 90),
+)
 _PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
 
@@ -76,6 +106,52 @@ class Verdict:
     reason: str
     detail: str = ""
     answer: str = ""
+
+
+def rules_digest(sources: dict[str, str]) -> str:
+    """sha256 (first 16 hex) over modules' code, {name: source text}, as Python parses it with the
+    docstrings removed (`ast.dump`): a comment, a docstring or a line break does not change it, a change
+    to the code does."""
+    h = hashlib.sha256()
+    for name, text in sources.items():
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+        h.update(name.encode())
+        h.update(ast.dump(tree).encode())
+    return h.hexdigest()[:16]
+
+
+@functools.cache
+def rules_hash() -> str:
+    """`rules_digest` of this project's judging rules (RULE_MODULES): any change to how an answer is
+    read or compared changes it, with no version number to forget to bump. Recorded in a profile's
+    metadata beside the versions of math-verify, sympy and latex2sympy2_extended and the verdict
+    fingerprint, so a card says which rules judged its counts."""
+    here = Path(__file__).parent
+    return rules_digest({name: (here / name).read_text(encoding="utf-8") for name in RULE_MODULES})
+
+
+@functools.lru_cache(maxsize=8)
+def verdict_fingerprint(pred_tail_chars: int = 2000) -> str:
+    """sha256 (first 16 hex) of the verdicts (reason, correct) `verify_answer` gives FINGERPRINT_PAIRS
+    here, in-process, reading `pred_tail_chars`: what the installed math-verify, latex2sympy2_extended
+    and sympy decide, so an upgrade that changes a verdict changes it where their version numbers may
+    not say. math-verify's own timeouts are off (they need the main thread's SIGALRM; these pairs
+    take milliseconds)."""
+    library_log = logging.getLogger("math_verify")
+    level = library_log.level
+    library_log.setLevel(logging.ERROR)  # its warning that the timeouts are off is expected here
+    try:
+        verdicts = [verify_answer(gold, pred, timeout_s=0, pred_tail_chars=pred_tail_chars)
+                    for gold, pred in FINGERPRINT_PAIRS]
+    finally:
+        library_log.setLevel(level)
+    return hashlib.sha256(json.dumps([[v.reason, v.correct] for v in verdicts]).encode()).hexdigest()[:16]
 
 
 def _wrap_gold(gold: str) -> str:

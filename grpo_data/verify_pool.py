@@ -60,6 +60,11 @@ class PoolConfig:
     pred_tail_chars: int = 2000
     max_pred_chars: int = 5_000_000
 
+    def verdict_settings(self) -> dict:
+        """Every setting that can change a verdict (all but `workers`): what a profile records."""
+        return {name: getattr(self, name) for name in ("deadline_s", "timeout_s", "memory_mb", "pred_tail_chars",
+                                                         "max_pred_chars")}
+
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, str] = {
     "profile": "profile",
     "shards": "shards",
     "card": "card",
+    "export": "export",
     "train": "train",
     "pipeline": "pipeline",
     "demo": "demo",

@@ -126,14 +126,31 @@ def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
 
 def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int | None = None) -> dict:
     """What a profile depends on (stored beside it as OUT.inputs.json): the model and its weights,
-    the data, the settings."""
-    from grpo_data.profiler import profile_options, weights_hash
+    the data, the settings, and what judges the samples (rules hash, verdict fingerprint, pool
+    settings, judging libraries' versions): a change to any starts the profile over."""
+    from grpo_data.profiler import JUDGING_PACKAGES, package_versions, profile_options, weights_hash
+    from grpo_data.verify import rules_hash, verdict_fingerprint
+    from grpo_data.verify_pool import PoolConfig
 
     cfg, _ = profile_options({"seed": seed, **pcfg})
     rows = pl.read_parquet(train).height
+    pool = PoolConfig()  # what profile_stage's VerifierPool() runs with
+    versions = package_versions()
+    judged = {"rules_hash": rules_hash(), "fingerprint": verdict_fingerprint(pool.pred_tail_chars),
+              **pool.verdict_settings(), **{name: versions.get(name) for name in JUDGING_PACKAGES}}
     key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": min(rows, limit or rows),
-           "cfg": cfg.to_dict()}
+           "cfg": cfg.to_dict(), "judged": judged}
     return json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
+
+
+def shards_key(profile: Path, shards_spec: dict) -> dict:
+    """What a pipeline's shard set depends on (kept in its manifest): the profile's content (sha256,
+    as training's key has it: a profile re-run under other settings, same rows and weights, rebuilds
+    the set, whose card refuses a profile other than the one the set was built from) and the shards
+    section."""
+    from grpo_data.shards import sha256_file
+
+    return {"profile": sha256_file(Path(profile)), "layout": 2, **shards_spec}
 
 
 def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
@@ -156,7 +173,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     io.write_json(stamp, key)
     engine = make_engine(choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
     with VerifierPool() as pool:
-        meta = run_metadata(engine, cfg, str(train), {"deadline_s": pool.config.deadline_s, "timeout_s": pool.config.timeout_s})
+        meta = run_metadata(engine, cfg, str(train), pool.config.verdict_settings())
         stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta)
     engine.close()
     merge_parts(out, expected_ids=set(problems["id"].to_list()))
@@ -207,7 +224,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     shards_dir = out / "shards"
     prof_table, prof_meta = read_profile(profile)
     s = spec.get("shards", {})
-    shard_key = {"profile_rows": prof_table.height, "weights": prof_meta.get("weights_hash"), "layout": 2, **s}
+    shard_key = shards_key(profile, s)
     try:
         current = read_manifest(shards_dir).get("pipeline_key")
     except ShardIntegrityError:  # no complete set yet
@@ -222,7 +239,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     sched, rollout = train_spec.get("scheduler") or {}, train_spec.get("rollout") or {}
     card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md",
                       band=(float(sched.get("lo", SchedulerSection.lo)), float(sched.get("hi", SchedulerSection.hi))),
-                      group_size=int(rollout.get("group_size", RolloutConfig.group_size)))
+                      group_size=int(rollout.get("group_size", RolloutConfig.group_size)), profile=profile)
     timings["shards"] = time.monotonic() - t
 
     t = _stage("train (scheduled GRPO)")

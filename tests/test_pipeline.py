@@ -93,6 +93,7 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     for rel in ("world/train.parquet", "world/test.parquet", "world/val.parquet", "world/sft.parquet",
                 "policy-warm/model.safetensors", "profile.parquet",
                 "profile.json", "shards/manifest.json", "card/arith-world-profiled.md", "card/arith-world-profiled.png",
+                "card/arith-world-profiled.dart.parquet", "card/arith-world-profiled.dart.json",
                 "train/metrics.jsonl", "train/resolved_config.yaml", "train/checkpoints/step-000006/hf/model.safetensors",
                 "profile-after.parquet", "summary.json", "summary.md", "pass_rate_before_after.png",
                 "heldout_vs_rollouts.png", "band_occupancy.png", "train/report.html"):
@@ -123,3 +124,17 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     assert "training in" in second.stdout and "is complete" in second.stdout
     for rel, stamp in stamps.items():
         assert (out / rel).stat().st_mtime_ns == stamp, f"{rel} was redone"
+
+
+def test_the_shard_set_is_keyed_on_the_profiles_content(tmp_path):
+    """A profile re-run under other settings (same rows, same weights) rebuilds the set; an unchanged one does not."""
+    from pipelines.pipeline import shards_key
+
+    profile = tmp_path / "profile.parquet"
+    table = pl.DataFrame({"id": ["a", "b"], "k": [2, 4], "n_correct": [1, 2]})
+    table.write_parquet(profile, metadata={"grpo_profile": json.dumps({"weights_hash": "w", "rows": 2})})
+    key = shards_key(profile, {"format": "verl"})
+    assert key == shards_key(profile, {"format": "verl"}) and key["format"] == "verl"
+    table.with_columns(pl.Series("n_correct", [2, 2])).write_parquet(
+        profile, metadata={"grpo_profile": json.dumps({"weights_hash": "w", "rows": 2})})
+    assert shards_key(profile, {"format": "verl"}) != key

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from grpo_data.engines import Completion, make_engine
 from grpo_data.profiler import (
     PROFILE_COLUMNS,
     ProfileConfig,
+    ResumeError,
+    discard_parts,
     merge_parts,
     parts_dir,
     profile_problems,
@@ -98,6 +101,9 @@ def test_summarize_problem_row():
     assert row["pass_rate"] == 0.25 and row["post_a"] == 4.5 and row["post_b"] == 12.5
     assert row["ci_low"] < 0.25 < row["ci_high"] and row["truncation_rate"] == 0.125
     assert row["n_ok"] == 4 and row["n_timeout"] == 0 and row["mean_completion_tokens"] == 11
+    assert (row["k_rounds"], row["n_correct_rounds"]) == ([16], [4])
+    rounds = summarize_problem(3, 6, [], 0, {}, rounds=([2, 2, 2], [0, 1, 2]))
+    assert (rounds["k_rounds"], rounds["n_correct_rounds"]) == ([2, 2, 2], [0, 1, 2])
 
 
 def test_fixed_k_profile_rows_and_metadata(tmp_path, pool):
@@ -109,6 +115,8 @@ def test_fixed_k_profile_rows_and_metadata(tmp_path, pool):
     assert stats["samples"] == 40 * 16
     table = merge_parts(out, expected_ids=set(problems["id"].to_list()))
     assert table.columns == PROFILE_COLUMNS and table.height == 40
+    assert table["k_rounds"].to_list() == [[16]] * 40  # fixed k: one round
+    assert table["n_correct_rounds"].list.first().to_list() == table["n_correct"].to_list()
     joined = table.join(problems.select("id", "answer"), on="id")
     for rid, rate in zip(joined["id"], joined["pass_rate"], strict=True):
         true = rates[f"q{int(rid[2:])}"][1]
@@ -135,6 +143,11 @@ def test_adaptive_uses_fewer_samples_and_agrees_on_clear_cases(tmp_path, pool):
         if true == 0.5:
             halves.append(bool(rule.in_band(c, k, weights)[0]))
     assert np.mean(halves) >= 0.9
+    # each problem's rounds: the screen, then steps of 4, summing to its counts (what a DART-style export lists)
+    for row in table.iter_rows(named=True):
+        assert row["k_rounds"] == [4] * (row["k"] // 4) and sum(row["n_correct_rounds"]) == row["n_correct"]
+        assert all(0 <= c <= n for c, n in zip(row["n_correct_rounds"], row["k_rounds"], strict=True))
+    assert table["k"].max() > 4  # some problem was sampled in more than one round
 
 
 def test_rerun_skips_finished_ids_and_shards_merge(tmp_path, pool):
@@ -151,6 +164,38 @@ def test_rerun_skips_finished_ids_and_shards_merge(tmp_path, pool):
     assert table.height == 30 and table["id"].n_unique() == 30
     with pytest.raises(RuntimeError, match="shards \\[0, 1, 2, 3\\] of 4 have not finished"):
         merge_parts(out, n_shards=4)
+
+
+def test_a_rerun_under_other_judging_rules_is_refused(tmp_path, pool):
+    """Parts judged under one rule set keep their rows on resume: a run under another would mix two under one hash."""
+    problems, rates = scripted_problems(8)
+    out, cfg = tmp_path / "p.parquet", ProfileConfig(k=2, chunk_size=4)
+    meta = {"verifier": {"rules_hash": "aaaa", "fingerprint": "ffff", "pred_tail_chars": 2000},
+            "versions": {"math-verify": "0.9.0", "sympy": "1.14.0", "torch": "2.0"}}
+    profile_problems(problems.sort("id").head(4), ScriptedEngine(rates), pool, cfg, out, metadata=meta, progress=False)
+    for changed, said in [({"verifier": {**meta["verifier"], "rules_hash": "bbbb"}}, "rules_hash: 'aaaa' -> 'bbbb'"),
+                          ({"verifier": {**meta["verifier"], "pred_tail_chars": 500}}, "pred_tail_chars: 2000 -> 500"),
+                          ({"versions": {**meta["versions"], "sympy": "1.15.0"}}, "sympy: '1.14.0' -> '1.15.0'")]:
+        with pytest.raises(ResumeError, match=rf"p.parquet: its finished parts .*{re.escape(said)}.*--restart"):
+            profile_problems(problems, ScriptedEngine(rates), pool, cfg, out, metadata={**meta, **changed},
+                             progress=False)
+    # another torch judges nothing: the run resumes
+    newer = {**meta, "versions": {**meta["versions"], "torch": "2.1"}}
+    assert profile_problems(problems, ScriptedEngine(rates), pool, cfg, out, metadata=newer, progress=False)["problems"] == 4
+    discard_parts(out)  # --restart
+    other = {**meta, "verifier": {**meta["verifier"], "rules_hash": "bbbb"}}
+    assert profile_problems(problems, ScriptedEngine(rates), pool, cfg, out, metadata=other, progress=False)["problems"] == 8
+
+
+def test_the_pipelines_profile_key_names_what_judges_the_samples(tmp_path):
+    from grpo_data.verify import rules_hash, verdict_fingerprint
+    from pipelines.pipeline import profile_key
+
+    train = tmp_path / "train.parquet"
+    pl.DataFrame({"id": ["a", "b"]}).write_parquet(train)
+    judged = profile_key("some/model", train, {})["judged"]
+    assert judged["rules_hash"] == rules_hash() and judged["fingerprint"] == verdict_fingerprint(2000)
+    assert judged["pred_tail_chars"] == 2000 and judged["sympy"] and judged["math-verify"]
 
 
 def test_unknown_engine_and_missing_model_fail_before_data(tmp_path):

@@ -213,3 +213,29 @@ def test_unread_examples_are_distinct_unread_sentences_in_order():
 ])
 def test_numbers_too_large_to_compare_are_refused_without_sympy(pred, reason):
     assert verify_answer("1024", pred).reason == reason
+
+
+def test_the_rules_hash_follows_the_code_not_its_comments():
+    from grpo_data.verify import rules_digest
+
+    text = (Path(__file__).parents[1] / "grpo_data" / "verify.py").read_text(encoding="utf-8")
+    base = rules_digest({"verify.py": text})
+    commented = text.replace("\ndef _wrap_gold(gold: str) -> str:\n",
+                             "\n# a comment\ndef _wrap_gold(gold: str) -> str:  # and another\n\n", 1)
+    redocumented = text.replace('"""Judge `pred`', '"""Reworded: judge `pred`', 1)
+    assert commented != text and redocumented != text
+    assert rules_digest({"verify.py": commented}) == base == rules_digest({"verify.py": redocumented})
+    recoded = text.replace('if "$" in text or', 'if "$$" in text or', 1)
+    assert recoded != text and rules_digest({"verify.py": recoded}) != base
+
+
+def test_the_verdict_fingerprint_follows_verdict_changing_settings():
+    """Judged in-process on a shipped set of pairs: an upgrade of math-verify, sympy or latex2sympy2_extended that
+    changes a verdict changes it; so does a pred_tail_chars that reads the tail-cut pair."""
+    from grpo_data.verify import FINGERPRINT_PAIRS, verdict_fingerprint
+
+    reasons = {verify_answer(g, p, timeout_s=0).reason for g, p in FINGERPRINT_PAIRS}
+    assert {"ok", "wrong", "no_answer"} <= reasons
+    assert verdict_fingerprint(2000) == verdict_fingerprint(2000) != verdict_fingerprint(10_000)
+    settings = PoolConfig(workers=1).verdict_settings()
+    assert set(settings) == {"deadline_s", "timeout_s", "memory_mb", "pred_tail_chars", "max_pred_chars"}

@@ -1,4 +1,8 @@
-"""`grpo card`: write a Hugging Face dataset card (+ pass-rate histogram) for a shard set."""
+"""`grpo card`: write a Hugging Face dataset card (+ pass-rate histogram) for a shard set.
+
+    grpo card --shards shards/arith --name arith --band 0.2,0.95
+    grpo card --shards shards/arith --name arith --profile runs/profile.parquet   # + arith.dart.parquet beside it
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--band", default=None, metavar="LO,HI",
                         help="the band training uses, drawn on the histogram (e.g. 0.2,0.95; default: none drawn)")
     parser.add_argument("--group-size", type=int, default=8, help="G for the all-right/all-wrong share (default 8)")
+    parser.add_argument("--profile", default=None,
+                        help="the profile the set was built from: its per-problem counts (each round's samples and "
+                        "successes, DART-Math's columns) go beside the card as NAME.dart.parquet")
 
 
 def run(args: argparse.Namespace) -> int:
     from grpo_data.cards import write_card
+    from grpo_data.exports import ExportError
     from grpo_data.shards import ShardIntegrityError
 
     band = None
@@ -34,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
     try:
         path = write_card(args.shards, args.name, args.out, args.license, args.pretty_name, band=band,
-                          group_size=args.group_size)
-    except ShardIntegrityError as exc:
+                          group_size=args.group_size, profile=args.profile)
+    except (ShardIntegrityError, ExportError, FileNotFoundError) as exc:
         print(f"grpo card: {exc}", file=sys.stderr)
         return 2
     print(f"card -> {path}")

@@ -13,6 +13,8 @@ is left out and listed in OUT.rejects.jsonl with its reason, or profiled with th
 --overlong-prompts clip; the run goes on and says how many were left out. With --prior (adaptive mode)
 another model's published difficulty joins the stopping decisions, discounted to --prior-weight
 pseudo-samples and moved by the offset fitted to this model's own samples; rows hold own samples only.
+A rerun resumes from OUT.parts unless its verifier (rules, settings, library versions) differs from
+the one that judged them: then it stops, and --restart discards them.
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shard", default=None, help="i/n: profile one slice (default from RANK/WORLD_SIZE)")
     parser.add_argument("--merge", action="store_true", help="only merge finished shard parts into --out")
+    parser.add_argument("--restart", action="store_true",
+                        help="discard OUT.parts (finished chunks, e.g. judged under other verifier rules) and profile "
+                        "everything again; one run only: with shards, delete OUT.parts before starting them")
     parser.add_argument("--limit", type=int, default=None, help="profile only the first N problems (by id)")
     vllm = parser.add_argument_group("vLLM engine (defaults per device kind: eager on CPU, CUDA graphs on GPU)")
     vllm.add_argument("--gpu-memory-utilization", type=float, default=None, help="share of this rank's GPU (default 0.5)")
@@ -112,7 +117,14 @@ def options_from_args(args: argparse.Namespace) -> dict:
 def run(args: argparse.Namespace) -> int:
     from grpo_data.engines import ENGINES, check_model_path, default_engine, engine_settings, pin_local_device
     from grpo_data.loaders import DataError
-    from grpo_data.profiler import merge_parts, profile_options, profile_problems, run_metadata
+    from grpo_data.profiler import (
+        ResumeError,
+        discard_parts,
+        merge_parts,
+        profile_options,
+        profile_problems,
+        run_metadata,
+    )
     from grpo_data.verify_pool import PoolConfig, VerifierPool
     from pipelines.stages import read_problems
 
@@ -129,6 +141,10 @@ def run(args: argparse.Namespace) -> int:
         check_model_path(args.model)
     except (ValueError, FileNotFoundError) as exc:
         print(f"grpo profile: {exc}", file=sys.stderr)
+        return 2
+    if args.restart and shard[1] > 1:
+        print(f"grpo profile: --restart with {shard[1]} shards would discard the others' parts as they write them; "
+              f"delete {args.out}.parts before starting the shards", file=sys.stderr)
         return 2
     if args.merge:
         table = merge_parts(args.out, n_shards=shard[1] if args.shard else None)
@@ -158,9 +174,15 @@ def run(args: argparse.Namespace) -> int:
     engine = make_engine(engine_name, args.model, seed=args.seed + shard[0], settings=settings,
                          trust_remote_code=args.trust_remote_code)
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig()
+    if args.restart:
+        discard_parts(args.out)
     with VerifierPool(pool_cfg) as pool:
-        meta = run_metadata(engine, cfg, args.data, {"deadline_s": pool_cfg.deadline_s, "timeout_s": pool_cfg.timeout_s})
-        stats = profile_problems(problems, engine, pool, cfg, args.out, shard=shard, metadata=meta, prior=prior)
+        meta = run_metadata(engine, cfg, args.data, pool_cfg.verdict_settings())
+        try:
+            stats = profile_problems(problems, engine, pool, cfg, args.out, shard=shard, metadata=meta, prior=prior)
+        except ResumeError as exc:
+            print(f"grpo profile: {exc}", file=sys.stderr)
+            return 2
     print(f"profiled {stats['problems']} problems ({stats['skipped']} already done), "
           f"{stats['samples']} samples in {stats['seconds']:.1f}s")
     if "prior_offset" in stats:

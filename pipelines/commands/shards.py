@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
 
     from grpo_data.loaders import DataError, read_provenance
     from grpo_data.priors import PriorError, check_recorded_prior
-    from grpo_data.profiler import read_left_out, read_profile
+    from grpo_data.profiler import read_profile, read_rejects
     from grpo_data.shards import write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args
     from pipelines.stages import read_problems
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             reason = json.loads(line)["reason"]
             rejected[reason] = rejected.get(reason, 0) + 1
     # the profile's left-out problems (their prompt does not fit the context) stay out, prior or not
-    left_out = set(read_left_out(args.profile)["id"].to_list()) if args.profile else set()
+    left_out = set(read_rejects(args.profile)["id"].to_list()) if args.profile else set()
     data = Path(args.data)
     prov = read_provenance(data) if data.is_file() and data.suffix == ".parquet" else {}
     rejected = {**rejected, **prov.get("rejected", {})}
