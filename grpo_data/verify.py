@@ -10,8 +10,9 @@ Model output is only parsed (regex extraction + latex2sympy + sympy comparison),
 Gold answers that are choice letters or words ("(C)", "Yes") are compared as strings
 (`grpo_data.answers`): math-verify would read "No" as the product n*o. Those string paths read the
 prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`grpo_data.prose`:
-"No, it is not possible." is no), then the LaTeX answer math-verify extracts ("$E$", "$odd$"). A
-count gold ("2 inequalities") is judged on its number. math-verify's own regression tables run
+"No, it is not possible." is no), then a final sentence that is one formula ("Therefore $E$.",
+"So $\\text{odd}$."); a formula elsewhere in the text is no answer. A count gold ("2 inequalities")
+is judged on its number. math-verify's own regression tables run
 through this function in tests/test_verifier_tables.py: where it is right, this is right too.
 
 Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
@@ -42,14 +43,13 @@ from grpo_data.answers import (
     count_of,
     final_answer_text,
     for_math,
-    gold_claim,
     is_empty_set,
     judge_answer,
     judge_prose,
     judge_string,
     unwrap,
 )
-from grpo_data.prose import final_sentence, says_none
+from grpo_data.prose import final_says_none, final_sentence
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
 
@@ -181,49 +181,34 @@ def _judged(correct: bool, said: str, detail: str = "") -> Verdict:
 def _judge_string_gold(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
     correct, detail = judge_string(gold, text, kind)
     if correct is None:
-        return _judge_unboxed(gold, text, kind, timeout_s)
+        return _judge_unboxed(gold, text, kind)
     claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
     if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
         return _judge(claim[0], f"\\boxed{{{claim[1]}}}", timeout_s)
     return _judged(correct, (final_answer_text(text) or text.strip())[:80], detail)
 
 
-# A final sentence that is only one inline formula, maybe after "So"/"Therefore": "Therefore $B$.", "$B$".
+# A final sentence that is only one formula, maybe after "So"/"Therefore": "Therefore $B$.", "$B$",
+# "$$\\text{The midpoints form a regular hexagon}$$".
 _WHOLE_FINAL_MATH = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:(?:so|thus|hence|therefore)\b[\s,]*)?"
-                               r"(\$[^$\n]{1,40}\$|\\\([^\n]{1,40}?\\\))\s*\.?\s*$", re.I)
+                               r"(\$\$[^$]{1,200}\$\$|\\\[[^\n]{1,200}?\\\]|\$[^$\n]{1,200}\$|\\\([^\n]{1,200}?\\\))\s*\.?\s*$",
+                               re.I)
 
 
-def _judge_unboxed(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
+def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
     """A choice or text gold against a prediction with no boxed or "answer is" answer: its final
-    sentence ("No, it is not possible."); a choice only from a final sentence that is one formula
-    ("Therefore $B$.": "Consider triangle $ABC$. The point $C$ lies on the circle." names no choice);
-    a text gold from the LaTeX answer math-verify extracts when that is words ("$odd$"). A "none" gold
-    is read from prose only when math-verify extracts nothing ("..., so the values are 2 and 3." is
-    not none). Else no answer."""
-    if kind == "choice":
-        m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
-        if m is None or answer_kind(m.group(1)) != "choice":
-            return _unread(text)
-        return _judged(judge_answer(gold, m.group(1), kind), unwrap(m.group(1)))
-    none_gold = gold_claim(gold) == "none"
-    if not none_gold:
+    sentence ("No, it is not possible.", "There are no such primes."), else a final sentence that is one
+    formula ("Therefore $B$.", "So $\\text{odd}$."). A formula anywhere else is no answer: "Consider
+    triangle $ABC$. The point $C$ lies on the circle." names no choice, and "Is it $\\text{Yes}$? Let me
+    think." says no yes. Else no answer."""
+    if kind == "text":
         correct, said = judge_prose(gold, text, kind)
         if correct is not None:
             return _judged(correct, said)
-    try:
-        parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
-    except TimeoutException:
-        return Verdict(False, "timeout", "parsing prediction")
-    except Exception as exc:  # math-verify raises arbitrary sympy/antlr errors on odd input
-        return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
-    if none_gold and not parsed:
-        correct, said = judge_prose(gold, text, kind)
-        if correct is not None:
-            return _judged(correct, said)
-    latex = next((x for x in reversed(parsed) if isinstance(x, str)), None)
-    if latex is None or answer_kind(latex) != kind:  # "$n$" in "... since $n$ is odd." is no answer
+    m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
+    if m is None or answer_kind(m.group(1)) != kind:
         return _unread(text)
-    return _judged(judge_answer(gold, latex, kind), unwrap(latex))
+    return _judged(judge_answer(gold, m.group(1), kind), unwrap(m.group(1)))
 
 
 def _judge_count(gold: str, text: str, timeout_s: int) -> Verdict:
@@ -285,6 +270,6 @@ def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
         if correct is not None:
             return _judged(correct, said)
     sentence = final_sentence(text)  # math-verify extracted nothing (the caller's check)
-    if sentence is not None and is_empty_set(gold) and says_none(sentence):
+    if sentence is not None and is_empty_set(gold) and final_says_none(text):
         return _judged(True, "none")
     return _unread(text)
