@@ -86,6 +86,12 @@ _NONE_GOLD = re.compile(r"^(?:none|no such(?: [a-z]+){1,2}|no(?: [a-z]+)? soluti
                         r"|there (?:is|are) no(?: [a-z]+){1,3}|the empty set|empty set)$")
 
 _ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>[^\n]*?)\s*(?:\.\s*$|\.\s|\n|$)", re.IGNORECASE)
+# Second thoughts after an "answer is X" clause ("The answer is (C). Hmm, wait, it is (D)."): the clause
+# was a guess. (A \boxed{} answer is a deliberate final answer, as math-verify takes it too.)
+_SECOND_THOUGHT = re.compile(r"\b(?:wait|actually|hmm+|mistake|correction|instead|rather|reconsider|on second thought"
+                             r"|not sure|maybe|perhaps)\b|\?", re.I)
+# Two answers in one: "2 or 3", "2 inequalities, or maybe 3"
+_NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]?\d)")
 
 
 def unwrap(text: str) -> str:
@@ -243,6 +249,21 @@ def final_answer_text(pred: str) -> str | None:
     return found.strip() if found else None
 
 
+def answer_taken_back(pred: str) -> bool:
+    """True when the final answer is an "answer is X" clause (no `\\boxed{}`) that later text doubts or
+    takes back: it is read as no answer, not as X."""
+    if last_boxed(pred) is not None:
+        return False
+    plain = _MARKDOWN.sub("", pred)
+    ends = [m.end() for m in _ANCHOR.finditer(plain)]
+    return bool(ends) and _SECOND_THOUGHT.search(plain[ends[-1]:]) is not None
+
+
+def numbers_in(answer: str) -> set[float]:
+    """The distinct plain numbers an answer holds ("2 inequalities, or maybe 3" -> {2, 3})."""
+    return {float(x) for x in _NUMBER_IN_TEXT.findall(answer)}
+
+
 def _first_clause(answer: str) -> str:
     """"yes, because 2 divides 4" -> "yes": a text answer is judged on its first clause when an
     explanation follows it ("odd, even" stays as it is)."""
@@ -272,9 +293,10 @@ def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
 
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer
-    (no `\\boxed{}`, no "answer is X"): `judge_prose` may still read its final sentence."""
+    (no `\\boxed{}`, no "answer is X", or an "answer is X" that later text takes back): `judge_prose` may
+    still read its final sentence."""
     answer = final_answer_text(pred)
-    if answer is None:
+    if answer is None or answer_taken_back(pred):
         return None, ""
     return judge_answer(gold, answer, kind), answer[:80]
 

@@ -38,6 +38,7 @@ from math_verify.errors import TimeoutException
 
 from grpo_data.answers import (
     answer_kind,
+    answer_taken_back,
     bare_number,
     choice_value_claim,
     count_of,
@@ -47,9 +48,10 @@ from grpo_data.answers import (
     judge_answer,
     judge_prose,
     judge_string,
+    numbers_in,
     unwrap,
 )
-from grpo_data.prose import final_says_none, final_sentence
+from grpo_data.prose import final_says_none, final_sentence, flatten_text
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
 
@@ -213,12 +215,18 @@ def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
 
 def _judge_count(gold: str, text: str, timeout_s: int) -> Verdict:
     """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
-    number; anything else goes to math-verify (and the final sentence) with the number alone."""
+    number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
+    else goes to math-verify (and the final sentence) with the number alone. (math-verify alone reads
+    the gold as a product of letters, so nothing here departs from a verdict it gets right.)"""
     number = count_of(gold)
+    if answer_taken_back(text):  # "The answer is 2. Hmm, wait, it is 3."
+        return _unread(text)
     answer = final_answer_text(text)
     stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
     if stated is not None and "/" not in stated and "frac" not in stated:
         return _judged(float(stated) == float(number), answer)
+    if answer is not None and len(numbers_in(flatten_text(answer))) > 1:  # "2 or 3": two answers, not the count
+        return _judged(False, answer)
     return _judge_math(number, text, timeout_s, "number")
 
 
