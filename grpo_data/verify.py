@@ -30,6 +30,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+import time
 from dataclasses import dataclass
 
 import sympy
@@ -154,21 +155,43 @@ def too_large(parsed) -> bool:
     return False
 
 
-def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000) -> Verdict:
+class _Clock:
+    """math-verify's whole-second limit for each parse or comparison of one item, within the item's
+    budget: one item may parse the gold, parse the prediction and compare (three calls), and three
+    full timeouts would outlast the pool's hard deadline, which then kills the worker. With a budget,
+    a call starts with what is left (at most `timeout_s`), and one with under a second left is not
+    started: it raises math-verify's own TimeoutException, which every call site reports as "timeout"."""
+
+    def __init__(self, timeout_s: int, budget_s: float | None) -> None:
+        self.timeout_s = timeout_s
+        self.end = None if budget_s is None else time.monotonic() + budget_s
+
+    def limit(self) -> int:
+        if self.end is None:
+            return self.timeout_s
+        left = int(self.end - time.monotonic())
+        if left < 1:
+            raise TimeoutException("the item's verification budget is spent")
+        return min(self.timeout_s, left)
+
+
+def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000,
+                  budget_s: float | None = None) -> Verdict:
     """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric).
     Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings, count golds by
-    their number. A "no_answer" verdict carries the final sentence it could not read in `detail`."""
+    their number. A "no_answer" verdict carries the final sentence it could not read in `detail`.
+    `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`)."""
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
-    return _judge(gold, tail, timeout_s)
+    return _judge(gold, tail, _Clock(timeout_s, budget_s))
 
 
-def _judge(gold: str, text: str, timeout_s: int) -> Verdict:
+def _judge(gold: str, text: str, clock: _Clock) -> Verdict:
     kind = answer_kind(gold)
     if kind in ("choice", "text"):
-        return _judge_string_gold(gold, text, kind, timeout_s)
+        return _judge_string_gold(gold, text, kind, clock)
     if kind == "count":
-        return _judge_count(gold, text, timeout_s)
-    return _judge_math(gold, text, timeout_s, kind)
+        return _judge_count(gold, text, clock)
+    return _judge_math(gold, text, clock, kind)
 
 
 def _unread(text: str) -> Verdict:
@@ -180,13 +203,13 @@ def _judged(correct: bool, said: str, detail: str = "") -> Verdict:
     return Verdict(True, "ok", "", said[:80]) if correct else Verdict(False, "wrong", detail or said[:80], said[:80])
 
 
-def _judge_string_gold(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
+def _judge_string_gold(gold: str, text: str, kind: str, clock: _Clock) -> Verdict:
     correct, detail = judge_string(gold, text, kind)
     if correct is None:
         return _judge_unboxed(gold, text, kind)
     claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
     if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
-        return _judge(claim[0], f"\\boxed{{{claim[1]}}}", timeout_s)
+        return _judge(claim[0], f"\\boxed{{{claim[1]}}}", clock)
     return _judged(correct, (final_answer_text(text) or text.strip())[:80], detail)
 
 
@@ -213,7 +236,7 @@ def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
     return _judged(judge_answer(gold, m.group(1), kind), unwrap(m.group(1)))
 
 
-def _judge_count(gold: str, text: str, timeout_s: int) -> Verdict:
+def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
     number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
     else goes to math-verify (and the final sentence) with the number alone. (math-verify alone reads
@@ -227,31 +250,35 @@ def _judge_count(gold: str, text: str, timeout_s: int) -> Verdict:
         return _judged(float(stated) == float(number), answer)
     if answer is not None and len(numbers_in(flatten_text(answer))) > 1:  # "2 or 3": two answers, not the count
         return _judged(False, answer)
-    return _judge_math(number, text, timeout_s, "number")
+    return _judge_math(number, text, clock, "number")
 
 
-def _same_unparsed(gold: str, text: str, timeout_s: int) -> bool:
+def _same_unparsed(gold: str, text: str, clock: _Clock) -> bool:
     """A gold math-verify reads only as a string ("x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}")
     answered with that same string: math-verify calls it right, and so does this."""
     try:
-        gold_strings = parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, parsing_timeout=timeout_s)
-        pred_strings = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s)
+        gold_strings = parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, parsing_timeout=clock.limit())
+        pred_strings = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit())
     except TimeoutException:
         return False
     wanted = {" ".join(x.split()) for x in gold_strings if isinstance(x, str)}
     return any(isinstance(x, str) and " ".join(x.split()) in wanted for x in pred_strings)
 
 
-def _judge_math(gold: str, text: str, timeout_s: int, kind: str) -> Verdict:
+def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     gold = for_math(gold)  # "\\$5" -> "5"; a percent stays: math-verify knows 5\\% = 0.05
-    gold_check = _math_gold_is_parseable(gold, timeout_s)
+    try:
+        gold_limit = clock.limit()  # the same limit for both parse_gold calls: the second is a cache hit
+    except TimeoutException:
+        return Verdict(False, "timeout", "budget spent before parsing gold")
+    gold_check = _math_gold_is_parseable(gold, gold_limit)
     if gold_check.reason != "ok":
-        if _same_unparsed(gold, text, timeout_s):
+        if _same_unparsed(gold, text, clock):
             return Verdict(True, "ok", "same string as the gold", gold[:80])
         return gold_check
-    gold_parsed = parse_gold(gold, timeout_s)
+    gold_parsed = parse_gold(gold, gold_limit)
     try:
-        pred_parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
+        pred_parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit(), raise_on_error=True)
     except TimeoutException:
         return Verdict(False, "timeout", "parsing prediction")
     except Exception as exc:
@@ -261,7 +288,7 @@ def _judge_math(gold: str, text: str, timeout_s: int, kind: str) -> Verdict:
     if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
         return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
     try:
-        ok = verify(list(gold_parsed), pred_parsed, timeout_seconds=timeout_s, raise_on_error=True)
+        ok = verify(list(gold_parsed), pred_parsed, timeout_seconds=clock.limit(), raise_on_error=True)
     except TimeoutException:
         return Verdict(False, "timeout", "comparing")
     except Exception as exc:
