@@ -333,7 +333,7 @@ def judge_answer(gold: str, answer: str, kind: str) -> bool:
     got_words = words(clause)
     if got_words is not None and got_words == words(gold) and not _HEDGE_WORDS.search(rest):
         return True
-    return claim == "none" and says_none(unwrap(answer), words(gold) or "")
+    return claim == "none" and (says_none(flatten_text(unwrap(answer)), words(gold) or "") or is_empty_set(answer))
 
 
 def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:

@@ -239,6 +239,9 @@ def answer_polarity(answer: str) -> str | None:
 # "None.", "None of them work.", "none exist": the only sentences in which a bare "none" is read
 _BARE_NONE = re.compile(r"none(?: of (?:them|these|those))? (?:exists?|works?|satisfy|satisfies)|none", re.I)
 _STATES_VALUE = re.compile(r"=|\\in\b|^\s*-?\d")
+# A short answer that is all of a "none" ("\\boxed{\\text{no solution}}", "no real roots", "empty")
+_SHORT_NONE = re.compile(r"(?:no|zero) (?:[a-z\-]+ )?(?:solutions?|values?|roots?|answers?|such [a-z\-]+)"
+                         r"|(?:the )?empty(?: set)?|(?:it |they )?(?:does|do) not exist", re.I)
 
 
 def says_none(sentence: str, kinds: str = "") -> bool:
@@ -261,6 +264,8 @@ def says_none(sentence: str, kinds: str = "") -> bool:
     allowed = kinds.lower().split()
     if any((m.group("kind") or m.group("domain")).lower() not in allowed for m in _DENIED_KIND.finditer(body)):
         return False
+    if _SHORT_NONE.fullmatch(body):
+        return True
     if _DENIED_EXISTENCE.match(body):
         if _CLAUSE_AFTER_DENIAL.search(body):
             return False

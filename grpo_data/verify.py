@@ -52,7 +52,7 @@ from grpo_data.answers import (
     numbers_in,
     unwrap,
 )
-from grpo_data.prose import final_says_none, final_sentence, flatten_text
+from grpo_data.prose import final_says_none, final_sentence, flatten_text, says_none
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
 
@@ -267,6 +267,11 @@ def _same_unparsed(gold: str, text: str, clock: _Clock) -> bool:
 
 def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     gold = for_math(gold)  # "\\$5" -> "5"; a percent stays: math-verify knows 5\\% = 0.05
+    if is_empty_set(gold):  # math-verify reads "\\varnothing" and "\\text{None}" as no empty set
+        answer = final_answer_text(text)
+        if answer is not None and not answer_taken_back(text) and (
+                is_empty_set(answer) or says_none(flatten_text(unwrap(answer)))):
+            return _judged(True, answer)
     try:
         gold_limit = clock.limit()  # the same limit for both parse_gold calls: the second is a cache hit
     except TimeoutException:
