@@ -16,6 +16,8 @@ last "answer is X" / "answer: X" clause. (math-verify's `StringExtractionConfig`
 and missed "The answer is (C)." and "\\boxed{C}", so the extraction here is our own and tested.)
 Without either, a Yes/No, "none" or count gold is judged on the prediction's final sentence
 (`grpo_data.prose`: "No, it is not possible." reads as no; an ambiguous sentence reads as nothing).
+A Yes/No answer is only ever a leading yes/no word: "It is impossible." (boxed or not) answers "Is it
+possible?" with no but "Is it impossible?" with yes, and the question is not seen here.
 
 Pure: regexes only, no math-verify, so the loader can classify a million gold answers cheaply.
 """
@@ -30,6 +32,7 @@ from grpo_data.prose import (
     final_says_none,
     final_sentence,
     flatten_text,
+    is_short_denial,
     says_none,
     stated_count,
 )
@@ -292,25 +295,28 @@ def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
 
 
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
-    """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer
-    (no `\\boxed{}`, no "answer is X", or an "answer is X" that later text takes back): `judge_prose` may
-    still read its final sentence."""
+    """(correct, detail) of a choice or text answer. correct is None with detail "" when the prediction
+    holds no answer (no `\\boxed{}`, no "answer is X", or an "answer is X" that later text takes back):
+    `judge_prose` may still read its final sentence; None with the answer as detail when its answer
+    cannot be judged without the question (`judge_answer`): nothing else in the text is read then."""
     answer = final_answer_text(pred)
     if answer is None or answer_taken_back(pred):
         return None, ""
     return judge_answer(gold, answer, kind), answer[:80]
 
 
-def judge_answer(gold: str, answer: str, kind: str) -> bool:
-    """Whether `answer` (the prediction's final answer, already extracted) states a choice or text gold.
+def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
+    """Whether `answer` (the prediction's final answer, already extracted) states a choice or text gold;
+    None when that depends on the question's wording, which is not seen here.
 
     A choice is right when the answer names the gold's letter and no other one ("(C) or (D)" and "C, D"
     are wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value (compared
     here as a number or words; `verify_answer` compares other values with math-verify). A Yes/No gold
-    takes a leading yes/no word nothing hedges, conditions or contradicts, or a short claim
-    ("\\boxed{\\text{It is impossible}}" is no; "Yes, No" and "Yes, if n is even" are neither). Another
-    text answer is right when it has the gold's words, alone or before an explanation ("odd, since
-    ..."; "odd, even" is wrong); a "none" gold also takes any way of saying none (`says_none`)."""
+    takes a leading yes/no word nothing hedges, conditions or contradicts ("Yes, No" and "Yes, if n is
+    even" are neither: wrong); a short denial ("\\boxed{\\text{It is impossible}}") gives None, since it
+    is no to "Is it possible?" and yes to "Is it impossible?". Another text answer is right when it has
+    the gold's words, alone or before an explanation ("odd, since ..."; "odd, even" is wrong); a "none"
+    gold also takes any way of saying none (`says_none`)."""
     if kind == "choice":
         letter, value = parse_choice(gold)
         if len({x.upper() for x in _ANY_PAREN_LETTER.findall(answer)}) > 1:
@@ -326,7 +332,9 @@ def judge_answer(gold: str, answer: str, kind: str) -> bool:
             return mine == theirs if mine is not None and theirs is not None else unwrap(value).lower() == unwrap(answer).lower()
         return False
     claim = gold_claim(gold)
-    if claim in ("yes", "no"):  # "Yes, because ...", "impossible"; "Not sure.", "Yes, No" are neither
+    if claim in ("yes", "no"):  # "Yes, because ..."; "Not sure.", "Yes, No" are neither
+        if is_short_denial(unwrap(answer)):
+            return None
         return answer_polarity(unwrap(answer)) == claim
     clause = _first_clause(answer)
     rest = unwrap(answer)[len(clause):]

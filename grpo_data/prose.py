@@ -4,17 +4,22 @@
 
     final_sentence("... so the sum is odd.\\n\\nHence such a tiling cannot exist.") == "Hence such a tiling cannot exist."
     polarity("No, it is not possible to do so.") == "no"    # a leading yes/no word
-    polarity("Hence such a tiling cannot exist.") == "no"   # one plain negation, nothing that qualifies it
+    polarity("Hence such a tiling cannot exist.") is None   # a negation of a claim: not a yes/no (below)
     polarity("Thus the robot can stay inside.") is None     # an affirmation without "yes": not read
     says_none("There are no such primes.") is True
     stated_count("At most two of them can hold.") == 2
 
+A Yes/No answer is read only from an explicit leading yes/no word. A negation of a claim ("It is
+impossible to tile the board.") is no yes/no: the verifier never sees the question, and against "Is
+it impossible to tile the board?" (gold "No": it is possible) that sentence is a wrong answer that a
+negation reading would turn into a right "no". Negations are read only where the denial itself is the
+answer: a "none" gold ("There are no such primes.", `says_none`).
+
 Every reader returns None (or False) when the sentence is not unambiguous: two negations ("it is not
-impossible"), a second clause ("since 5 is not divisible by 3", "exists and it is not unique", any
-comma; only a sentence opening with "There is no ..." takes "and"/"such that", which describe what
-does not exist), a negation of anything but an existence, possibility or truth ("it cannot be
-smaller than 3"), a denial that turns around ("there is no counterexample") or covers part of the
-answer ("there are no other solutions"), a hedge or condition ("No, wait.", "Yes, if n is even."), two
+true that no solution exists"), a second clause ("there are no such primes if n is even", any comma;
+only a sentence opening with "There is no ..." takes "and"/"such that", which describe what does not
+exist), a denial that turns around ("there is no counterexample") or covers part of the answer
+("there are no other solutions"), a hedge or condition ("No, wait.", "Yes, if n is even."), two
 answers ("No, yes."), a question, two different numbers, a bounded or negated number ("more than
 two", "no two"), "one", or a fraction or scale word ("three quarters"). The verifier then reports
 "no_answer", never a guess. Pure: regexes only, no math-verify; the text is only read.
@@ -78,10 +83,6 @@ _OTHER_ANSWER = re.compile(r"\byes\b|\bno\b(?=\s*(?:[,.!;:?/]|$|--|\u2014|\u2013
 # An opening transition word ("Hence", "Therefore,") is not a clause of its own.
 _OPENER = re.compile(r"^(?:so|thus|hence|therefore|consequently|accordingly|in conclusion|in summary|in short|overall"
                      r"|finally|conclusion|answer|final answer)\b[\s,:]*", re.I)
-# A subordinate or coordinate clause, or a comma/semicolon: the sentence says more than one thing,
-# and a negation in it may belong to a detail ("since 5 is not divisible by 3"). Not read.
-_CLAUSE = re.compile(r"[,;:()]|\b(?:since|because|as|so|which|who|whom|whose|while|whereas|and|but|or|if|when|unless"
-                     r"|although|though|until|except|only|otherwise|whether|that|where)\b|\?", re.I)
 # A sentence that opens with a denied existence ("There is no ...", "There does not exist ...") denies
 # everything after it: "and" and "such that" there describe the thing that does not exist ("there does
 # not exist a sequence of digits and an integer N such that ..."). Any other clause is still not read.
@@ -89,23 +90,8 @@ _DENIED_EXISTENCE = re.compile(r"^there (?:(?:is|are|exists?) no|(?:does|do) not
 _CLAUSE_AFTER_DENIAL = re.compile(r"[,;:()]|\b(?:since|because|as|so|which|who|whom|whose|while|whereas|but|or|if|when"
                                   r"|whenever|unless|although|though|until|except|only|otherwise|whether|where|hence"
                                   r"|thus|therefore|answer)\b|\?", re.I)
-# The only negations read in prose: of an existence, a possibility or a truth, with a verb that says
-# so. "It cannot be smaller than 3", "It cannot fail" and "impossible to determine" deny something
-# else (a bound, a failure, knowledge) and are not read.
-_POSSIBLE_VERB = (r"(?:exist|happen|occur|hold|work|win|be (?:done|achieved|constructed|built|made|found|tiled|covered"
-                  r"|colou?red|partitioned|arranged|placed|divided|split|written|expressed|represented|satisfied"
-                  r"|solved|obtained|reached|attained|realized|true|possible))")
-_DO_VERB = (r"(?:do|achieve|construct|build|make|find|tile|cover|colou?r|partition|arrange|place|divide|split|write"
-            r"|express|represent|satisfy|solve|obtain|reach|attain|realize|choose|select|fill|draw|form|win|get|have"
-            r"|create|assign|label|pair|match)")
-_CLAIM_NEGATION = re.compile(
-    r"\b(?:(?:cannot|can't|can not|could not|couldn't) " + _POSSIBLE_VERB
-    + r"|(?:impossible|not possible)(?: to " + _DO_VERB + r"\b.*)?$"
-    r"|(?:does|do|did|can|could|will|would) not exist|(?:doesn't|don't|didn't) exist"
-    r"|there (?:is|are|exists?) no|no such \w+(?: \w+)? (?:exists?|can exist)"
-    r"|(?:is|are) not true|(?:isn't|aren't) true|(?:does|do) not hold|(?:doesn't|don't) hold)\b", re.I)
-# Words that turn a denial around or away from the question's claim: "there is no counterexample"
-# (so yes), "no contradiction", "the converse is not true", "impossible to determine". Not read.
+# Words that turn a denial around or away from the thing denied: "there is no counterexample" (so
+# something holds), "no contradiction", "no reason to doubt", "no solution fails". Not read as "none".
 _INVERTING = re.compile(r"\b(?:counter-?examples?|contradictions?|exceptions?|obstructions?|violations?|problems?|issues?"
                         r"|doubts?|need|loss|harm|mistakes?|errors?|flaws?|gaps?|conflicts?|reasons?|difference"
                         r"|converse|opposite|negation|contrary|fail(?:s|ed|ure)?|avoid(?:s|ed)?|prevent(?:s|ed)?"
@@ -126,10 +112,12 @@ _DENIED_KIND = re.compile(r"\b(?:no|not exist|n't exist|exists? no)\s+(?:such\s+
                           + r")\s+[a-z]|\b(?:in|among|over) (?:the )?(?:set of )?(?P<domain>" + _KIND + r")s?\b", re.I)
 
 
-# Short answers that mean no, read in a boxed or "answer is" answer: the whole answer must be one.
-_SHORT_NO = re.compile(r"(?:it is |it's |this is )?(?:impossible|not possible)|no such(?: [a-z\-]+){1,3}"
-                       r"|(?:it |they |such (?:a |an )?[a-z\-]+ )?(?:does|do) not exist|(?:it |they )?(?:doesn't|don't) exist"
-                       r"|there (?:is|are) no such(?: [a-z\-]+){1,3}|not possible|cannot be done", re.I)
+# Short boxed or "answer is" answers that deny a claim ("impossible", "no such function"): what they
+# answer to a Yes/No question depends on its wording ("Is it impossible ...?"), so they are no yes/no.
+_SHORT_DENIAL = re.compile(r"(?:it is |it's |this is )?(?:impossible|not possible)|no such(?: [a-z\-]+){1,3}"
+                           r"|(?:it |they |such (?:a |an )?[a-z\-]+ )?(?:does|do) not exist"
+                           r"|(?:it |they )?(?:doesn't|don't) exist"
+                           r"|there (?:is|are) no such(?: [a-z\-]+){1,3}|not possible|cannot be done", re.I)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|texttt|emph)\s*\{([^{}]*)\}")
 
 
@@ -167,8 +155,8 @@ def final_sentence(text: str) -> str | None:
 
 
 def final_polarity(text: str) -> str | None:
-    """"yes"/"no" of a text's final answer in prose: the last sentence (`polarity`), or a leading
-    yes/no word opening the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
+    """"yes"/"no" of a text's final answer in prose: a leading yes/no word opening the last sentence
+    (`polarity`) or the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
     when nothing in that paragraph hedges, corrects or contradicts it ("No, wait. Actually ..." and
     "Yes! No!" are not read)."""
     sentences = _last_paragraph(text)
@@ -201,39 +189,35 @@ def _qualified(rest: str) -> bool:
 
 
 def polarity(sentence: str) -> str | None:
-    """"yes" or "no" when the sentence answers a yes/no question unambiguously: a leading yes/no word
-    with nothing after it that hedges, qualifies or contradicts it ("No, wait.", "Yes, if n is even.",
-    "No, yes."), or one negation of an existence, possibility or truth ("Hence such a tiling cannot
-    exist.") in a sentence of one clause (or one opening with "There is no ...": see
-    `_DENIED_EXISTENCE`), with no other negating word and nothing that turns the denial around ("there
-    is no counterexample") or limits it ("there are no other solutions"); else None. An affirmation
-    without "yes" is not read."""
+    """"yes" or "no" when the sentence opens with a yes/no word that nothing after it hedges, qualifies
+    or contradicts ("No, it is not possible."; not "No, wait.", "Yes, if n is even.", "No, yes."); else
+    None. A sentence without a leading yes/no word is not read, whatever it denies or affirms: "It is
+    impossible to tile the board." answers "Is it possible ...?" with no and "Is it impossible ...?"
+    with yes, and the verifier does not see the question."""
     text = _plain(sentence)
     lead = _LEADING.match(text)
-    if lead:
-        return None if _qualified(text[lead.end():]) else lead.group(1).lower()
-    body = _OPENER.sub("", text, count=1).rstrip(" .!")
-    if _QUALIFIER.search(body) or _HEDGE.search(body) or _INVERTING.search(body) or _RESTRICTOR.search(body):
+    if lead is None or _qualified(text[lead.end():]):
         return None
-    if len(_NEGATING_WORD.findall(body)) != 1:
-        return None
-    if _DENIED_EXISTENCE.match(body):
-        return None if _CLAUSE_AFTER_DENIAL.search(body) else "no"
-    if _CLAUSE.search(body) or not _CLAIM_NEGATION.search(body):
-        return None
-    return "no"
+    return lead.group(1).lower()
 
 
 def answer_polarity(answer: str) -> str | None:
     """"yes"/"no" of a boxed or "answer is" answer: it starts with a yes/no word that nothing after it
     hedges, qualifies or contradicts ("Yes, because f is not constant" is yes; "Yes, No", "Yes, but only
-    if n is even" and "No, wait, yes" are neither), or it is exactly a short claim ("impossible", "no
-    such function", "does not exist"); else None ("Not sure.", "I do not know")."""
+    if n is even" and "No, wait, yes" are neither); else None ("Not sure.", "impossible": see
+    `is_short_denial`)."""
     text = flatten_text(answer).strip().rstrip(".").strip()
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
-    if lead:
-        return None if _qualified(text[lead.end():]) else lead.group(1).lower()
-    return "no" if _SHORT_NO.fullmatch(text) else None
+    if lead is None or _qualified(text[lead.end():]):
+        return None
+    return lead.group(1).lower()
+
+
+def is_short_denial(answer: str) -> bool:
+    """True when a boxed or "answer is" answer is all of a denied claim ("impossible", "\\text{It is not
+    possible}", "no such function", "does not exist"): against a Yes/No gold it is no answer rather than
+    a wrong one, since whether it means yes or no depends on how the question is worded."""
+    return _SHORT_DENIAL.fullmatch(flatten_text(answer).strip().rstrip(".").strip()) is not None
 
 
 # "None.", "None of them work.", "none exist": the only sentences in which a bare "none" is read

@@ -205,8 +205,8 @@ def _judged(correct: bool, said: str, detail: str = "") -> Verdict:
 
 def _judge_string_gold(gold: str, text: str, kind: str, clock: _Clock) -> Verdict:
     correct, detail = judge_string(gold, text, kind)
-    if correct is None:
-        return _judge_unboxed(gold, text, kind)
+    if correct is None:  # no answer (the final sentence may hold one), or one that needs the question
+        return _unread(text) if detail else _judge_unboxed(gold, text, kind)
     claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
     if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
         return _judge(claim[0], f"\\boxed{{{claim[1]}}}", clock)
@@ -233,7 +233,8 @@ def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
     m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
     if m is None or answer_kind(m.group(1)) != kind:
         return _unread(text)
-    return _judged(judge_answer(gold, m.group(1), kind), unwrap(m.group(1)))
+    correct = judge_answer(gold, m.group(1), kind)
+    return _unread(text) if correct is None else _judged(correct, unwrap(m.group(1)))
 
 
 def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:

@@ -2,7 +2,15 @@
 
 import pytest
 
-from grpo_data.prose import answer_polarity, final_polarity, final_sentence, polarity, says_none, stated_count
+from grpo_data.prose import (
+    answer_polarity,
+    final_polarity,
+    final_sentence,
+    is_short_denial,
+    polarity,
+    says_none,
+    stated_count,
+)
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -22,9 +30,16 @@ def test_final_sentence(text, expected):
     ("Yes.", "yes"),
     ("So, yes: every such graph is planar.", "yes"),
     ("Answer: no", "no"),
-    ("Hence such an infinite sequence cannot exist.", "no"),
-    ("Thus, there does not exist such a sequence.", "no"),
-    ("It is impossible to tile the board.", "no"),
+    # third review 2026-12-03: a negation of a claim is no yes/no ("Is it impossible to tile the
+    # board?" is answered no by "It is possible"), so only a leading yes/no word is read
+    ("Hence such an infinite sequence cannot exist.", None),
+    ("Thus, there does not exist such a sequence.", None),
+    ("It is impossible to tile the board.", None),
+    ("There is no way to tile the board.", None),
+    ("It is not true that every such graph is planar.", None),
+    ("The statement is not true.", None),
+    ("No, it is impossible to tile the board.", "no"),
+    ("No. The board can be tiled.", "no"),
     ("It is not impossible to tile the board.", None),   # two negations
     ("It cannot be done if n is odd.", None),            # a condition
     ("Is it possible?", None),                           # a question
@@ -32,7 +47,7 @@ def test_final_sentence(text, expected):
     ("Thus the robot can stay inside the corridor.", None),  # an affirmation without yes
     ("The graph contains no cycle.", None),              # "no" as a determiner
     ("Therefore $a \\neq b$ and $x$ is not in $S$.", None),  # two clauses; "is not in" negates no existence
-    ("Hence such a tiling does not exist.", "no"),       # words in formulas are not read; one clause
+    ("Hence such a tiling does not exist.", None),
     # review 2026-12-03 (adversarial): a negation of a detail, in a second clause, or corrected later
     ("So $n=5$ works, since $5$ is not divisible by $3$.", None),
     ("Therefore such a function exists, because f is not constant.", None),
@@ -55,9 +70,9 @@ def test_final_sentence(text, expected):
     ("It is impossible to determine.", None),
     ("There is no other way.", None),
     ("The limit does not always exist.", None),
-    ("Such a tiling is impossible.", "no"),
-    ("The first player cannot win.", "no"),
-    ("Thus, there does not exist such a sequence of digits and a positive integer N.", "no"),  # one denial
+    ("Such a tiling is impossible.", None),
+    ("The first player cannot win.", None),
+    ("Thus, there does not exist such a sequence of digits and a positive integer N.", None),
     ("There is no such tiling when n is odd.", None),
     ("There is no such tiling, but a covering exists.", None),
 ])
@@ -74,9 +89,9 @@ def test_final_polarity_reads_a_leading_yes_that_opens_the_last_paragraph():
 
 @pytest.mark.parametrize(("answer", "expected"), [
     ("\\text{Yes, because } f \\text{ is not constant}", "yes"),
-    ("No such function", "no"),
-    ("\\text{impossible}", "no"),
-    ("does not exist", "no"),
+    ("No such function", None),         # a short denial: see test_is_short_denial
+    ("\\text{impossible}", None),
+    ("does not exist", None),
     ("Not sure", None),
     ("\\text{I do not know}", None),
     ("f is not constant", None),
@@ -85,6 +100,15 @@ def test_final_polarity_reads_a_leading_yes_that_opens_the_last_paragraph():
 ])
 def test_answer_polarity(answer, expected):
     assert answer_polarity(answer) == expected
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("\\text{impossible}", True), ("It is not possible.", True), ("No such function", True), ("does not exist", True),
+    ("\\text{There is no such tiling}", True),
+    ("No", False), ("Not sure", False), ("possible", False), ("f is not constant", False),
+])
+def test_is_short_denial(answer, expected):
+    assert is_short_denial(answer) is expected
 
 
 @pytest.mark.parametrize(("sentence", "expected"), [
