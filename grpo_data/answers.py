@@ -16,6 +16,8 @@ last "answer is X" / "answer: X" clause. (math-verify's `StringExtractionConfig`
 and missed "The answer is (C)." and "\\boxed{C}", so the extraction here is our own and tested.)
 Without either, a Yes/No, "none" or count gold is judged on the prediction's final sentence
 (`grpo_data.prose`: "No, it is not possible." reads as no; an ambiguous sentence reads as nothing).
+A Yes/No answer is only ever a leading yes/no word: "It is impossible." (boxed or not) answers "Is it
+possible?" with no but "Is it impossible?" with yes, and the question is not seen here.
 
 Pure: regexes only, no math-verify, so the loader can classify a million gold answers cheaply.
 """
@@ -24,7 +26,16 @@ from __future__ import annotations
 
 import re
 
-from grpo_data.prose import answer_polarity, final_polarity, final_sentence, says_none, stated_count
+from grpo_data.prose import (
+    answer_polarity,
+    final_polarity,
+    final_says_none,
+    final_sentence,
+    flatten_text,
+    is_short_denial,
+    says_none,
+    stated_count,
+)
 
 KINDS = ("number", "choice", "text", "count", "math")
 
@@ -52,10 +63,23 @@ _MATH_WORDS = frozenset({"infinity", "inf", "pi", "oo", "sin", "cos", "tan", "co
 _SCALE_WORDS = frozenset({"hundred", "hundreds", "thousand", "thousands", "million", "millions", "billion", "billions",
                           "trillion", "dozen", "dozens", "half", "halves", "third", "thirds", "quarter", "quarters",
                           "fourth", "fourths", "fifth", "fifths", "sixth", "sixths", "eighth", "eighths", "tenth",
-                          "tenths", "percent", "sqrt", "root", "roots", "squared", "cubed", "times", "over"})
+                          "tenths", "percent", "sqrt", "root", "roots", "squared", "cubed", "factorial", "choose",
+                          "plus", "minus", "divided", "multiplied", "power", "powers", "arcsin", "arccos", "arctan",
+                          "sinh", "cosh", "tanh"})
+# Operators that are a unit only as the last word: "5 times" counts times, "2 times x" is a product
+# and "2 over three" a fraction.
+_OPERATOR_WORDS = frozenset({"times", "over"})
+# Words that bound, approximate or list a count: "2 solutions or fewer", "3 at least", "about 5 apples".
+_BOUND_WORDS = frozenset({"or", "and", "than", "least", "most", "not", "no", "nor", "about", "approximately", "nearly",
+                          "almost", "roughly", "around", "maximum", "minimum", "max", "min"})
 _SHORT_TEXT = frozenset({"no", "ok"})
 _MARKDOWN = re.compile(r"\*\*|__|\*|`")
-_CLAUSE_END = re.compile(r"\s*(?:[,;]|\s(?:because|since|as|so|which|when|where)\s).*$", re.I | re.S)
+# An explanation after the answer: "yes, because 2 divides 4", "C, since 12 works". A comma alone does
+# not end the answer ("odd, even" and "C, D" list two answers).
+_CLAUSE_END = re.compile(r"\s*[,;]?\s+(?:because|since|as|so|which)\b.*$", re.I | re.S)
+# Two or more choice letters listed: "C, D", "C; D", "C/D", "(C) and (D)".
+_LETTER_LIST = re.compile(r"\(?\s*[A-J]\s*\)?(?:\s*(?:[,;/&]|\bor\b|\band\b)?\s*\(?\s*[A-J]\s*\)?)+")
+_HEDGE_WORDS = re.compile(r"\b(?:wait|actually|hmm+|however|but|maybe|perhaps|not sure|unsure|probably|likely|or)\b", re.I)
 
 # "2 inequalities", "12 apples": a number and one to three unit words (math-verify reads the words as a
 # product of symbols, so "\\boxed{2}" would be wrong against it)
@@ -65,6 +89,12 @@ _NONE_GOLD = re.compile(r"^(?:none|no such(?: [a-z]+){1,2}|no(?: [a-z]+)? soluti
                         r"|there (?:is|are) no(?: [a-z]+){1,3}|the empty set|empty set)$")
 
 _ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>[^\n]*?)\s*(?:\.\s*$|\.\s|\n|$)", re.IGNORECASE)
+# Second thoughts after an "answer is X" clause ("The answer is (C). Hmm, wait, it is (D)."): the clause
+# was a guess. (A \boxed{} answer is a deliberate final answer, as math-verify takes it too.)
+_SECOND_THOUGHT = re.compile(r"\b(?:wait|actually|hmm+|mistake|correction|instead|rather|reconsider|on second thought"
+                             r"|not sure|maybe|perhaps)\b|\?", re.I)
+# Two answers in one: "2 or 3", "2 inequalities, or maybe 3"
+_NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]?\d)")
 
 
 def unwrap(text: str) -> str:
@@ -161,10 +191,16 @@ def answer_kind(gold: str) -> str:
 
 
 def count_of(text: str) -> str | None:
-    """The number of a count answer ("2 inequalities" -> "2"), or None. Unit words that are math
-    ("2 pi", "3 sin") or scale it ("2 million", "3 halves", "2 sqrt three") do not make a count."""
+    """The number of a count answer ("2 inequalities" -> "2", "5 times" -> "5"), or None. Unit words that
+    are math ("2 pi", "3 sin", "3 factorial", "2 times x") or scale it ("2 million", "3 halves", "2 sqrt
+    three"), and words that bound or list it ("2 solutions or fewer"), do not make a count."""
     m = _COUNT.match(unwrap(text))
-    if m is None or any(t.lower() in _MATH_WORDS or t.lower() in _SCALE_WORDS for t in re.split(r"[ \-]", m.group(2))):
+    if m is None:
+        return None
+    units = [t.lower() for t in re.split(r"[ \-]", m.group(2))]
+    if any(t in _MATH_WORDS or t in _SCALE_WORDS or t in _BOUND_WORDS for t in units):
+        return None
+    if any(t in _OPERATOR_WORDS for t in units[:-1]):
         return None
     return m.group(1)
 
@@ -216,8 +252,24 @@ def final_answer_text(pred: str) -> str | None:
     return found.strip() if found else None
 
 
+def answer_taken_back(pred: str) -> bool:
+    """True when the final answer is an "answer is X" clause (no `\\boxed{}`) that later text doubts or
+    takes back: it is read as no answer, not as X."""
+    if last_boxed(pred) is not None:
+        return False
+    plain = _MARKDOWN.sub("", pred)
+    ends = [m.end() for m in _ANCHOR.finditer(plain)]
+    return bool(ends) and _SECOND_THOUGHT.search(plain[ends[-1]:]) is not None
+
+
+def numbers_in(answer: str) -> set[float]:
+    """The distinct plain numbers an answer holds ("2 inequalities, or maybe 3" -> {2, 3})."""
+    return {float(x) for x in _NUMBER_IN_TEXT.findall(answer)}
+
+
 def _first_clause(answer: str) -> str:
-    """"yes, because 2 divides 4" -> "yes": a text answer is judged on its first clause."""
+    """"yes, because 2 divides 4" -> "yes": a text answer is judged on its first clause when an
+    explanation follows it ("odd, even" stays as it is)."""
     return _CLAUSE_END.sub("", unwrap(answer)).strip()
 
 
@@ -243,25 +295,34 @@ def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
 
 
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
-    """(correct, detail) of a choice or text answer; correct is None when the prediction holds no answer
-    (no `\\boxed{}`, no "answer is X"): `judge_prose` may still read its final sentence."""
+    """(correct, detail) of a choice or text answer. correct is None with detail "" when the prediction
+    holds no answer (no `\\boxed{}`, no "answer is X", or an "answer is X" that later text takes back):
+    `judge_prose` may still read its final sentence; None with the answer as detail when its answer
+    cannot be judged without the question (`judge_answer`): nothing else in the text is read then."""
     answer = final_answer_text(pred)
-    if answer is None:
+    if answer is None or answer_taken_back(pred):
         return None, ""
     return judge_answer(gold, answer, kind), answer[:80]
 
 
-def judge_answer(gold: str, answer: str, kind: str) -> bool:
-    """Whether `answer` (the prediction's final answer, already extracted) states a choice or text gold.
+def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
+    """Whether `answer` (the prediction's final answer, already extracted) states a choice or text gold;
+    None when that depends on the question's wording, which is not seen here.
 
-    A choice is right when the answer names the gold's letter and no other one ("(C) or (D)" is
-    wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value (compared here
-    as a number or words; `verify_answer` compares other values with math-verify). A text answer is
-    right when its first clause has the gold's words; a Yes/No gold also takes an unambiguous
-    sentence ("\\boxed{\\text{It is impossible}}" is no), a "none" gold any way of saying none."""
+    A choice is right when the answer names the gold's letter and no other one ("(C) or (D)" and "C, D"
+    are wrong), or, when the gold carries a value (`\\textbf{(B)}\\ 12`), states that value (compared
+    here as a number or words; `verify_answer` compares other values with math-verify). A Yes/No gold
+    takes a leading yes/no word nothing hedges, conditions or contradicts ("Yes, No" and "Yes, if n is
+    even" are neither: wrong); a short denial ("\\boxed{\\text{It is impossible}}") gives None, since it
+    is no to "Is it possible?" and yes to "Is it impossible?". Another text answer is right when it has
+    the gold's words, alone or before an explanation ("odd, since ..."; "odd, even" is wrong); a "none"
+    gold also takes any way of saying none (`says_none`)."""
     if kind == "choice":
         letter, value = parse_choice(gold)
         if len({x.upper() for x in _ANY_PAREN_LETTER.findall(answer)}) > 1:
+            return False
+        listed = _LETTER_LIST.fullmatch(flatten_text(unwrap(answer)))
+        if listed and len(set(re.findall(r"[A-J]", listed.group(0)))) > 1:  # "C, D": two answers
             return False
         got = _named_letter(answer)
         if got is not None:
@@ -270,13 +331,17 @@ def judge_answer(gold: str, answer: str, kind: str) -> bool:
             mine, theirs = bare_number(value), bare_number(unwrap(answer))
             return mine == theirs if mine is not None and theirs is not None else unwrap(value).lower() == unwrap(answer).lower()
         return False
-    got_words = words(_first_clause(answer))
-    if got_words is not None and got_words == words(gold):
-        return True
     claim = gold_claim(gold)
-    if claim in ("yes", "no"):  # "Yes, because ...", "impossible"; "Not sure." and "I do not know" are neither
+    if claim in ("yes", "no"):  # "Yes, because ..."; "Not sure.", "Yes, No" are neither
+        if is_short_denial(unwrap(answer)):
+            return None
         return answer_polarity(unwrap(answer)) == claim
-    return claim == "none" and says_none(unwrap(answer))
+    clause = _first_clause(answer)
+    rest = unwrap(answer)[len(clause):]
+    got_words = words(clause)
+    if got_words is not None and got_words == words(gold) and not _HEDGE_WORDS.search(rest):
+        return True
+    return claim == "none" and (says_none(flatten_text(unwrap(answer)), words(gold) or "") or is_empty_set(answer))
 
 
 def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
@@ -289,7 +354,7 @@ def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     if kind == "text":
         claim = gold_claim(gold)
         if claim == "none":
-            return (True, "none") if says_none(sentence) else (None, "")
+            return (True, "none") if final_says_none(pred, words(gold) or "") else (None, "")
         said = final_polarity(pred) if claim in ("yes", "no") else None
         return (None, "") if said is None else (said == claim, said)
     number = count_of(gold) if kind == "count" else bare_number(gold) if kind == "number" else None

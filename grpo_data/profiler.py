@@ -328,7 +328,8 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
     goes; with `groups` (one key per prompt, e.g. its level) one prior per group. With `prior`
     (another model's pass rates and pseudo-counts for this chunk, its rates for `history`) they
     also weigh its pseudo-counts, moved by the offset fitted to all counts so far. `unread`, when
-    given, collects final sentences the verifier read no answer from (for the format warning)."""
+    given, collects a few distinct final sentences the verifier read no answer from (for the format
+    warning; `keep_unread`)."""
     tallies = [_Tally() for _ in prompts]
     if cfg.rule is None:
         samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies)
@@ -359,8 +360,18 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
     rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b, t.rounds)
             for t, b in zip(tallies, budgets, strict=True)]
     if unread is not None:
-        unread.extend(s for t in tallies for s in t.unread)
+        keep_unread(unread, (s for t in tallies for s in t.unread))
     return rows, samples
+
+
+def keep_unread(unread: list[str], sentences) -> None:
+    """Add distinct `sentences` to `unread` until it holds UNREAD_EXAMPLES: the format warning shows no
+    more, and a run over a million problems must not hold a few sentences for every one of them."""
+    for sentence in sentences:
+        if len(unread) >= UNREAD_EXAMPLES:
+            return
+        if sentence not in unread:
+            unread.append(sentence)
 
 
 def weights_hash(model: str) -> str:

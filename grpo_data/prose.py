@@ -4,16 +4,25 @@
 
     final_sentence("... so the sum is odd.\\n\\nHence such a tiling cannot exist.") == "Hence such a tiling cannot exist."
     polarity("No, it is not possible to do so.") == "no"    # a leading yes/no word
-    polarity("Hence such a tiling cannot exist.") == "no"   # one plain negation, nothing that qualifies it
+    polarity("Hence such a tiling cannot exist.") is None   # a negation of a claim: not a yes/no (below)
     polarity("Thus the robot can stay inside.") is None     # an affirmation without "yes": not read
     says_none("There are no such primes.") is True
     stated_count("At most two of them can hold.") == 2
 
+A Yes/No answer is read only from an explicit leading yes/no word. A negation of a claim ("It is
+impossible to tile the board.") is no yes/no: the verifier never sees the question, and against "Is
+it impossible to tile the board?" (gold "No": it is possible) that sentence is a wrong answer that a
+negation reading would turn into a right "no". Negations are read only where the denial itself is the
+answer: a "none" gold ("There are no such primes.", `says_none`).
+
 Every reader returns None (or False) when the sentence is not unambiguous: two negations ("it is not
-impossible"), a second clause ("since 5 is not divisible by 3", "exists and it is not unique", any
-comma), a negation of anything but an existence, possibility or truth, a hedge ("No, wait."), a
-question, two different numbers, "one", or a fraction or scale word ("three quarters"). The verifier
-then reports "no_answer", never a guess. Pure: regexes only, no math-verify; the text is only read.
+true that no solution exists"), a second clause ("there are no such primes if n is even", any comma;
+only a sentence opening with "There is no ..." takes "and"/"such that", which describe what does not
+exist), a denial that turns around ("there is no counterexample") or covers part of the answer
+("there are no other solutions"), a hedge or condition ("No, wait.", "Yes, if n is even."), two
+answers ("No, yes."), a question, two different numbers, a bounded or negated number ("more than
+two", "no two"), "one", or a fraction or scale word ("three quarters"). The verifier then reports
+"no_answer", never a guess. Pure: regexes only, no math-verify; the text is only read.
 """
 
 from __future__ import annotations
@@ -32,51 +41,83 @@ _DISPLAY_MATH = re.compile(r"\\\[.*?\\\]|\$\$.*?\$\$", re.S)
 # ("No matter what n is ..." and "No such set exists" are not a leading answer word).
 _LEADING = re.compile(r"^(?:(?:so|thus|hence|therefore|answer|final answer|in conclusion|conclusion)\b[\s,:]*)?"
                       r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013))", re.I)
-# Negations of the main claim. "no" as a determiner ("contains no cycle") is not among them: a
-# sentence can deny a detail while the answer is yes ("it is continuous and has no jumps").
-_NEGATION = re.compile(r"\b(?:not|cannot|can't|impossible|never|none|neither|nor|no such|there (?:is|are|exists?) no"
-                       r"|(?:is|are|was|were|does|do|did|has|have|can|could|will|would|should)n't|won't)\b", re.I)
 _QUALIFIER = re.compile(r"\b(?:but|however|although|though|unless|if|whether|otherwise|except|only)\b|\?", re.I)
-# "There are no such primes", "No solution exists", "x does not exist", "None."
+# "There are no such primes", "No solution exists", "x does not exist", "the equation has no solutions", "None."
 _NONE = re.compile(r"\b(?:no such|none|there (?:is|are|exists?) no|(?:does|do|did) not exist|(?:does|do)n't exist"
                    r"|cannot exist|can't exist|no (?:\w+ )?(?:solutions?|values?|roots?|numbers?|primes?|integers?|pairs?"
                    r"|triples?|sets?|functions?|polynomials?) (?:exists?|satisfy|satisfies|work|works|can)"
+                   r"|(?:has|have) no (?:\w+ )?(?:solutions?|roots?|zeros?)"
                    r"|the empty set|is empty|are empty)\b", re.I)
 
 # every negating word, "no" included: "It is not true that no solution exists" negates twice
 _NEGATING_WORD = re.compile(r"\b(?:no|not|none|never|cannot|impossible|neither|nor)\b|n't\b", re.I)
 
 # "one" is not a number word ("no one", "the smaller one", "one can show"), nor are multipliers
-# ("hundred"): a sentence holding a scale or fraction word is not read as a count at all.
+# ("hundred"): a sentence holding a scale or fraction word is not read as a count at all. A number word
+# joined by a hyphen is part of another word ("non-zero", "three-dimensional"), except "twenty-one".
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split()) if w != "one"}
 _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90})
-_NUMBER_TOKEN = re.compile(r"(?<![\w.^_{])(-?\d+(?:\.\d+)?)(?![\w.]?\d)|\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.I)
+_UNITS = {w: i for i, w in enumerate("one two three four five six seven eight nine".split(), start=1)}
+# "twenty-one", "forty two": a tens word and a unit word are one number
+_TENS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_NUMBER_TOKEN = re.compile(r"\b(?P<tens>" + _TENS + r")[\s\-\u2010\u2011](?P<unit>" + "|".join(_UNITS) + r")\b"
+                           r"|(?<![\w.^_{])(?P<digits>-?\d+(?:\.\d+)?)(?![\w.]?\d)"
+                           r"|(?<![\-\u2010\u2011])\b(?P<word>" + "|".join(_NUMBER_WORDS) + r")\b(?![\-\u2010\u2011])", re.I)
 _SCALE_WORD = re.compile(r"\b(?:hundreds?|thousands?|millions?|billions?|dozens?|half|halves|thirds?|quarters?|fourths?"
                          r"|fifths?|sixths?|sevenths?|eighths?|ninths?|tenths?|percent|per cent|sqrt|square roots?|roots?"
                          r"|squared|cubed|times|twice|thrice|over)\b|%", re.I)
 
 # A hedge or self-correction: a sentence or paragraph holding one is not read as a final yes/no.
 _HEDGE = re.compile(r"\b(?:wait|actually|hmm+|however|but|maybe|perhaps|not sure|unsure|i think|i guess|guess|"
-                    r"probably|likely|seems?|unclear|don't know|do not know)\b", re.I)
+                    r"probably|likely|seems?|unclear|don't know|do not know|depends?|depending|sometimes|not always"
+                    r"|not necessarily|in general)\b", re.I)
+# A condition on a leading yes/no ("Yes, if n is even.", "No, unless n is prime."): the answer is
+# qualified, not given. Read in the leading word's own sentence (later sentences may explain with "if").
+_CONDITION = re.compile(r"\b(?:if|unless|only (?:if|for|when|in|under)|except|provided|assuming|whenever|when|for some"
+                        r"|for certain|for (?:even|odd|large|small|sufficiently|infinitely|finitely|most))\b", re.I)
+# A second answer word after a leading one ("No, yes.", "\boxed{Yes, No}", "yes, or no"): two answers.
+# "no" as a determiner ("Yes, no two of them coincide") is not one.
+_OTHER_ANSWER = re.compile(r"\byes\b|\bno\b(?=\s*(?:[,.!;:?/]|$|--|\u2014|\u2013))", re.I)
 # An opening transition word ("Hence", "Therefore,") is not a clause of its own.
 _OPENER = re.compile(r"^(?:so|thus|hence|therefore|consequently|accordingly|in conclusion|in summary|in short|overall"
                      r"|finally|conclusion|answer|final answer)\b[\s,:]*", re.I)
-# A subordinate or coordinate clause, or a comma/semicolon: the sentence says more than one thing,
-# and a negation in it may belong to a detail ("since 5 is not divisible by 3"). Not read.
-_CLAUSE = re.compile(r"[,;:()]|\b(?:since|because|as|so|which|who|whom|whose|while|whereas|and|but|or|if|when|unless"
-                     r"|although|though|until|except|only|otherwise|whether|that|where)\b|\?", re.I)
-# The only negations read in prose: of an existence, a possibility or a truth.
-_CLAIM_NEGATION = re.compile(
-    r"\b(?:cannot|can't|can not|could not|couldn't|impossible|not possible"
-    r"|(?:does|do|did|can|could|will|would) not (?:\w+ )?exist|(?:doesn't|don't|didn't) (?:\w+ )?exist"
-    r"|not exist|there (?:is|are|exists?) no|no such \w+(?: \w+)? (?:exists?|can exist)"
-    r"|(?:is|are) not true|(?:isn't|aren't) true|(?:does|do) not hold|(?:doesn't|don't) hold)\b", re.I)
-# Short answers that mean no, read in a boxed or "answer is" answer: the whole answer must be one.
-_SHORT_NO = re.compile(r"(?:it is |it's |this is )?(?:impossible|not possible)|no such(?: [a-z\-]+){1,3}"
-                       r"|(?:it |they |such (?:a |an )?[a-z\-]+ )?(?:does|do) not exist|(?:it |they )?(?:doesn't|don't) exist"
-                       r"|there (?:is|are) no such(?: [a-z\-]+){1,3}|not possible|cannot be done", re.I)
+# A sentence that opens with a denied existence ("There is no ...", "There does not exist ...") denies
+# everything after it: "and" and "such that" there describe the thing that does not exist ("there does
+# not exist a sequence of digits and an integer N such that ..."). Any other clause is still not read.
+_DENIED_EXISTENCE = re.compile(r"^there (?:(?:is|are|exists?) no|(?:does|do) not exist|(?:doesn't|don't) exist)\b", re.I)
+_CLAUSE_AFTER_DENIAL = re.compile(r"[,;:()]|\b(?:since|because|as|so|which|who|whom|whose|while|whereas|but|or|if|when"
+                                  r"|whenever|unless|although|though|until|except|only|otherwise|whether|where|hence"
+                                  r"|thus|therefore|answer)\b|\?", re.I)
+# Words that turn a denial around or away from the thing denied: "there is no counterexample" (so
+# something holds), "no contradiction", "no reason to doubt", "no solution fails". Not read as "none".
+_INVERTING = re.compile(r"\b(?:counter-?examples?|contradictions?|exceptions?|obstructions?|violations?|problems?|issues?"
+                        r"|doubts?|need|loss|harm|mistakes?|errors?|flaws?|gaps?|conflicts?|reasons?|difference"
+                        r"|converse|opposite|negation|contrary|fail(?:s|ed|ure)?|avoid(?:s|ed)?|prevent(?:s|ed)?"
+                        r"|violate[sd]?|refute[sd]?|disproved?|wrong|false|incorrect|invalid|determine[sd]?|decide[sd]?"
+                        r"|tell|know|say|conclude)\b", re.I)
+# Words that deny only part of the answer: "There are no other solutions" (besides those found),
+# "no further values", "no solution for odd n". Not read as a denial of everything.
+_RESTRICTOR = re.compile(r"\b(?:other|others|more|further|additional|else|new|remaining|extra|besides|except|apart|aside"
+                         r"|than|for (?!(?:which|whom|every|all|any|each)\b)|when|whenever|unless)\b", re.I)
+# Kinds of number a "none" answer may be limited to ("no positive solutions", "no solution in the
+# integers", "no largest such number"): read only when the gold names the same kind, since "no positive
+# solutions" is not "no solutions" when negative ones exist. Only the denied thing's own kind counts:
+# "There is no sequence of digits and positive integer N ..." limits nothing.
+_KIND = (r"(?:positive|negative|real|complex|integer|integral|rational|irrational|natural|odd|even|prime|trivial"
+         r"|nontrivial|non-trivial|nonzero|non-zero|nonnegative|non-negative|distinct|whole|largest|smallest|greatest"
+         r"|least|maximum|minimum|maximal|minimal)")
+_DENIED_KIND = re.compile(r"\b(?:no|not exist|n't exist|exists? no)\s+(?:such\s+|an?\s+)?(?:[a-z\-]+\s+)?(?P<kind>" + _KIND
+                          + r")\s+[a-z]|\b(?:in|among|over) (?:the )?(?:set of )?(?P<domain>" + _KIND + r")s?\b", re.I)
+
+
+# Short boxed or "answer is" answers that deny a claim ("impossible", "no such function"): what they
+# answer to a Yes/No question depends on its wording ("Is it impossible ...?"), so they are no yes/no.
+_SHORT_DENIAL = re.compile(r"(?:it is |it's |this is )?(?:impossible|not possible)|no such(?: [a-z\-]+){1,3}"
+                           r"|(?:it |they |such (?:a |an )?[a-z\-]+ )?(?:does|do) not exist"
+                           r"|(?:it |they )?(?:doesn't|don't) exist"
+                           r"|there (?:is|are) no such(?: [a-z\-]+){1,3}|not possible|cannot be done", re.I)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|textit|texttt|emph)\s*\{([^{}]*)\}")
 
 
@@ -90,16 +131,21 @@ def flatten_text(text: str) -> str:
     return " ".join(s.split())
 
 
-def _last_paragraph(text: str) -> list[str]:
-    """The sentences of a text's last paragraph that holds words (a trailing "6. **" or display
-    formula is skipped), markdown emphasis removed; [] when there is none."""
+def _final_paragraph(text: str) -> tuple[str, list[str]]:
+    """The text's last paragraph that holds words (a trailing "6. **" or display formula is skipped),
+    markdown emphasis removed, and its sentences that hold words; ("", []) when there is none."""
     plain = _MARKDOWN.sub("", text)
     for paragraph in reversed(_PARAGRAPHS.split(plain)):
         sentences = [s.strip() for s in _SENTENCE_END.split(_DISPLAY_MATH.sub(" ", paragraph))]
         worded = [s for s in sentences if _HAS_WORD.search(_INLINE_MATH.sub(" ", s))]
         if worded:
-            return worded
-    return []
+            return paragraph, worded
+    return "", []
+
+
+def _last_paragraph(text: str) -> list[str]:
+    """The sentences of a text's last paragraph that holds words (see `_final_paragraph`)."""
+    return _final_paragraph(text)[1]
 
 
 def final_sentence(text: str) -> str | None:
@@ -109,20 +155,22 @@ def final_sentence(text: str) -> str | None:
 
 
 def final_polarity(text: str) -> str | None:
-    """"yes"/"no" of a text's final answer in prose: the last sentence (`polarity`), or a leading
-    yes/no word opening the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
-    when nothing in that paragraph hedges or corrects it ("No, wait. Actually ..." is not read)."""
+    """"yes"/"no" of a text's final answer in prose: a leading yes/no word opening the last sentence
+    (`polarity`) or the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
+    when nothing in that paragraph hedges, corrects or contradicts it ("No, wait. Actually ..." and
+    "Yes! No!" are not read)."""
     sentences = _last_paragraph(text)
     if not sentences:
         return None
+    plain = [_plain(s) for s in sentences]
+    leads = {m.group(1).lower() for m in map(_LEADING.match, plain) if m}
     said = polarity(sentences[-1])
     if said is None:
-        first = _prose(sentences[0]).strip()
-        lead = _LEADING.match(first)
-        rest = [first[lead.end():]] + [_prose(s) for s in sentences[1:]] if lead else []
-        if lead and not any(_HEDGE.search(r) for r in rest):
+        lead = _LEADING.match(plain[0])
+        if lead and not _qualified(plain[0][lead.end():]) and not any(
+                _HEDGE.search(t) or _OTHER_ANSWER.search(t) for t in plain[1:]):
             said = lead.group(1).lower()
-    return said
+    return said if said is not None and leads <= {said} else None
 
 
 def _prose(sentence: str) -> str:
@@ -130,43 +178,63 @@ def _prose(sentence: str) -> str:
     return _INLINE_MATH.sub(" ", sentence)
 
 
+def _plain(sentence: str) -> str:
+    """The sentence's words: `\\text{}` wrappers flattened, inline math blanked, outer space off."""
+    return _prose(flatten_text(sentence) if "\\" in sentence else sentence).strip()
+
+
+def _qualified(rest: str) -> bool:
+    """What follows a leading yes/no hedges it, puts a condition on it, or gives a second answer."""
+    return bool(_HEDGE.search(rest) or _CONDITION.search(rest) or _OTHER_ANSWER.search(rest))
+
+
 def polarity(sentence: str) -> str | None:
-    """"yes" or "no" when the sentence answers a yes/no question unambiguously: a leading yes/no word
-    (not followed by a hedge: "No, wait."), or one negation of an existence, possibility or truth
-    ("Hence such a tiling cannot exist.") in a sentence of one clause, with no other negating word;
-    else None. An affirmation without "yes" is not read."""
-    text = _prose(flatten_text(sentence) if "\\" in sentence else sentence).strip()
+    """"yes" or "no" when the sentence opens with a yes/no word that nothing after it hedges, qualifies
+    or contradicts ("No, it is not possible."; not "No, wait.", "Yes, if n is even.", "No, yes."); else
+    None. A sentence without a leading yes/no word is not read, whatever it denies or affirms: "It is
+    impossible to tile the board." answers "Is it possible ...?" with no and "Is it impossible ...?"
+    with yes, and the verifier does not see the question."""
+    text = _plain(sentence)
     lead = _LEADING.match(text)
-    if lead:
-        return None if _HEDGE.search(text[lead.end():]) else lead.group(1).lower()
-    body = _OPENER.sub("", text, count=1)
-    if _CLAUSE.search(body) or _QUALIFIER.search(body) or _HEDGE.search(body):
+    if lead is None or _qualified(text[lead.end():]):
         return None
-    if len(_NEGATING_WORD.findall(body)) != 1 or not _CLAIM_NEGATION.search(body):
-        return None
-    return "no"
+    return lead.group(1).lower()
 
 
 def answer_polarity(answer: str) -> str | None:
-    """"yes"/"no" of a boxed or "answer is" answer: it starts with a yes/no word ("Yes, because f is
-    not constant" is yes), or it is exactly a short claim ("impossible", "no such function", "does not
-    exist"); else None ("Not sure.", "I do not know")."""
+    """"yes"/"no" of a boxed or "answer is" answer: it starts with a yes/no word that nothing after it
+    hedges, qualifies or contradicts ("Yes, because f is not constant" is yes; "Yes, No", "Yes, but only
+    if n is even" and "No, wait, yes" are neither); else None ("Not sure.", "impossible": see
+    `is_short_denial`)."""
     text = flatten_text(answer).strip().rstrip(".").strip()
-    lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013))", text, re.I)
-    if lead:
-        return None if _HEDGE.search(text[lead.end():]) else lead.group(1).lower()
-    return "no" if _SHORT_NO.fullmatch(text) else None
+    lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
+    if lead is None or _qualified(text[lead.end():]):
+        return None
+    return lead.group(1).lower()
+
+
+def is_short_denial(answer: str) -> bool:
+    """True when a boxed or "answer is" answer is all of a denied claim ("impossible", "\\text{It is not
+    possible}", "no such function", "does not exist"): against a Yes/No gold it is no answer rather than
+    a wrong one, since whether it means yes or no depends on how the question is worded."""
+    return _SHORT_DENIAL.fullmatch(flatten_text(answer).strip().rstrip(".").strip()) is not None
 
 
 # "None.", "None of them work.", "none exist": the only sentences in which a bare "none" is read
 _BARE_NONE = re.compile(r"none(?: of (?:them|these|those))? (?:exists?|works?|satisfy|satisfies)|none", re.I)
 _STATES_VALUE = re.compile(r"=|\\in\b|^\s*-?\d")
+# A short answer that is all of a "none" ("\\boxed{\\text{no solution}}", "no real roots", "empty")
+_SHORT_NONE = re.compile(r"(?:no|zero) (?:[a-z\-]+ )?(?:solutions?|values?|roots?|answers?|such [a-z\-]+)"
+                         r"|(?:the )?empty(?: set)?|(?:it |they )?(?:does|do) not exist", re.I)
 
 
-def says_none(sentence: str) -> bool:
+def says_none(sentence: str, kinds: str = "") -> bool:
     """True when the sentence says that nothing satisfies the question ("There are no such primes",
-    "None.", "no solution exists"), in one clause, with no second negation, and stating no number or
-    value ("There is no such thing as a free lunch, so the values are 2 and 3." is not read)."""
+    "None.", "no solution exists"), in one clause (or one opening with "There is no ...", see
+    `_DENIED_EXISTENCE`), with no second negation, stating no number or value ("There is no such thing
+    as a free lunch, so the values are 2 and 3." is not read), and denying everything: "There are no
+    other solutions", "no further values" and "no solution for odd n" deny part of the answer only. A
+    kind of number ("no positive solutions") is read only when `kinds` (the gold's words) names it."""
     text = _prose(sentence).strip().rstrip(".").strip()
     if any(_STATES_VALUE.search(m.group(0).strip("$\\()[] ")) for m in _INLINE_MATH.finditer(sentence)):
         return False
@@ -175,23 +243,62 @@ def says_none(sentence: str) -> bool:
     body = _OPENER.sub("", text, count=1)
     if re.search(r"\bnone\b", body, re.I):
         return _BARE_NONE.fullmatch(body) is not None
-    if _QUALIFIER.search(body) or _HEDGE.search(body) or re.search(r"[,;]|\b(?:so|and|but|because|since)\b", body, re.I):
+    if _QUALIFIER.search(body) or _HEDGE.search(body) or _INVERTING.search(body) or _RESTRICTOR.search(body):
+        return False
+    allowed = kinds.lower().split()
+    if any((m.group("kind") or m.group("domain")).lower() not in allowed for m in _DENIED_KIND.finditer(body)):
+        return False
+    if _SHORT_NONE.fullmatch(body):
+        return True
+    if _DENIED_EXISTENCE.match(body):
+        if _CLAUSE_AFTER_DENIAL.search(body):
+            return False
+    elif re.search(r"[,;]|\b(?:so|and|but|because|since)\b", body, re.I):
         return False
     if not _NONE.search(body):
         return False
     return len(_NEGATING_WORD.findall(body)) == 1
 
 
+def final_says_none(text: str, kinds: str = "") -> bool:
+    """True when a text's final sentence says nothing satisfies the question (`says_none`) and no
+    formula in its paragraph states a value ("So $x = 2$. There are no such primes." is not read)."""
+    paragraph, sentences = _final_paragraph(text)
+    if not sentences:
+        return False
+    formulas = [m.group(0) for m in _INLINE_MATH.finditer(paragraph)] + [m.group(0) for m in _DISPLAY_MATH.finditer(paragraph)]
+    if any(_STATES_VALUE.search(f.strip("$\\()[] ")) for f in formulas):
+        return False
+    return says_none(sentences[-1], kinds)
+
+
+# Words that bound or approximate a number rather than state it ("more than two", "fewer than 3",
+# "at least two", "about 5"). "At most N" is read: it is how a maximum is stated ("At most two of them
+# can hold."). A sentence that negates near its number ("No two of them can hold", "It can't be two")
+# is not read either.
+_COMPARATOR = re.compile(r"\b(?:more|less|fewer|greater|larger|smaller|bigger|least|exceeds?|exceeding|above|below"
+                         r"|under|beyond|up to|around|about|approximately|approx|nearly|almost|roughly|than|between"
+                         r"|or so)\b", re.I)
+
+
 def stated_count(sentence: str) -> float | None:
-    """The one number a sentence states, in digits or words ("At most two of them can hold" -> 2);
-    "no such ..." states 0. None when it states none or two different ones, or holds a scale or
-    fraction word ("three quarters", "two thousand"); "one" is not read ("no one", "the smaller one")."""
+    """The one number a sentence states, in digits or words ("At most two of them can hold" -> 2,
+    "twenty-one" -> 21); "no such ..." states 0. None when it states none or two different ones, bounds
+    or approximates it (`_COMPARATOR`), negates it ("No two of them can hold"), or holds a scale or
+    fraction word ("three quarters", "two thousand"); "one" alone is not read ("no one", "the smaller one")."""
     text = _prose(sentence)
-    if _SCALE_WORD.search(text):
+    if _SCALE_WORD.search(text) or _COMPARATOR.search(text):
         return None
     values = set()
     for m in _NUMBER_TOKEN.finditer(text):
-        values.add(float(m.group(1)) if m.group(1) else float(_NUMBER_WORDS[m.group(2).lower()]))
-    if not values and says_none(sentence):
-        return 0.0
+        if m.group("digits"):
+            values.add(float(m.group("digits")))
+        elif m.group("tens"):
+            values.add(float(_NUMBER_WORDS[m.group("tens").lower()] + _UNITS[m.group("unit").lower()]))
+        else:
+            values.add(float(_NUMBER_WORDS[m.group("word").lower()]))
+    if not values:
+        return 0.0 if says_none(sentence) else None
+    if _NEGATING_WORD.search(text):
+        return None
     return values.pop() if len(values) == 1 else None

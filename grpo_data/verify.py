@@ -10,8 +10,9 @@ Model output is only parsed (regex extraction + latex2sympy + sympy comparison),
 Gold answers that are choice letters or words ("(C)", "Yes") are compared as strings
 (`grpo_data.answers`): math-verify would read "No" as the product n*o. Those string paths read the
 prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`grpo_data.prose`:
-"No, it is not possible." is no), then the LaTeX answer math-verify extracts ("$E$", "$odd$"). A
-count gold ("2 inequalities") is judged on its number. math-verify's own regression tables run
+"No, it is not possible." is no), then a final sentence that is one formula ("Therefore $E$.",
+"So $\\text{odd}$."); a formula elsewhere in the text is no answer. A count gold ("2 inequalities")
+is judged on its number. math-verify's own regression tables run
 through this function in tests/test_verifier_tables.py: where it is right, this is right too.
 
 Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
@@ -33,6 +34,7 @@ import json
 import logging
 import math
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,19 +44,20 @@ from math_verify.errors import TimeoutException
 
 from grpo_data.answers import (
     answer_kind,
+    answer_taken_back,
     bare_number,
     choice_value_claim,
     count_of,
     final_answer_text,
     for_math,
-    gold_claim,
     is_empty_set,
     judge_answer,
     judge_prose,
     judge_string,
+    numbers_in,
     unwrap,
 )
-from grpo_data.prose import final_sentence, says_none
+from grpo_data.prose import final_says_none, final_sentence, flatten_text, says_none
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
 
@@ -228,21 +231,43 @@ def too_large(parsed) -> bool:
     return False
 
 
-def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000) -> Verdict:
+class _Clock:
+    """math-verify's whole-second limit for each parse or comparison of one item, within the item's
+    budget: one item may parse the gold, parse the prediction and compare (three calls), and three
+    full timeouts would outlast the pool's hard deadline, which then kills the worker. With a budget,
+    a call starts with what is left (at most `timeout_s`), and one with under a second left is not
+    started: it raises math-verify's own TimeoutException, which every call site reports as "timeout"."""
+
+    def __init__(self, timeout_s: int, budget_s: float | None) -> None:
+        self.timeout_s = timeout_s
+        self.end = None if budget_s is None else time.monotonic() + budget_s
+
+    def limit(self) -> int:
+        if self.end is None:
+            return self.timeout_s
+        left = int(self.end - time.monotonic())
+        if left < 1:
+            raise TimeoutException("the item's verification budget is spent")
+        return min(self.timeout_s, left)
+
+
+def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000,
+                  budget_s: float | None = None) -> Verdict:
     """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric).
     Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings, count golds by
-    their number. A "no_answer" verdict carries the final sentence it could not read in `detail`."""
+    their number. A "no_answer" verdict carries the final sentence it could not read in `detail`.
+    `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`)."""
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
-    return _judge(gold, tail, timeout_s)
+    return _judge(gold, tail, _Clock(timeout_s, budget_s))
 
 
-def _judge(gold: str, text: str, timeout_s: int) -> Verdict:
+def _judge(gold: str, text: str, clock: _Clock) -> Verdict:
     kind = answer_kind(gold)
     if kind in ("choice", "text"):
-        return _judge_string_gold(gold, text, kind, timeout_s)
+        return _judge_string_gold(gold, text, kind, clock)
     if kind == "count":
-        return _judge_count(gold, text, timeout_s)
-    return _judge_math(gold, text, timeout_s, kind)
+        return _judge_count(gold, text, clock)
+    return _judge_math(gold, text, clock, kind)
 
 
 def _unread(text: str) -> Verdict:
@@ -254,87 +279,88 @@ def _judged(correct: bool, said: str, detail: str = "") -> Verdict:
     return Verdict(True, "ok", "", said[:80]) if correct else Verdict(False, "wrong", detail or said[:80], said[:80])
 
 
-def _judge_string_gold(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
+def _judge_string_gold(gold: str, text: str, kind: str, clock: _Clock) -> Verdict:
     correct, detail = judge_string(gold, text, kind)
-    if correct is None:
-        return _judge_unboxed(gold, text, kind, timeout_s)
+    if correct is None:  # no answer (the final sentence may hold one), or one that needs the question
+        return _unread(text) if detail else _judge_unboxed(gold, text, kind)
     claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
     if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
-        return _judge(claim[0], f"\\boxed{{{claim[1]}}}", timeout_s)
+        return _judge(claim[0], f"\\boxed{{{claim[1]}}}", clock)
     return _judged(correct, (final_answer_text(text) or text.strip())[:80], detail)
 
 
-# A final sentence that is only one inline formula, maybe after "So"/"Therefore": "Therefore $B$.", "$B$".
+# A final sentence that is only one formula, maybe after "So"/"Therefore": "Therefore $B$.", "$B$",
+# "$$\\text{The midpoints form a regular hexagon}$$".
 _WHOLE_FINAL_MATH = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:(?:so|thus|hence|therefore)\b[\s,]*)?"
-                               r"(\$[^$\n]{1,40}\$|\\\([^\n]{1,40}?\\\))\s*\.?\s*$", re.I)
+                               r"(\$\$[^$]{1,200}\$\$|\\\[[^\n]{1,200}?\\\]|\$[^$\n]{1,200}\$|\\\([^\n]{1,200}?\\\))\s*\.?\s*$",
+                               re.I)
 
 
-def _judge_unboxed(gold: str, text: str, kind: str, timeout_s: int) -> Verdict:
+def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
     """A choice or text gold against a prediction with no boxed or "answer is" answer: its final
-    sentence ("No, it is not possible."); a choice only from a final sentence that is one formula
-    ("Therefore $B$.": "Consider triangle $ABC$. The point $C$ lies on the circle." names no choice);
-    a text gold from the LaTeX answer math-verify extracts when that is words ("$odd$"). A "none" gold
-    is read from prose only when math-verify extracts nothing ("..., so the values are 2 and 3." is
-    not none). Else no answer."""
-    if kind == "choice":
-        m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
-        if m is None or answer_kind(m.group(1)) != "choice":
-            return _unread(text)
-        return _judged(judge_answer(gold, m.group(1), kind), unwrap(m.group(1)))
-    none_gold = gold_claim(gold) == "none"
-    if not none_gold:
+    sentence ("No, it is not possible.", "There are no such primes."), else a final sentence that is one
+    formula ("Therefore $B$.", "So $\\text{odd}$."). A formula anywhere else is no answer: "Consider
+    triangle $ABC$. The point $C$ lies on the circle." names no choice, and "Is it $\\text{Yes}$? Let me
+    think." says no yes. Else no answer."""
+    if kind == "text":
         correct, said = judge_prose(gold, text, kind)
         if correct is not None:
             return _judged(correct, said)
-    try:
-        parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
-    except TimeoutException:
-        return Verdict(False, "timeout", "parsing prediction")
-    except Exception as exc:  # math-verify raises arbitrary sympy/antlr errors on odd input
-        return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
-    if none_gold and not parsed:
-        correct, said = judge_prose(gold, text, kind)
-        if correct is not None:
-            return _judged(correct, said)
-    latex = next((x for x in reversed(parsed) if isinstance(x, str)), None)
-    if latex is None or answer_kind(latex) != kind:  # "$n$" in "... since $n$ is odd." is no answer
+    m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
+    if m is None or answer_kind(m.group(1)) != kind:
         return _unread(text)
-    return _judged(judge_answer(gold, latex, kind), unwrap(latex))
+    correct = judge_answer(gold, m.group(1), kind)
+    return _unread(text) if correct is None else _judged(correct, unwrap(m.group(1)))
 
 
-def _judge_count(gold: str, text: str, timeout_s: int) -> Verdict:
+def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
-    number; anything else goes to math-verify (and the final sentence) with the number alone."""
+    number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
+    else goes to math-verify (and the final sentence) with the number alone. (math-verify alone reads
+    the gold as a product of letters, so nothing here departs from a verdict it gets right.)"""
     number = count_of(gold)
+    if answer_taken_back(text):  # "The answer is 2. Hmm, wait, it is 3."
+        return _unread(text)
     answer = final_answer_text(text)
     stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
     if stated is not None and "/" not in stated and "frac" not in stated:
         return _judged(float(stated) == float(number), answer)
-    return _judge_math(number, text, timeout_s, "number")
+    if answer is not None and len(numbers_in(flatten_text(answer))) > 1:  # "2 or 3": two answers, not the count
+        return _judged(False, answer)
+    return _judge_math(number, text, clock, "number")
 
 
-def _same_unparsed(gold: str, text: str, timeout_s: int) -> bool:
+def _same_unparsed(gold: str, text: str, clock: _Clock) -> bool:
     """A gold math-verify reads only as a string ("x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}")
     answered with that same string: math-verify calls it right, and so does this."""
     try:
-        gold_strings = parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, parsing_timeout=timeout_s)
-        pred_strings = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s)
+        gold_strings = parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, parsing_timeout=clock.limit())
+        pred_strings = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit())
     except TimeoutException:
         return False
     wanted = {" ".join(x.split()) for x in gold_strings if isinstance(x, str)}
     return any(isinstance(x, str) and " ".join(x.split()) in wanted for x in pred_strings)
 
 
-def _judge_math(gold: str, text: str, timeout_s: int, kind: str) -> Verdict:
+def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     gold = for_math(gold)  # "\\$5" -> "5"; a percent stays: math-verify knows 5\\% = 0.05
-    gold_check = _math_gold_is_parseable(gold, timeout_s)
+    if is_empty_set(gold):  # math-verify reads "\\varnothing" and "\\text{None}" as no empty set
+        answer = final_answer_text(text)
+        if answer is not None and not answer_taken_back(text) and (
+                is_empty_set(answer) or says_none(flatten_text(unwrap(answer)))):
+            return _judged(True, answer)
+    try:
+        gold_limit = clock.limit()  # the same limit for both parse_gold calls: the second is a cache hit
+    except TimeoutException:
+        return Verdict(False, "timeout", "budget spent before parsing gold")
+    gold_check = _math_gold_is_parseable(gold, gold_limit)
     if gold_check.reason != "ok":
-        if _same_unparsed(gold, text, timeout_s):
+        if _same_unparsed(gold, text, clock):
             return Verdict(True, "ok", "same string as the gold", gold[:80])
         return gold_check
-    gold_parsed = parse_gold(gold, timeout_s)
+    gold_parsed = parse_gold(gold, gold_limit)
     try:
-        pred_parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=timeout_s, raise_on_error=True)
+        pred_parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit(), raise_on_error=True)
     except TimeoutException:
         return Verdict(False, "timeout", "parsing prediction")
     except Exception as exc:
@@ -344,7 +370,7 @@ def _judge_math(gold: str, text: str, timeout_s: int, kind: str) -> Verdict:
     if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
         return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
     try:
-        ok = verify(list(gold_parsed), pred_parsed, timeout_seconds=timeout_s, raise_on_error=True)
+        ok = verify(list(gold_parsed), pred_parsed, timeout_seconds=clock.limit(), raise_on_error=True)
     except TimeoutException:
         return Verdict(False, "timeout", "comparing")
     except Exception as exc:
@@ -361,6 +387,6 @@ def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
         if correct is not None:
             return _judged(correct, said)
     sentence = final_sentence(text)  # math-verify extracted nothing (the caller's check)
-    if sentence is not None and is_empty_set(gold) and says_none(sentence):
+    if sentence is not None and is_empty_set(gold) and final_says_none(text):
         return _judged(True, "none")
     return _unread(text)

@@ -48,6 +48,9 @@ class PoolConfig:
     deadline_s:      hard wall-clock limit per item, enforced by killing the worker.
     timeout_s:       math-verify's own SIGALRM limit per parse/compare inside the worker (whole
                      seconds); kept below deadline_s so most slow inputs end as "timeout" without a kill.
+                     An item's calls (gold, prediction, comparison) share a budget of deadline_s less
+                     BUDGET_MARGIN_S (`grpo_data.verify._Clock`): three full timeouts can outlast the
+                     deadline, and a call that would is not started.
     memory_mb:       RLIMIT_AS cap of each worker; an input that blows it ends as "error".
     pred_tail_chars: only the last this-many characters of a prediction are parsed.
     max_pred_chars:  longer predictions are not parsed at all (reason "error").
@@ -77,7 +80,10 @@ class PoolConfig:
             )
 
 
-def _worker_main(conn: Connection, memory_mb: int, timeout_s: int, pred_tail_chars: int) -> None:
+BUDGET_MARGIN_S = 0.2  # an item's math-verify budget ends this long before its hard deadline (time to send the verdict back)
+
+
+def _worker_main(conn: Connection, memory_mb: int, timeout_s: int, pred_tail_chars: int, budget_s: float) -> None:
     import resource
 
     limit = memory_mb * 1024 * 1024
@@ -96,7 +102,7 @@ def _worker_main(conn: Connection, memory_mb: int, timeout_s: int, pred_tail_cha
             if kind == _KIND_GOLD:
                 verdict = gold_is_parseable(gold, timeout_s)
             else:
-                verdict = verify_answer(gold, pred, timeout_s, pred_tail_chars)
+                verdict = verify_answer(gold, pred, timeout_s, pred_tail_chars, budget_s)
         except MemoryError:
             verdict = Verdict(False, "error", "worker memory cap")
         conn.send((seq, verdict.correct, verdict.reason, verdict.detail, verdict.answer))
@@ -130,7 +136,8 @@ class _Worker:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
             target=_worker_main,
-            args=(child, cfg.memory_mb, cfg.timeout_s, cfg.pred_tail_chars),
+            args=(child, cfg.memory_mb, cfg.timeout_s, cfg.pred_tail_chars,
+                  max(float(cfg.timeout_s), cfg.deadline_s - BUDGET_MARGIN_S)),
             daemon=True,
         )
         with _main_module_hidden():

@@ -4,8 +4,10 @@ import pytest
 
 from grpo_data.answers import (
     answer_kind,
+    answer_taken_back,
     bare_number,
     choice_letter,
+    count_of,
     final_answer_text,
     for_math,
     gold_claim,
@@ -125,3 +127,20 @@ def test_an_unread_answer_shows_its_final_sentence():
     v = verify_answer("Yes", "We check every case.\n\nThus the robot can stay inside the corridor.")
     assert (v.reason, v.detail) == ("no_answer", "Thus the robot can stay inside the corridor.")
     assert verify_answer("5", "I do not know what to do here.").detail == "I do not know what to do here."
+
+
+def test_an_anchored_answer_taken_back_is_no_answer_but_a_boxed_one_stands():
+    assert answer_taken_back("The answer is (C). Hmm, wait, it is (D).")
+    assert answer_taken_back("The answer is 2. Is that right?")
+    assert not answer_taken_back("The answer is (C). Let me double check: (C) gives 12, which works.")
+    assert not answer_taken_back("\\boxed{C}. Hmm, wait.")  # a boxed answer is final, as math-verify reads it
+    assert not answer_taken_back("nothing anchored here. Wait.")
+
+
+@pytest.mark.parametrize(("text", "number"), [
+    ("2 inequalities", "2"), ("5 times", "5"), ("12 apples", "12"),
+    ("2 times x", None), ("2 over three", None), ("3 factorial", None), ("3 plus x", None),
+    ("2 solutions or fewer", None), ("2 million", None),
+])
+def test_count_of_takes_unit_words_not_operators_or_bounds(text, number):
+    assert count_of(text) == number

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import polars as pl
 
-from grpo_data.profiler import _Tally, verdict_totals, warn_format
+from grpo_data.profiler import UNREAD_EXAMPLES, _Tally, keep_unread, verdict_totals, warn_format
 from grpo_data.verify import Verdict
 
 
@@ -22,6 +22,13 @@ def test_tally_keeps_a_few_unread_sentences():
     tally.add(comps, verdicts)
     assert tally.unread == ["sentence 0", "sentence 1", "sentence 2"]
     assert tally.reasons == {"no_answer": 4, "wrong": 1}
+
+
+def test_a_run_keeps_only_the_few_unread_sentences_it_shows():
+    unread: list[str] = []
+    for chunk in range(1000):  # a long run: what is kept does not grow with the problems
+        keep_unread(unread, ["Thus it can stay inside.", f"problem {chunk}", f"problem {chunk} again"])
+    assert unread == ["Thus it can stay inside.", "problem 0", "problem 0 again"][:UNREAD_EXAMPLES]
 
 
 def test_format_warning_shows_unread_final_sentences(caplog):

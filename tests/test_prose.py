@@ -2,7 +2,15 @@
 
 import pytest
 
-from grpo_data.prose import answer_polarity, final_polarity, final_sentence, polarity, says_none, stated_count
+from grpo_data.prose import (
+    answer_polarity,
+    final_polarity,
+    final_sentence,
+    is_short_denial,
+    polarity,
+    says_none,
+    stated_count,
+)
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -22,9 +30,16 @@ def test_final_sentence(text, expected):
     ("Yes.", "yes"),
     ("So, yes: every such graph is planar.", "yes"),
     ("Answer: no", "no"),
-    ("Hence such an infinite sequence cannot exist.", "no"),
-    ("Thus, there does not exist such a sequence.", "no"),
-    ("It is impossible to tile the board.", "no"),
+    # third review 2026-12-03: a negation of a claim is no yes/no ("Is it impossible to tile the
+    # board?" is answered no by "It is possible"), so only a leading yes/no word is read
+    ("Hence such an infinite sequence cannot exist.", None),
+    ("Thus, there does not exist such a sequence.", None),
+    ("It is impossible to tile the board.", None),
+    ("There is no way to tile the board.", None),
+    ("It is not true that every such graph is planar.", None),
+    ("The statement is not true.", None),
+    ("No, it is impossible to tile the board.", "no"),
+    ("No. The board can be tiled.", "no"),
     ("It is not impossible to tile the board.", None),   # two negations
     ("It cannot be done if n is odd.", None),            # a condition
     ("Is it possible?", None),                           # a question
@@ -32,7 +47,7 @@ def test_final_sentence(text, expected):
     ("Thus the robot can stay inside the corridor.", None),  # an affirmation without yes
     ("The graph contains no cycle.", None),              # "no" as a determiner
     ("Therefore $a \\neq b$ and $x$ is not in $S$.", None),  # two clauses; "is not in" negates no existence
-    ("Hence such a tiling does not exist.", "no"),       # words in formulas are not read; one clause
+    ("Hence such a tiling does not exist.", None),
     # review 2026-12-03 (adversarial): a negation of a detail, in a second clause, or corrected later
     ("So $n=5$ works, since $5$ is not divisible by $3$.", None),
     ("Therefore such a function exists, because f is not constant.", None),
@@ -42,6 +57,24 @@ def test_final_sentence(text, expected):
     ("Hence every n works and none fail.", None),
     ("No, wait.", None),
     ("\\text{Yes, because } f \\text{ is not constant}", "yes"),
+    # second review 2026-12-03: a qualified, doubled or inverted answer is not read
+    ("Yes, if n is even.", None),
+    ("No, yes.", None),
+    ("No, it depends on n.", None),
+    ("Yes, this is the only stationary distribution.", "yes"),   # "only" describing, not conditioning
+    ("Yes, no two of them coincide.", "yes"),                    # "no" as a determiner
+    ("Hence there is no contradiction.", None),                  # affirms the claim
+    ("It is impossible to find a counterexample.", None),
+    ("The inequality cannot fail.", None),
+    ("It cannot be smaller than 3.", None),                      # a bound, not an existence
+    ("It is impossible to determine.", None),
+    ("There is no other way.", None),
+    ("The limit does not always exist.", None),
+    ("Such a tiling is impossible.", None),
+    ("The first player cannot win.", None),
+    ("Thus, there does not exist such a sequence of digits and a positive integer N.", None),
+    ("There is no such tiling when n is odd.", None),
+    ("There is no such tiling, but a covering exists.", None),
 ])
 def test_polarity(sentence, expected):
     assert polarity(sentence) == expected
@@ -51,25 +84,37 @@ def test_final_polarity_reads_a_leading_yes_that_opens_the_last_paragraph():
     assert final_polarity("## Answer\n\n**Yes.** Such a sequence exists. Specifically, take $a_n = n$.") == "yes"
     assert final_polarity("Yes, we first try n = 1.\n\nIt works for every n.") is None
     assert final_polarity("Try a grid.\n\nNo, wait. Actually we can always achieve it by choosing a larger grid, which works.") is None
+    assert final_polarity("Yes! No!") is None and final_polarity("No. Yes.") is None  # two answers
 
 
 @pytest.mark.parametrize(("answer", "expected"), [
     ("\\text{Yes, because } f \\text{ is not constant}", "yes"),
-    ("No such function", "no"),
-    ("\\text{impossible}", "no"),
-    ("does not exist", "no"),
+    ("No such function", None),         # a short denial: see test_is_short_denial
+    ("\\text{impossible}", None),
+    ("does not exist", None),
     ("Not sure", None),
     ("\\text{I do not know}", None),
     ("f is not constant", None),
+    ("Yes, No", None), ("Yes/No", None), ("No, wait, yes", None), ("Yes, but only if n is even", None),
+    ("\\text{Yes, if } n \\text{ is even}", None), ("Yes, because no prime divides it", "yes"),
 ])
 def test_answer_polarity(answer, expected):
     assert answer_polarity(answer) == expected
 
 
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("\\text{impossible}", True), ("It is not possible.", True), ("No such function", True), ("does not exist", True),
+    ("\\text{There is no such tiling}", True),
+    ("No", False), ("Not sure", False), ("possible", False), ("f is not constant", False),
+])
+def test_is_short_denial(answer, expected):
+    assert is_short_denial(answer) is expected
+
+
 @pytest.mark.parametrize(("sentence", "expected"), [
     ("There are no such primes.", True),
     ("None.", True),
-    ("No real solution exists.", True),
+    ("No real solution exists.", False),  # a kind of number the gold does not name (see below)
     ("Such a function does not exist.", True),
     ("There are two such primes.", False),
     ("There are no such primes if n is even.", False),
@@ -79,9 +124,23 @@ def test_answer_polarity(answer, expected):
     ("So every prime works; none are excluded.", False),
     ("There is no such thing as a free lunch, so the values are 2 and 3.", False),  # states values
     ("None of them work.", True),
+    # second review 2026-12-03: a partial denial is not "none"
+    ("There are no other solutions.", False),
+    ("No further solutions exist.", False),
+    ("No solution exists for odd n.", False),
+    ("There are no nontrivial solutions.", False),
+    ("There is no largest such number.", False),
+    ("There is no sequence of non-zero digits and positive integer N satisfying the property.", True),
 ])
 def test_says_none(sentence, expected):
     assert says_none(sentence) is expected
+
+
+def test_says_none_reads_a_kind_of_number_only_when_the_gold_names_it():
+    assert says_none("No real solution exists.", "no real solutions")
+    assert not says_none("There are no integer solutions.", "no real solutions")
+    assert not says_none("There are no solutions in the integers.", "none")
+    assert says_none("There are no such primes.", "none")  # the noun itself is no limit
 
 
 @pytest.mark.parametrize(("sentence", "expected"), [
@@ -96,6 +155,15 @@ def test_says_none(sentence, expected):
     ("The answer is the smaller one.", None),
     ("The answer is three quarters.", None),  # a fraction word
     ("It cannot hold.", None),
+    # second review 2026-12-03: a bounded, negated or approximate number is not the number
+    ("More than two of them can hold.", None),
+    ("No two of them can hold.", None),
+    ("At least two of them are needed.", None),
+    ("It can't be two.", None),
+    ("Around two of them hold.", None),
+    ("Twenty-one of them hold.", 21.0),
+    ("Five two.", None),                      # two numbers
+    ("All non-zero terms vanish.", None),     # "zero" inside a word
 ])
 def test_stated_count(sentence, expected):
     assert stated_count(sentence) == expected

@@ -44,6 +44,10 @@ def test_tables_are_well_formed():
     assert all(r["expected"] != "no_answer" for r in PROSE if "known_miss" in r)
     review = [r for r in PROSE if r["source"].startswith("review 2026-12-03 (adversarial)")]
     assert len(review) >= 26 and all(r["expected"] != "ok" for r in review)  # the review's false positives
+    second = [r for r in PROSE if r["source"].startswith("second review 2026-12-03 (adversarial)")]
+    assert len(second) >= 45 and all(r["expected"] != "ok" for r in second)  # lists, hedges, inverted or partial denials
+    third = [r for r in PROSE if r["source"].startswith("third review 2026-12-03 (adversarial)")]
+    assert len(third) >= 12 and all(r["expected"] == "no_answer" for r in third)  # negatively phrased questions
     assert all(r["source"] for r in MATH_VERIFY + PROSE)
 
 

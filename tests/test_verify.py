@@ -239,3 +239,27 @@ def test_the_verdict_fingerprint_follows_verdict_changing_settings():
     assert verdict_fingerprint(2000) == verdict_fingerprint(2000) != verdict_fingerprint(10_000)
     settings = PoolConfig(workers=1).verdict_settings()
     assert set(settings) == {"deadline_s", "timeout_s", "memory_mb", "pred_tail_chars", "max_pred_chars"}
+
+
+def test_an_items_calls_share_its_budget(monkeypatch):
+    """Gold, prediction and comparison each get math-verify's timeout, but together no more than the
+    item's budget: three full timeouts would outlast the pool's hard deadline and get the worker killed."""
+    import grpo_data.verify as verify_module
+
+    now = [100.0]
+    monkeypatch.setattr(verify_module.time, "monotonic", lambda: now[0])
+    clock = verify_module._Clock(timeout_s=2, budget_s=4.5)
+    assert clock.limit() == 2
+    now[0] += 2.0
+    assert clock.limit() == 2
+    now[0] += 1.2  # 1.3 s left: the next call gets 1 s
+    assert clock.limit() == 1
+    now[0] += 1.0
+    with pytest.raises(verify_module.TimeoutException):  # 0.3 s left: no call is started
+        clock.limit()
+    assert verify_module._Clock(timeout_s=2, budget_s=None).limit() == 2
+
+
+def test_a_spent_budget_is_a_timeout_verdict():
+    assert verify_answer("x^2+1", "\\boxed{x^2+1}", budget_s=0.5).reason == "timeout"
+    assert verify_answer("Yes", "\\boxed{Yes}", budget_s=0.5).reason == "ok"  # no math-verify call needed
