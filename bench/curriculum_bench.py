@@ -239,8 +239,8 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
         f"{default} reaches B's final with >= 2x fewer tokens": bool(
             len(got) == len(kept) == len(seeds) and np.mean(got) >= GOALS["fewer_tokens_than_B"]
             and np.mean(kept) >= GOALS["fewer_tokens_than_B"]),
-        f"{default} ahead of P, S, R by >= 2 paired SE": all(diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"]
-                                                             for o in ("P", "S", "R") if o in diffs),
+        f"{default} ahead of {', '.join(o for o in ('P', 'S', 'R') if o in diffs)} by >= 2 paired SE": all(
+            diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"] for o in ("P", "S", "R") if o in diffs),
         f"{default} ahead of B by >= 3 paired SE": bool(diffs.get("B", {}).get("in_se", float("nan"))
                                                        >= GOALS["ahead_of_B_in_se"]),
         f"{default} informative ratio charged >= 0.8": out["informative_ratio_charged"][default]["mean"]

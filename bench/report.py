@@ -286,7 +286,8 @@ def curriculum_lines(r: dict) -> list[str]:
         lines.append(f"- {default}: B's final over the tokens {default} needs to reach it: first crossing "
                      f"{_spread(f) if 'mean' in f else '-'} (reached in {f['reached_in_seeds']} of {f['seeds']} seeds); "
                      f"crossing and staying {_spread(st) if 'mean' in st else '-'} (in {st['reached_in_seeds']})")
-        lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in c["goals"].items()]
+        if default in ("A", "A0") or default == (r.get("default") or {}).get("chosen"):  # the goals are the default's
+            lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in c["goals"].items()]
     pp = r.get("profile_pays")
     if pp:
         lines.append(f"- when to profile (A against A0; the profile is {_fmt(pp['profile_rollouts_per_problem'])} rollouts "
