@@ -80,6 +80,7 @@ from grpo_data.shards import community_column
 logger = logging.getLogger(__name__)
 
 EXPORT_KEY = "grpo_card"
+METADATA_KEY = "grpo_profile"  # a profile's run metadata in its parquet footer (`grpo_data.profiler` writes it)
 FORMATS = ("dart", "avg")
 # a profile's samples and successes per sampling round (`grpo_data.profiler` writes them)
 ROUND_SCHEMA = {"k_rounds": pl.List(pl.Int64), "n_correct_rounds": pl.List(pl.Int64)}

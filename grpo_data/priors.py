@@ -110,6 +110,8 @@ class PriorSource:
               denominator, or unknown).
     model:    the model that drew them, as the source names it.
     citation: where this reading comes from.
+    profile:  for an earlier profile read as a prior (`grpo_data.prior_profile`): its path, sha256,
+              model and weights hash, as its metadata records them; None for a column.
     """
 
     name: str
@@ -119,6 +121,7 @@ class PriorSource:
     samples: float | None = None
     model: str | None = None
     citation: str = ""
+    profile: dict | None = None
 
 
 def _skywork(size: str) -> PriorSource:
@@ -390,7 +393,7 @@ class Prior:
         return {"spec": self.source.name, "fields": list(self.source.fields), "model": self.source.model,
                 "samples": None if stated.size == 0 else (float(stated.min()), float(stated.max())),
                 "weight": self.weight, "problems": int(np.isfinite(self.rate).sum()), "rows": int(self.rate.size),
-                "citation": self.source.citation}
+                "citation": self.source.citation, **({"profile": self.source.profile} if self.source.profile else {})}
 
     def summary(self) -> str:
         """One line for a command's output: how many problems have a value, whose, from how many samples."""
@@ -407,8 +410,8 @@ def prior_weight(spec: str | None, weight: float | None, flags: tuple[str, str] 
     as given (a 0 stays 0, for `read_prior` to refuse). A weight without a prior spec is refused: it
     would be ignored. `flags` names the two settings in the message (e.g. "--prior", "--prior-weight")."""
     if weight is not None and not spec:
-        raise PriorError(f"{flags[1]} {weight} without {flags[0]}: the weight discounts a prior read from the data "
-                         f"and does nothing alone; give {flags[0]} too, or leave {flags[1]} out")
+        raise PriorError(f"{flags[1]} {weight} without {flags[0]}: the weight discounts a prior and does nothing "
+                         f"alone; give {flags[0]} too, or leave {flags[1]} out")
     return DEFAULT_WEIGHT if weight is None else float(weight)
 
 
@@ -523,23 +526,38 @@ def merge_offline(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior | 
     return Start((np.where(known, own_c + s, np.nan), np.where(known, own_k + s + f, np.nan)), has & ~measured, offset)
 
 
-def check_recorded_prior(meta: dict, prior: Prior | None, profile: str, fix: str) -> None:
+def check_recorded_prior(meta: dict, prior: Prior | None, profile: str, fix: str,
+                         options: tuple[str, str] = ("--prior", "--prior-profile")) -> None:
     """Refuse a profile whose adaptive stopping weighed a prior (its metadata's `prior`, as
-    `grpo profile --adaptive --prior` records it) when the run combines it with no prior, or with
-    another spec or weight: where the profiler stopped early because the prior agreed, its own counts
-    alone are fewer samples than its decision rested on. `fix` says how this command passes a prior,
-    with {spec} and {weight} filled in (e.g. "pass --prior {spec} --prior-weight {weight}")."""
+    `grpo profile --adaptive --prior` or `--prior-profile` records it) when the run combines it with
+    no prior, or with another source or weight: where the profiler stopped early because the prior
+    agreed, its own counts alone are fewer samples than its decision rested on. A column prior is
+    the same source when its spec is; an earlier profile when its file's sha256 is (moved or renamed
+    is fine, changed is not). `fix` says how this command passes a prior, with {option} (one of
+    `options`: the column's setting, the profile's), {spec} and {weight} filled in (e.g. "pass
+    {option} {spec} --prior-weight {weight}")."""
     recorded = (meta or {}).get("prior")
     if not recorded:
         return
     spec, weight = str(recorded.get("spec")), float(recorded.get("weight", DEFAULT_WEIGHT))
-    if prior is not None and prior.source.name == spec and math.isclose(prior.weight, weight):
+    was = recorded.get("profile")
+    given = None if prior is None else prior.source.profile
+    same = prior is not None and (given is not None and given.get("sha256") == was.get("sha256") if was
+                                  else given is None and prior.source.name == spec)
+    if same and math.isclose(prior.weight, weight):
         return
-    given = "none" if prior is None else f"{prior.source.name} at weight {prior.weight:g}"
-    raise PriorError(f"{profile} was profiled with prior {spec} at weight {weight:g}: its adaptive stopping counted "
+    shown = "none" if prior is None else f"{prior.source.name} at weight {prior.weight:g}" + (
+        f" (sha256 {str(given.get('sha256'))[:16]})" if given else "")
+    if was:
+        source, option, value = f"{spec} (sha256 {str(was.get('sha256'))[:16]})", options[1], was.get("path")
+        need = "that file, unchanged"
+    else:
+        source, option, value = spec, options[0], spec
+        need = f"the data must hold the prior's field: `grpo load --prior {spec}` keeps it"
+    raise PriorError(f"{profile} was profiled with prior {source} at weight {weight:g}: its adaptive stopping counted "
                      f"that prior's pseudo-counts, so its own counts alone are too few where it stopped early; this "
-                     f"run gives {given}. {fix.format(spec=spec, weight=f'{weight:g}')} (the data must hold the "
-                     f"prior's field: `grpo load --prior {spec}` keeps it), or profile again without a prior")
+                     f"run gives {shown}. {fix.format(option=option, spec=value, weight=f'{weight:g}')} ({need}), or "
+                     "profile again without a prior")
 
 
 def check_other_samples(prior: Prior, c: np.ndarray, k: np.ndarray, measured: np.ndarray) -> None:

@@ -26,7 +26,8 @@ samples and keeps sampling only those whose in-band/out-of-band decision is stil
 a `prior` (another model's published difficulty, `grpo_data.priors`), those decisions also weigh its
 discounted pseudo-counts, moved by the logit offset between that model and this one as fitted to
 every count drawn so far (`fit_logit_offset`); the rows written are this model's own samples only,
-and the metadata names the prior.
+and the metadata names the prior. An earlier profile of another checkpoint or model is such a prior
+too (`grpo_data.prior_profile`); one the same weights drew is refused (`check_other_source`).
 
 Resumable: problems are processed in chunks; each finished chunk is written atomically to
 `NAME.parquet.parts/`. A rerun with the same `out` skips ids already there, so a kill -9 loses at
@@ -38,6 +39,7 @@ problem of the id-sorted table; `merge_parts` combines what all shards wrote.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -58,7 +60,8 @@ from grpo_data.context import (
     count_reasons,
     measure_problems,
 )
-from grpo_data.exports import ROUND_SCHEMA
+from grpo_data.exports import METADATA_KEY, ROUND_SCHEMA
+from grpo_data.prior_profile import REUSE, check_other_source
 from grpo_data.priors import Prior, fit_logit_offset, offset_evidence
 from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
@@ -76,7 +79,6 @@ from grpo_data.verify import REASONS, rules_hash, verdict_fingerprint
 
 logger = logging.getLogger(__name__)
 
-METADATA_KEY = "grpo_profile"
 PROFILE_COLUMNS = [
     "id", "k", "n_correct", "pass_rate", "post_a", "post_b", "post_mean", "ci_low", "ci_high",
     "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS], "n_formatted", "max_tokens",
@@ -375,15 +377,24 @@ def keep_unread(unread: list[str], sentences) -> None:
 
 
 def weights_hash(model: str) -> str:
-    """sha256 over a local model folder's weight files (first 16 hex), or 'hub:<name>'."""
+    """sha256 over a local model folder's weight files (first 16 hex), or 'hub:<name>'. Hashed once
+    per process while no weight file changes size or mtime: `grpo profile` and `grpo train` compare
+    it with a prior profile's before their engine starts, and the run's metadata records it after."""
     path = Path(model)
     if not path.is_dir():
         return f"hub:{model}"
-    h = hashlib.sha256()
     files = sorted(p for p in path.iterdir() if p.suffix in (".safetensors", ".bin"))
-    for f in files:
-        h.update(f.name.encode())
-        with open(f, "rb") as fh:
+    return _hash_files(tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files))
+
+
+@functools.lru_cache(maxsize=8)
+def _hash_files(files: tuple[tuple[str, int, int], ...]) -> str:
+    """sha256 (first 16 hex) over each file's name and bytes, in order; `files` holds (path, size,
+    mtime_ns), so a rewritten file misses the cache."""
+    h = hashlib.sha256()
+    for name, _, _ in files:
+        h.update(Path(name).name.encode())
+        with open(name, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()[:16]
@@ -458,6 +469,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
         check_resumable(out, metadata)
+        check_other_source(prior, metadata.get("weights_hash"), f"the model profiled now, {metadata.get('model')}", REUSE)
         used = prior is not None and cfg.rule is not None  # fixed k draws the same samples whatever the prior says
         io.write_json(pdir / "metadata.json", {**metadata, **({"prior": prior.describe()} if used else {})})
     fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
