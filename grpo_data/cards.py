@@ -73,12 +73,30 @@ def prior_section(info: dict, own: int) -> str:
                   "problems"] else "no problem has both, so no offset was fitted: a scheduler learns it online (the "
               "difficulty groups' drift)")
     fields = "`, `".join(info["fields"])
+    if info.get("profile"):  # an earlier profile (`grpo_data.prior_profile`): name the file and who drew it
+        return "## Prior from another model\n\n" + profile_prior_text(info, samples, fitted)
     return (f"## Prior from another model\n\n`{info['spec']}` reads `{fields}`: pass rates measured by "
             f"**{info.get('model') or 'a model the source does not name'}**, samples {samples} ({info.get('citation')}). "
             f"{info['problems']} of the set's problems have a value; {info['alone']} have no profile of their own and "
             f"rest on it alone. Each value counts as at most {info['weight']:g} pseudo-samples, far below what the "
             "source drew, because another model's pass rate predicts this one's only up to an offset and a "
             f"per-problem scatter; {fitted}.")
+
+
+def profile_prior_text(info: dict, samples: str, fitted: str) -> str:
+    """Markdown: an earlier profile read as the prior (`info["profile"]`, `grpo_data.prior_profile`):
+    the file, the model and weights that drew it, how, and how much it counts."""
+    prof = info["profile"]
+    how = ("adaptively" if prof.get("adaptive") else "at fixed k") + (
+        f", temperature {prof['temperature']}, max_tokens {prof['max_tokens']}" if prof.get("temperature") is not None
+        else "")
+    return (f"The prior is the earlier profile `{prof['path']}` (sha256 `{str(prof['sha256'])[:16]}`, "
+            f"{prof.get('rows')} problems, {prof.get('samples')} samples drawn {how}): pass rates n_correct / k "
+            f"measured by **{prof.get('model') or 'a model its metadata does not name'}**, weights sha256 (first 16 "
+            f"hex) `{prof.get('weights_hash') or 'not recorded'}`, samples {samples}. {info['problems']} of the set's "
+            f"problems have a value; {info['alone']} have no profile of their own and rest on it alone. Each value "
+            f"counts as at most {info['weight']:g} pseudo-samples, because another checkpoint's or model's pass rate "
+            f"predicts this one's only up to an offset and a per-problem scatter; {fitted}.")
 
 
 def size_category(n: int) -> str:
@@ -183,6 +201,12 @@ def profiling_prior_line(prior: dict | None) -> str:
     """Markdown: the other model's difficulty the adaptive profiler weighed in its stopping decisions."""
     if not prior:
         return "Prior while profiling: none (stopping decisions used this model's own samples only)"
+    if prior.get("profile"):
+        prof = prior["profile"]
+        return (f"Prior while profiling: the earlier profile `{prof.get('path')}` (sha256 `{str(prof.get('sha256'))[:16]}`; "
+                f"{prof.get('model') or 'model not named'}, weights `{prof.get('weights_hash') or 'not recorded'}`), at "
+                f"most {prior.get('weight')} pseudo-samples each, weighed in the stopping decisions only: every count "
+                "in this set is the profiling model's own")
     return (f"Prior while profiling: `{prior.get('spec')}` ({prior.get('model') or 'model not named'}), at most "
             f"{prior.get('weight')} pseudo-samples each, weighed in the stopping decisions only: every count in this "
             "set is the profiling model's own")

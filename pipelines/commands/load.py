@@ -64,25 +64,46 @@ def load_from_args(args: argparse.Namespace):
 
 def check_prior_args(args) -> float:
     """The weight `--prior-weight` asks for (4 when left out; a 0 is kept, to be refused), checked
-    before any data is read: a malformed `--prior` spec, or `--prior-weight` without `--prior`, is
-    a PriorError."""
+    before any data is read: a malformed `--prior` spec, a `--prior-profile` that is not a file,
+    both (one prior source at a time), or `--prior-weight` without either, is a PriorError."""
+    from grpo_data.prior_profile import check_path, one_source
     from grpo_data.priors import parse_spec, prior_weight
 
-    weight = prior_weight(getattr(args, "prior", None), getattr(args, "prior_weight", None), ("--prior", "--prior-weight"))
-    if args.prior:
-        parse_spec(args.prior)
+    spec, profile = getattr(args, "prior", None), getattr(args, "prior_profile", None)
+    one_source(spec, profile, ("--prior", "--prior-profile"))
+    flag = "--prior or --prior-profile" if hasattr(args, "prior_profile") else "--prior"
+    weight = prior_weight(spec or profile, getattr(args, "prior_weight", None), (flag, "--prior-weight"))
+    if spec:
+        parse_spec(spec)
+    if profile:
+        check_path(profile)
     return weight
 
 
 def read_prior_from_args(args, table):
-    """The prior `--prior` names, read from a loaded or canonical table (`--prior-weight` where the
-    command has one); None without --prior. PriorError when it cannot be read."""
+    """The prior `--prior` names, read from a loaded or canonical table, or the earlier profile
+    `--prior-profile` names, joined to the table's ids (`--prior-weight` where the command has one);
+    None without either. PriorError when it cannot be read."""
+    from grpo_data.prior_profile import read_profile_prior
     from grpo_data.priors import frame_columns, read_prior
 
     weight = check_prior_args(args)
+    if getattr(args, "prior_profile", None):
+        return read_profile_prior(args.prior_profile, table["id"].to_list(), weight, where=args.data)
     if not getattr(args, "prior", None):
         return None
     return read_prior(args.prior, frame_columns(table, args.data), weight, ids=table["id"].to_list())
+
+
+def add_prior_profile_argument(parser: argparse.ArgumentParser) -> None:
+    """`--prior-profile PATH` and `--prior-weight K` (grpo profile, grpo shards)."""
+    parser.add_argument("--prior-profile", default=None, metavar="PATH",
+                        help="an earlier profile (another checkpoint or model) as the prior, joined by id, each "
+                        "problem's rate from its k samples counted as at most --prior-weight pseudo-samples; "
+                        "instead of --prior")
+    parser.add_argument("--prior-weight", type=float, default=None, metavar="K",
+                        help="with --prior or --prior-profile: the most pseudo-samples one of its values counts for "
+                        "(default 4)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@
     grpo profile ... --adaptive                 # sequential sampling toward the 0.2-0.8 band
     grpo profile ... --shard 0/4                # one deterministic slice; then `--merge`
     grpo profile --data SynthLabsAI/Big-Math-RL-Verified --preset problem_answer --prior bigmath --adaptive ...
+    grpo profile ... --adaptive --prior-profile profiles/base.parquet   # another checkpoint's profile as the prior
     torchrun --nproc-per-node 4 -m pipelines.cli profile ...   # shard = RANK/WORLD_SIZE, one GPU per rank
 
 Prompts are rendered and tokenized exactly as training renders them (`grpo_data.rollouts`); generation
@@ -13,6 +14,8 @@ is left out and listed in OUT.rejects.jsonl with its reason, or profiled with th
 --overlong-prompts clip; the run goes on and says how many were left out. With --prior (adaptive mode)
 another model's published difficulty joins the stopping decisions, discounted to --prior-weight
 pseudo-samples and moved by the offset fitted to this model's own samples; rows hold own samples only.
+--prior-profile PATH does the same with an earlier profile of another checkpoint or model (refused
+when the same weights drew it: reuse that profile instead).
 A rerun resumes from OUT.parts unless its verifier (rules, settings, library versions) differs from
 the one that judged them: then it stops, and --restart discards them.
 """
@@ -32,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.commands.load import add_data_arguments
+    from pipelines.commands.load import add_data_arguments, add_prior_profile_argument
 
     add_data_arguments(parser)
     parser.add_argument("--model", required=True, help="model folder (save_pretrained) or Hub name")
@@ -45,8 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--screen-k", type=int, default=2, help="adaptive: first samples per problem")
     parser.add_argument("--step-k", type=int, default=2, help="adaptive: samples added per round")
     parser.add_argument("--max-k", type=int, default=32, help="adaptive: most samples per problem")
-    parser.add_argument("--prior-weight", type=float, default=None, metavar="K",
-                        help="with --prior: the most pseudo-samples one of its values counts for (default 4)")
+    add_prior_profile_argument(parser)
     parser.add_argument("--prior-groups", choices=("level", "none"), default="level",
                         help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once")
     parser.add_argument("--answer-format", choices=("auto", "boxed", "none"), default="auto",
@@ -157,11 +159,15 @@ def run(args: argparse.Namespace) -> int:
         return 2 if "no valid rows" not in str(exc) else 1
     if args.limit:
         problems = problems.sort("id").head(args.limit)
+    from grpo_data.prior_profile import REUSE, check_other_source
     from grpo_data.priors import PriorError
+    from grpo_data.profiler import weights_hash
     from pipelines.commands.load import read_prior_from_args
 
     try:
         prior = read_prior_from_args(args, problems)
+        if prior is not None and prior.source.profile:  # the same weights' own counts are no prior: before the engine
+            check_other_source(prior, weights_hash(args.model), f"--model {args.model}", REUSE)
     except PriorError as exc:
         print(f"grpo profile: {exc}", file=sys.stderr)
         return 2

@@ -2,11 +2,13 @@
 
     grpo shards --data runs/world/train.parquet --profile runs/world-profile.parquet --format trl --out shards/arith
     grpo shards --data bigmath.parquet --prior bigmath --format verl --out shards/bigmath   # no profile: the prior
+    grpo shards --data train.parquet --profile step200.parquet --prior-profile base.parquet --out shards/step200
 
-With --prior (another model's published difficulty, `grpo_data.priors`) the set also holds the
+With --prior (another model's published difficulty, `grpo_data.priors`) or --prior-profile (an
+earlier profile of another checkpoint or model, `grpo_data.prior_profile`) the set also holds the
 problems only the prior covers, with `prior_rate`/`prior_k` columns the plug-ins start from. A
-profile written by `grpo profile --adaptive --prior` is used with the same --prior and --prior-weight
-only (it stopped early where that prior agreed); anything else is refused, naming them.
+profile written by `grpo profile --adaptive --prior` (or --prior-profile) is used with the same prior
+and --prior-weight only (it stopped early where that prior agreed); anything else is refused, naming them.
 """
 
 from __future__ import annotations
@@ -18,13 +20,13 @@ HELP = "build difficulty-bucketed shards from a profile (native, verl or trl for
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from pipelines.commands.load import add_data_arguments
+    from pipelines.commands.load import add_data_arguments, add_prior_profile_argument
 
     add_data_arguments(parser)
     parser.add_argument("--profile", default=None,
-                        help="profile parquet written by `grpo profile` (required unless --prior is given)")
-    parser.add_argument("--prior-weight", type=float, default=None, metavar="K",
-                        help="with --prior: the most pseudo-samples one of its values counts for (default 4)")
+                        help="profile parquet written by `grpo profile` (required unless --prior or --prior-profile "
+                        "is given)")
+    add_prior_profile_argument(parser)
     parser.add_argument("--out", required=True, help="output folder, e.g. shards/NAME")
     parser.add_argument("--edges", default="0,0.1,0.3,0.7,0.9,1", help="bucket edges from 0 to 1")
     parser.add_argument("--format", default="native", choices=["native", "verl", "trl"])
@@ -35,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from grpo_data.loaders import DataError, read_provenance
+    from grpo_data.prior_profile import check_other_source
     from grpo_data.priors import PriorError, check_recorded_prior
     from grpo_data.profiler import read_profile, read_rejects
     from grpo_data.shards import write_shards
@@ -43,15 +46,19 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         edges = [float(x) for x in args.edges.split(",")]
-        if not args.profile and not args.prior:
-            raise ValueError("give --profile (grpo profile's output), --prior (another model's difficulty column), "
-                             "or both")
+        if not args.profile and not args.prior and not args.prior_profile:
+            raise ValueError("give --profile (grpo profile's output), --prior (another model's difficulty column) or "
+                             "--prior-profile (an earlier profile of another checkpoint or model), or a profile and "
+                             "one prior")
         check_prior_args(args)
         profile, meta = read_profile(args.profile) if args.profile else (None, {})
         problems = read_problems(args)
         prior = read_prior_from_args(args, problems)
         # a profile that stopped early on a prior is used with that prior only
-        check_recorded_prior(meta, prior, args.profile, "Pass --prior {spec} --prior-weight {weight}")
+        check_recorded_prior(meta, prior, args.profile, "Pass {option} {spec} --prior-weight {weight}")
+        if args.profile:  # a prior profile of the profile's own weights is its model's counts, not a prior
+            check_other_source(prior, meta.get("weights_hash"), f"--profile {args.profile}",
+                               "give one of the two as --profile (two profiles of one model do not combine here)", args.profile)
     except (ValueError, DataError, FileNotFoundError) as exc:
         print(f"grpo shards: {exc}", file=sys.stderr)
         return 2
