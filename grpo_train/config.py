@@ -42,13 +42,18 @@ class DataConfig:
     whose drift learns the offset to the policy; a profile written by `grpo profile --adaptive
     --prior` needs the same prior and weight here (it stopped early where that prior agreed), and
     is refused otherwise, naming them;
+    prior_profile: an earlier profile of `train` by another checkpoint or model, as the prior instead
+    of `prior` (one source at a time; `grpo_data.prior_profile`): joined by id, each problem's rate
+    from its k samples; refused when the same weights as `model` or `profile` drew it (reuse it as
+    `profile` instead);
     prior_weight: the most pseudo-samples one of its values counts for (the discount; null means 4,
-    `grpo_data.priors.DEFAULT_WEIGHT`; at least 1; refused without `prior`)."""
+    `grpo_data.priors.DEFAULT_WEIGHT`; at least 1; refused without `prior` or `prior_profile`)."""
 
     train: str = "runs/world/train.parquet"
     heldout: str | None = "runs/world/test.parquet"
     profile: str | None = None
     prior: str | None = None
+    prior_profile: str | None = None
     prior_weight: float | None = None
 
 
@@ -382,11 +387,16 @@ class TrainConfig:
              "scheduler.name=offline_band needs data.profile (an offline profile of data.train)"),
             (not self.data.prior or self.scheduler.name in PRIOR_SCHEDULERS,
              prior_refusal(self.scheduler.name, "data.prior")),
+            (not self.data.prior_profile or self.scheduler.name in PRIOR_SCHEDULERS,
+             prior_refusal(self.scheduler.name, "data.prior_profile")),
+            (not (self.data.prior and self.data.prior_profile),
+             f"data.prior {self.data.prior} and data.prior_profile {self.data.prior_profile}: one prior source at a "
+             "time (another model's difficulty from a column of data.train, or an earlier profile); drop one"),
             (self.data.prior_weight is None or self.data.prior_weight >= 1,
              f"data.prior_weight must be at least 1 pseudo-sample, got {self.data.prior_weight}"),
-            (self.data.prior_weight is None or self.data.prior,
-             f"data.prior_weight {self.data.prior_weight} without data.prior: the weight discounts a prior read "
-             "from data.train and does nothing alone; set data.prior too, or leave data.prior_weight out"),
+            (self.data.prior_weight is None or self.data.prior or self.data.prior_profile,
+             f"data.prior_weight {self.data.prior_weight} without data.prior or data.prior_profile: the weight "
+             "discounts a prior and does nothing alone; set one of them too, or leave data.prior_weight out"),
             (self.rollout.temperature > 0, "rollout.temperature must be > 0: greedy groups have no variance"),
             (self.rollout.overlong in OVERLONG, f"rollout.overlong must be one of {OVERLONG}, got {self.rollout.overlong!r}"),
             (self.rollout.overlong != "penalty" or 0 < self.rollout.overlong_buffer <= self.rollout.max_tokens,

@@ -1,6 +1,7 @@
 """What the trainer's scheduler starts from: an offline profile's counts, another model's
-difficulty read from the training table (`data.prior`), combined as `grpo_data.priors.merge_offline`
-combines them, and the difficulty groups whose drift learns the offset between the two.
+difficulty read from the training table (`data.prior`) or from an earlier profile of another
+checkpoint or model (`data.prior_profile`), combined as `grpo_data.priors.merge_offline` combines
+them, and the difficulty groups whose drift learns the offset between the two.
 
     start = scheduler_start(problems, cfg)     # offline counts, groups, prior, offset; no engine
     scheduler = build_scheduler(problems, cfg, run_dir)   # the scheduler, and RUN/prior.json
@@ -19,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from grpo_data import io
+from grpo_data.prior_profile import check_other_source, one_source, read_profile_prior
 from grpo_data.priors import (
     Prior,
     check_recorded_prior,
@@ -62,7 +64,11 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
     from grpo_data.profiler import read_profile
 
     prof, meta = read_profile(profile_path)
-    check_recorded_prior(meta, prior, f"data.profile {profile_path}", "Set data.prior={spec} data.prior_weight={weight}")
+    check_recorded_prior(meta, prior, f"data.profile {profile_path}", "Set data.{option}={spec} data.prior_weight={weight}",
+                         ("prior", "prior_profile"))
+    # a prior profile of the profile's own weights is that model's counts, not a prior
+    check_other_source(prior, meta.get("weights_hash"), f"data.profile {profile_path}",
+                       "set one of the two as data.profile (two profiles of one model do not combine here)", profile_path)
     differences = profile_mismatches(meta, cfg) if cfg is not None else []
     if differences:
         logger.warning("the offline profile %s was measured unlike training (%s): the scheduler starts from "
@@ -79,15 +85,31 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
 
 def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | None:
     """`data.prior` read from the training table's own columns (or the fields `grpo load --prior`
-    kept in its meta), at most `data.prior_weight` pseudo-samples a problem; None without one."""
-    if not data.prior:
+    kept in its meta), or the earlier profile `data.prior_profile` joined to its ids, at most
+    `data.prior_weight` pseudo-samples a problem; None without either."""
+    if not data.prior and not data.prior_profile:
         return None
-    weight = prior_weight(data.prior, data.prior_weight, ("data.prior", "data.prior_weight"))
-    prior = read_prior(data.prior, frame_columns(problems, f"data.train {data.train}"), weight,
-                       ids=problems["id"].to_list())
+    one_source(data.prior, data.prior_profile, ("data.prior", "data.prior_profile"))
+    weight = prior_weight(data.prior or data.prior_profile, data.prior_weight,
+                          ("data.prior or data.prior_profile", "data.prior_weight"))
+    where = f"data.train {data.train}"
+    if data.prior_profile:
+        prior = read_profile_prior(data.prior_profile, problems["id"].to_list(), weight, where=where)
+    else:
+        prior = read_prior(data.prior, frame_columns(problems, where), weight, ids=problems["id"].to_list())
     if log:
         logger.info("scheduler %s; its offset to this policy is learned online (the groups' drift)", prior.summary())
     return prior
+
+
+def check_prior_model(prior: Prior | None, model: str) -> None:
+    """Refuse a prior profile the policy's own weights drew (`check_other_source`): the run's start
+    is that profile, as data.profile. Hashes the model's weights only when the prior is a profile."""
+    if prior is not None and prior.source.profile:
+        from grpo_data.profiler import weights_hash
+
+        check_other_source(prior, weights_hash(model), f"the policy, model {model}",
+                           "set it as data.profile={path} instead of data.prior_profile")
 
 
 def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
@@ -125,7 +147,7 @@ class SchedulerStart(NamedTuple):
               (`merge_offline`), NaN where neither has one; None without either.
     groups:   (N,) difficulty group per problem (band only; the prior's rows apart, `origin_groups`),
               or None for one pool prior.
-    prior:    the prior read from data.train (None without data.prior).
+    prior:    the prior read from data.train or data.prior_profile (None without either).
     offset:   the logit offset of the profiling model against the prior's (0 without both).
     """
 
@@ -137,8 +159,10 @@ class SchedulerStart(NamedTuple):
 
 def check_start(problems: pl.DataFrame, cfg) -> None:
     """What `scheduler_start` refuses (a prior that cannot be read, a profile that stopped on another
-    prior, a prior repeating the profile's own samples), checked quietly before any engine starts."""
+    prior, a prior repeating the profile's own samples, a prior profile of the policy's or the
+    profile's own weights), checked quietly before any engine starts."""
     prior = training_prior(problems, cfg.data, log=False)
+    check_prior_model(prior, cfg.model)
     merge_offline(offline_counts(problems, cfg.data.profile, None, prior), prior)
 
 
@@ -147,6 +171,7 @@ def scheduler_start(problems: pl.DataFrame, cfg) -> SchedulerStart:
     offset between the two), those alone where the profile has none, and the groups they share
     drift in. `cfg` is the TrainConfig."""
     prior = training_prior(problems, cfg.data)
+    check_prior_model(prior, cfg.model)
     offline, from_prior, offset = merge_offline(offline_counts(problems, cfg.data.profile, cfg, prior), prior)
     groups = scheduler_groups(problems, offline, cfg.scheduler)
     if cfg.scheduler.name == "band":

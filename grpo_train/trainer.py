@@ -174,17 +174,18 @@ def paired_gain(first: pl.DataFrame, last: pl.DataFrame) -> dict:
 
 
 def check_inputs(cfg: TrainConfig) -> None:
-    """Every path the run reads exists, and `data.prior` can be read from `data.train`, before any
+    """Every path the run reads exists, and `data.prior` (or `data.prior_profile`) can be read, before any
     engine starts: one line naming the path (or the column) and the command that makes it."""
     from grpo_data.engines import check_model_path
 
     check_model_path(cfg.model)
     for key, path, make in (("data.train", cfg.data.train, "grpo load / grpo world (or grpo pipeline)"),
                             ("data.heldout", cfg.data.heldout, "grpo load / grpo world (or grpo pipeline)"),
-                            ("data.profile", cfg.data.profile, "grpo profile (or grpo pipeline)")):
+                            ("data.profile", cfg.data.profile, "grpo profile (or grpo pipeline)"),
+                            ("data.prior_profile", cfg.data.prior_profile, "grpo profile of another checkpoint or model")):
         if path and not Path(path).exists():
             raise FileNotFoundError(f"{key} {path} does not exist: write it with {make}, or set {key}=PATH")
-    if cfg.data.prior or cfg.data.profile:  # a bad prior or profile stops the run here, before any engine starts
+    if cfg.data.prior or cfg.data.prior_profile or cfg.data.profile:  # a bad prior or profile stops the run here
         check_start(pl.read_parquet(cfg.data.train), cfg)
 
 
