@@ -13,8 +13,10 @@ likely to come back all-equal: at G = 8, 0.8^8 + 0.2^8 = 17% against 66% at p = 
 `grpo train`, each problem at most once per band epoch. Any BandConfig field can be passed; with
 scheduler="pools" or "greso" (the peers' samplers, `grpo_data.peer_schedulers`) their PoolsConfig or
 GresoConfig fields instead. Unknown settings of these are refused, naming the accepted ones.
-A `prior` (`grpo_data.priors`: another model's published difficulty, discounted; the band
-scheduler only, `PRIOR_SCHEDULERS`, others refuse it) joins the offline counts: added to them where both exist, alone where the offline counts leave a problem unprofiled,
+A `prior` (`grpo_data.priors`: another model's published difficulty, discounted, or an earlier
+profile of another checkpoint or model, `grpo_data.prior_profile`; the band scheduler only,
+`PRIOR_SCHEDULERS`, others refuse it) joins the offline counts: added to them where both exist,
+alone where the offline counts leave a problem unprofiled,
 those in difficulty groups of their own so that their drift learns the offset between that model and
 the policy.
 """
@@ -29,6 +31,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from grpo_data.prior_profile import one_source, read_profile_prior
 from grpo_data.priors import (
     Columns,
     Prior,
@@ -86,15 +89,23 @@ def level_column(values, n: int) -> np.ndarray | None:
 
 
 def dataset_prior(columns: Columns, spec: str | None, weight: float | None, ids: Sequence | None = None,
-                  scheduler: str = "band") -> Prior | None:
-    """The plug-ins' prior: `spec` read from the dataset's columns (`grpo_data.priors`) at most
-    `weight` pseudo-samples a problem (None: the default; refused for a scheduler that cannot use a
-    prior, `PRIOR_SCHEDULERS`), else the `prior_rate`/`prior_k` columns a `grpo shards --prior` set
-    carries (for the band scheduler), else None."""
-    weight = prior_weight(spec, weight, ("prior=", "prior_weight="))
-    if spec:
+                  scheduler: str = "band", profile: str | None = None,
+                  options: tuple[str, str, str] = ("prior=", "prior_profile=", "prior_weight=")) -> Prior | None:
+    """The plug-ins' prior: `spec` read from the dataset's columns (`grpo_data.priors`), or the
+    earlier profile at `profile` joined to `ids` (`grpo_data.prior_profile`; one source at a time),
+    at most `weight` pseudo-samples a problem (None: the default; refused for a scheduler that
+    cannot use a prior, `PRIOR_SCHEDULERS`); else the `prior_rate`/`prior_k` columns a `grpo shards
+    --prior` set carries (for the band scheduler); else None. `options` names the three settings as
+    the plug-in spells them."""
+    one_source(spec, profile, options[:2])
+    asked = options[0] if spec or not profile else options[1]
+    weight = prior_weight(spec or profile, weight, (f"{options[0]} or {options[1]}", options[2]))
+    if spec or profile:
         if scheduler not in PRIOR_SCHEDULERS:
-            raise PriorError(prior_refusal(scheduler, "prior="))
+            raise PriorError(prior_refusal(scheduler, asked))
+        if profile:
+            return read_profile_prior(profile, list(ids if ids is not None else range(columns.rows)), weight,
+                                      where=columns.where)
         return read_prior(spec, columns, weight, ids=ids)
     if "prior_rate" in columns.names and "prior_k" in columns.names:
         return set_prior(stored_prior(columns.get("prior_rate"), columns.get("prior_k")), scheduler)

@@ -125,17 +125,20 @@ class TRLCurriculum:
 
     @classmethod
     def from_dataset(cls, dataset, scheduler: str = "band", seed: int = 0, success_at: float = 0.5,
-                     prior: str | None = None, prior_weight: float | None = None, **settings) -> TRLCurriculum:
+                     prior: str | None = None, prior_weight: float | None = None, prior_profile: str | None = None,
+                     **settings) -> TRLCurriculum:
         """Over a map-style `datasets.Dataset` with an `id` column; `n_correct`, `k` and `level` (as in
         `grpo shards --format trl`) give the scheduler its prior and difficulty groups when present.
         `prior`: another model's published difficulty in the dataset's own columns (`grpo_data.priors`:
-        bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES), at most `prior_weight`
-        pseudo-samples a problem; without it, the `prior_rate`/`prior_k` a `grpo shards --prior` set carries."""
+        bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES), or `prior_profile`: the
+        path of an earlier profile of another checkpoint or model, joined by `id` (one of the two), at
+        most `prior_weight` pseudo-samples a problem; without either, the `prior_rate`/`prior_k` a
+        `grpo shards --prior` set carries."""
         if not hasattr(dataset, "column_names") or not hasattr(dataset, "__len__"):
             raise TypeError("TRLCurriculum needs a map-style datasets.Dataset (an IterableDataset has no positions "
                             "for a sampler to choose)")
         ids = column(dataset, "id")
-        given = dataset_prior(dataset_columns(dataset), prior, prior_weight, ids, scheduler)
+        given = dataset_prior(dataset_columns(dataset), prior, prior_weight, ids, scheduler, prior_profile)
         cur = Curriculum.from_columns(ids, column(dataset, "n_correct"), column(dataset, "k"),
                                       column(dataset, "level"), scheduler=scheduler, seed=seed, prior=given, **settings)
         return cls(cur, success_at)

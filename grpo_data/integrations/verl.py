@@ -29,8 +29,9 @@ scored batch (`rollout.n`), or set `data.sampler.group_size`. The prior and diff
 from `extra_info` {id, n_correct, k, level, and prior_rate/prior_k with `--prior`}, as `grpo shards
 --format verl` writes it. `+data.sampler.prior=SPEC` reads another model's published difficulty from
 the dataset's own columns instead (`grpo_data.priors`: e.g. skywork_7b for Skywork-OR1's
-extra_info.model_difficulty, or FIELD:SCALE:SAMPLES), at most `+data.sampler.prior_weight=K` (4)
-pseudo-samples a problem; the band scheduler only. (verl's `data.sampler` holds only class_path
+extra_info.model_difficulty, or FIELD:SCALE:SAMPLES), or `+data.sampler.prior_profile=PATH` an earlier
+profile of another checkpoint or model joined by id (`grpo_data.prior_profile`; one of the two), at
+most `+data.sampler.prior_weight=K` (4) pseudo-samples a problem; the band scheduler only. (verl's `data.sampler` holds only class_path
 and class_name: every other key is added with Hydra's `+`.) A response counts as a success when the reward manager's
 `acc` is true, else when its summed `token_level_scores` >= success_at (0.5: 0/1 and -1/+1 rewards).
 
@@ -50,6 +51,7 @@ import os
 from collections.abc import Mapping
 
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, set_prior, verdicts
+from grpo_data.prior_profile import one_source, read_profile_prior
 from grpo_data.priors import (
     Columns,
     PriorError,
@@ -107,8 +109,10 @@ class CurriculumSampler(_SamplerBase):
         seed = int(seed if seed is not None else data_config.get("seed") or 0)
         self.success_at = float(opts.pop("success_at", 0.5))
         scheduler = str(opts.pop("scheduler", "band"))
-        spec = opts.pop("prior", None)
-        weight = prior_weight(spec, opts.pop("prior_weight", None), ("data.sampler.prior", "data.sampler.prior_weight"))
+        spec, profile = opts.pop("prior", None), opts.pop("prior_profile", None)
+        one_source(spec, profile, ("data.sampler.prior", "data.sampler.prior_profile"))
+        weight = prior_weight(spec or profile, opts.pop("prior_weight", None),
+                              ("data.sampler.prior or data.sampler.prior_profile", "data.sampler.prior_weight"))
         self.batch = int(data_config.get("gen_batch_size") or data_config.get("train_batch_size"))
         infos = extra_infos(data_source)
         ids = [problem_key(info, i) for i, info in enumerate(infos)]
@@ -117,10 +121,11 @@ class CurriculumSampler(_SamplerBase):
             values = [(info or {}).get(name) for info in infos]
             return values if any(v is not None for v in values) else None
 
-        if spec:
+        if spec or profile:
             if scheduler not in PRIOR_SCHEDULERS:
-                raise PriorError(prior_refusal(scheduler, "data.sampler.prior"))
-            prior = read_prior(str(spec), dataset_fields(data_source), weight, ids=ids)
+                raise PriorError(prior_refusal(scheduler, "data.sampler.prior" + ("_profile" if profile else "")))
+            prior = (read_profile_prior(str(profile), ids, weight, where="the dataset") if profile
+                     else read_prior(str(spec), dataset_fields(data_source), weight, ids=ids))
         else:  # a `grpo shards --prior` set's pseudo-counts, when it has them (and the scheduler uses them)
             rate, pseudo_k = field("prior_rate"), field("prior_k")
             prior = set_prior(stored_prior(rate, pseudo_k), scheduler) if rate is not None and pseudo_k is not None else None
