@@ -343,3 +343,24 @@ def test_the_plug_ins_take_a_prior_profile_path(tmp_path):
     both = {"train_batch_size": 2, "sampler": {"prior": "skywork_7b", "prior_profile": str(base)}}
     with pytest.raises(PriorError, match="data.sampler.prior skywork_7b and data.sampler.prior_profile"):
         CurriculumSampler(SkyworkRows(), both)
+
+
+def test_weights_are_hashed_once_until_a_file_changes(tmp_path, monkeypatch):
+    """`grpo profile` and `grpo train` hash the model before their engine starts (the same-weights
+    refusal) and again for the run's record: the second is served from the first, unless a weight
+    file was rewritten in between."""
+    import builtins
+
+    from grpo_data.profiler import weights_hash
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"one")
+    opened = []
+    real_open = builtins.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k))
+    first = weights_hash(str(model))
+    assert weights_hash(str(model)) == first and len(opened) == 1
+    (model / "model.safetensors").write_bytes(b"other")
+    assert weights_hash(str(model)) != first and len(opened) == 2
+    assert weights_hash("org/model") == "hub:org/model"
