@@ -37,6 +37,9 @@ from grpo_data.shards import sha256_file
 
 PREFIX = "profile:"  # a profile prior's spec: profile:PATH
 COUNT_COLUMNS = ("id", "n_correct", "k")  # what a prior reads of a profile
+# what `grpo profile` says to do with a prior profile its own model's weights drew
+REUSE = ("reuse it as the profile (grpo shards --profile {path}, grpo train data.profile={path}), or profile "
+         "without a prior")
 
 
 def one_source(spec: str | None, profile: str | None, options: tuple[str, str]) -> None:
@@ -139,9 +142,6 @@ def check_other_source(prior: Prior | None, weights: str | None, whose: str, use
         return
     what = "is the same file as" if same_file else f"was drawn by the same weights ({weights}) as"
     raise PriorError(f"prior profile {record['path']} {what} {whose}: its counts are that model's own samples, not "
-                     f"another model's view to discount and shift; {use.format(path=record['path'])}. A prior profile comes from another "
-                     "checkpoint or model")
+                     f"another model's view to discount and shift; {use.format(path=record['path'])}. A prior "
+                     "profile comes from another checkpoint or model")
 
-
-REUSE = ("reuse it as the profile (grpo shards --profile {path}, grpo train data.profile={path}), or profile "
-         "without a prior")
