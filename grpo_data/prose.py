@@ -166,10 +166,9 @@ def final_polarity(text: str) -> str | None:
     leads = {m.group(1).lower() for m in map(_LEADING.match, plain) if m}
     said = polarity(sentences[-1])
     if said is None:
-        lead = _LEADING.match(plain[0])
-        if lead and not _qualified(plain[0][lead.end():]) and not any(
-                _HEDGE.search(t) or _OTHER_ANSWER.search(t) for t in plain[1:]):
-            said = lead.group(1).lower()
+        first = polarity(sentences[0])
+        if first and not any(_takes_back(t) for t in sentences[1:]):
+            said = first
     return said if said is not None and leads <= {said} else None
 
 
@@ -183,9 +182,39 @@ def _plain(sentence: str) -> str:
     return _prose(flatten_text(sentence) if "\\" in sentence else sentence).strip()
 
 
-def _qualified(rest: str) -> bool:
-    """What follows a leading yes/no hedges it, puts a condition on it, or gives a second answer."""
-    return bool(_HEDGE.search(rest) or _CONDITION.search(rest) or _OTHER_ANSWER.search(rest))
+# After a leading yes/no word only nothing, or one restatement clause opened by these words, is read
+# ("Yes, it is possible.", "No, such a tiling does not exist.", "No, there is no such sequence.",
+# "Yes, the sum is even.", "Yes, because f is not constant": it opens with one of these words and holds
+# no comma, semicolon or colon): a whitelist, since the ways to qualify an answer ("Yes, usually.", "Yes,
+# under the Riemann hypothesis.", "Yes, apart from n = 3.", "Yes, n even") cannot all be listed.
+_RESTATEMENT = re.compile(r"(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since)\b[^,;:]*", re.I)
+# A second thought after an answer: "Yes. Scratch that.", "No. Correction: it holds.", "Yes. Not really."
+_SECOND_THOUGHT = re.compile(r"\b(?:scratch that|never ?mind|oops|nope|not really|corrections?|reconsider\w*|second thoughts?"
+                             r"|on reflection|on further reflection|wrong|incorrect|actually|wait|hmm+|retract\w*"
+                             r"|mistaken|mistake|rather|instead)\b", re.I)
+# more words that qualify an answer without a listed condition word
+_MORE_CONDITION = re.compile(r"\b(?:iff|as long as|so long as|under|usually|mostly|most|generally|typically|often|apart"
+                             r"|aside|besides|save|barring|hypothes[ie]s|conjectur\w*|assum\w*|suppos\w*|almost|nearly)\b", re.I)
+
+
+def _qualified(rest: str, raw_rest: str | None = None) -> bool:
+    """What follows a leading yes/no hedges it, puts a condition on it, takes it back, gives a second
+    answer (also inside math: `No, \\(\\text{Yes}\\)`, looked for in `raw_rest` before math is
+    blanked), or is more than one restatement clause (`_RESTATEMENT`)."""
+    if raw_rest is not None and _OTHER_ANSWER.search(flatten_text(raw_rest)):
+        return True
+    if (_HEDGE.search(rest) or _CONDITION.search(rest) or _OTHER_ANSWER.search(rest) or _SECOND_THOUGHT.search(rest)
+            or _MORE_CONDITION.search(rest)):
+        return True
+    clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest).rstrip().rstrip(".!").rstrip()
+    return bool(clause) and _RESTATEMENT.fullmatch(clause) is None
+
+
+def _takes_back(sentence: str) -> bool:
+    """A sentence after a leading yes/no that hedges, takes back or contradicts it, or holds another
+    yes/no word (in words or inside math)."""
+    return bool(_HEDGE.search(_plain(sentence)) or _SECOND_THOUGHT.search(_plain(sentence))
+                or _OTHER_ANSWER.search(flatten_text(sentence)))
 
 
 def polarity(sentence: str) -> str | None:
@@ -196,7 +225,11 @@ def polarity(sentence: str) -> str | None:
     with yes, and the verifier does not see the question."""
     text = _plain(sentence)
     lead = _LEADING.match(text)
-    if lead is None or _qualified(text[lead.end():]):
+    if lead is None:
+        return None
+    raw = flatten_text(sentence) if "\\" in sentence else sentence
+    raw_lead = _LEADING.match(raw.strip())
+    if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw):
         return None
     return lead.group(1).lower()
 
@@ -208,7 +241,7 @@ def answer_polarity(answer: str) -> str | None:
     `is_short_denial`)."""
     text = flatten_text(answer).strip().rstrip(".").strip()
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
-    if lead is None or _qualified(text[lead.end():]):
+    if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():]):
         return None
     return lead.group(1).lower()
 
