@@ -261,6 +261,46 @@ _SHORT_NONE = re.compile(r"(?:no|zero) (?:[a-z\-]+ )?(?:solutions?|values?|roots
                          r"|(?:the )?empty(?: set)?|(?:it |they )?(?:does|do) not exist", re.I)
 
 
+# Words that make a denial tentative or partial whatever the grammar: a modal ("There may be no such
+# solutions"), a belief or a search ("I believe ...", "No such solutions were found by our search"), a
+# limit to easy or small cases ("no obvious solutions", "no small primes").
+_TENTATIVE = re.compile(r"\b(?:may|might|could|would|should|must|believe[ds]?|think|thought|guess|suspect\w*|expect\w*"
+                        r"|found|find|finds|search\w*|check\w*|tried|try|tested|known|aware|observed|seen|see|we|our|us|i|my"
+                        r"|so far|yet|apparently|obvious\w*|easy|easily|small|simple|trivially|unique|range|given|listed"
+                        r"|considered|shown|here|above|below)\b", re.I)
+_NOUN = r"[a-z][a-z\-\u2010\u2011]*"
+
+
+def _none_grammar(body: str, kinds: list[str]) -> bool:
+    """True when a "none" sentence has one of the few shapes read (a whitelist, since the ways to limit a
+    denial, "no small primes", "no solution to the second equation", "no such primes in this range",
+    cannot all be listed): "There is/are no [such|KIND] NOUN [exist(s) | that/such that/satisfying/for
+    which/with ...]" (also "There does not exist ..."), "No [such|KIND] NOUN exist(s)/work(s)/satisfy",
+    "Such a NOUN does not/cannot exist", "The NOUN has no [KIND] solutions/roots", and the short forms
+    of `_SHORT_NONE`; KIND is a kind of number the gold names. No tentative word (`_TENTATIVE`)."""
+    text = " ".join(body.split())
+    if _TENTATIVE.search(text):
+        return False
+    if re.fullmatch(r"none(?: of (?:them|these|those))?(?: (?:exists?|works?|satisfy|satisfies))?", text, re.I):
+        return True
+    adj = r"(?:(?:such|" + "|".join(map(re.escape, [k for k in kinds if re.fullmatch(_KIND, k, re.I)]) or ["such"]) + r")\s+)*"
+    noun = adj + _NOUN + r"(?:\s+of\s+(?!(?:the|this|that|these|those)\b)" + _NOUN + r"(?:\s+" + _NOUN + r")?)?(?:\s+[a-z])?"
+    other = r"(?:\s+and\s+(?:an?\s+)?(?:" + _KIND + r"\s+)?" + _NOUN + r"(?:\s+[a-z])?)?"
+    domain = r"(?:\s+(?:in|among|over)\s+(?:the\s+)?(?:set\s+of\s+)?" + _KIND + r"s?)?"
+    tail = r"(?:\s+(?:exists?|works?|satisf(?:y|ies)|(?:such\s+)?that\b.*|satisfying\b.*|for\s+which\b.*|with\b.*|which\b.*))?"
+    shapes = [
+        r"there\s+(?:(?:is|are|exists?)\s+no|(?:does|do)\s+not\s+exist(?:\s+(?:an?|any))?|(?:doesn't|don't)\s+exist"
+        r"(?:\s+(?:an?|any))?)\s+" + noun + other + domain + tail,
+        r"no\s+" + noun + domain + r"\s+(?:exists?|works?|satisf(?:y|ies)|can\s+exist)",
+        r"(?:such\s+(?:an?\s+)?" + _NOUN + r"|it|they|[a-z])\s+(?:(?:does|do)\s+not|(?:doesn't|don't)|cannot|can't)\s+exist",
+        r"(?:(?:the|this)\s+" + _NOUN + r"(?:\s+" + _NOUN + r")?|it|they)\s+(?:has|have)\s+no\s+" + adj
+        + r"(?:solutions?|roots?|zeros?)" + domain,
+        r"(?:no|zero)\s+" + adj + r"(?:solutions?|values?|roots?|answers?|" + _NOUN + r")" + domain,
+        r"(?:the\s+)?empty(?:\s+set)?|(?:it\s+|they\s+)?(?:does|do)\s+not\s+exist|(?:it\s+is|is|are)\s+empty",
+    ]
+    return any(re.fullmatch(shape, text, re.I) for shape in shapes)
+
+
 def says_none(sentence: str, kinds: str = "") -> bool:
     """True when the sentence says that nothing satisfies the question ("There are no such primes",
     "None.", "no solution exists"), in one clause (or one opening with "There is no ...", see
@@ -280,6 +320,8 @@ def says_none(sentence: str, kinds: str = "") -> bool:
         return False
     allowed = kinds.lower().split()
     if any((m.group("kind") or m.group("domain")).lower() not in allowed for m in _DENIED_KIND.finditer(body)):
+        return False
+    if not _none_grammar(body, allowed):
         return False
     if _SHORT_NONE.fullmatch(body):
         return True

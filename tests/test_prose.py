@@ -131,6 +131,15 @@ def test_is_short_denial(answer, expected):
     ("There are no nontrivial solutions.", False),
     ("There is no largest such number.", False),
     ("There is no sequence of non-zero digits and positive integer N satisfying the property.", True),
+    # final review 2026-12-03: only whitelisted shapes; adjectives, modals, beliefs, searches, places limit a denial
+    ("No small primes work.", False),
+    ("There are no obvious solutions.", False),
+    ("There is no solution to the second equation.", False),
+    ("There are no such primes in this range.", False),
+    ("There may be no such solutions.", False),
+    ("I believe there are no such solutions.", False),
+    ("No such solutions were found by our search.", False),
+    ("No such function exists.", True),
 ])
 def test_says_none(sentence, expected):
     assert says_none(sentence) is expected
