@@ -252,6 +252,11 @@ def final_answer_text(pred: str) -> str | None:
     return found.strip() if found else None
 
 
+def anchored_answers(pred: str) -> list[str]:
+    """Every "answer is X" clause's X, in order ("The final answer is 3. The answer is 2." -> ["3", "2"])."""
+    return [m.group("ans").strip() for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)) if m.group("ans").strip()]
+
+
 def answer_taken_back(pred: str) -> bool:
     """True when the final answer is an "answer is X" clause (no `\\boxed{}`) that later text doubts or
     takes back: it is read as no answer, not as X."""

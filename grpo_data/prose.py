@@ -356,6 +356,29 @@ _COMPARATOR = re.compile(r"\b(?:more|less|fewer|greater|larger|smaller|bigger|le
                          r"|or so)\b", re.I)
 
 
+# A number that is not the count: a question ("Is it two?"), a complement ("All but two"), a count of
+# something else ("Two pairs of them"), arithmetic ("two plus one"), an index ("inequality 2",
+# "case 3") or an ordinal ("the second one").
+_COUNT_TWIST = re.compile(r"\?|\b(?:all but|but|pairs?|couples?|groups?|sets?|plus|minus|double|doubled|triple|tripled"
+                          r"|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))\b"
+                          r"|\b[a-z]{2,}\s+\(?#?\d+\)?(?!\s*(?:of|out|among)\b)(?=\s*(?:[.,;:!)]|$|holds?|works?|is|are|can|must|will))", re.I)
+
+
+def _count_twisted(text: str) -> bool:
+    """The sentence hedges, conditions or takes back a number, or its number is not the count
+    (`_COUNT_TWIST`): "Maybe two of them hold.", "Two of them can hold if n is even.", "Is it two?"."""
+    return bool(_HEDGE.search(text) or _CONDITION.search(text) or _SECOND_THOUGHT.search(text) or _COUNT_TWIST.search(text)
+                or _MORE_CONDITION.search(re.sub(r"\bat most\b", "", text, flags=re.I)))
+
+
+def count_refused(sentence: str) -> bool:
+    """True when the sentence holds a number that `stated_count` refuses to read as a count for a hedge,
+    condition, question, index or other twist ("Only inequality 2 holds."): math-verify, which would
+    take that number, is not asked either."""
+    text = _prose(sentence)
+    return bool(_NUMBER_TOKEN.search(sentence)) and (_count_twisted(text) or bool(_SCALE_WORD.search(text)))
+
+
 def stated_count(sentence: str) -> float | None:
     """The one number a sentence states, in digits or words ("At most two of them can hold" -> 2,
     "twenty-one" -> 21); "no such ..." states 0. None when it states none or two different ones, bounds
@@ -363,6 +386,8 @@ def stated_count(sentence: str) -> float | None:
     fraction word ("three quarters", "two thousand"); "one" alone is not read ("no one", "the smaller one")."""
     text = _prose(sentence)
     if _SCALE_WORD.search(text) or _COMPARATOR.search(text):
+        return None
+    if _count_twisted(text):
         return None
     values = set()
     for m in _NUMBER_TOKEN.finditer(text):
