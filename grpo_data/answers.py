@@ -78,7 +78,10 @@ _MARKDOWN = re.compile(r"\*\*|__|\*|`")
 # not end the answer ("odd, even" and "C, D" list two answers).
 _CLAUSE_END = re.compile(r"\s*[,;]?\s+(?:because|since|as|so|which)\b.*$", re.I | re.S)
 # Two or more choice letters listed: "C, D", "C; D", "C/D", "(C) and (D)".
-_LETTER_LIST = re.compile(r"\(?\s*[A-J]\s*\)?(?:\s*(?:[,;/&]|\bor\b|\band\b)?\s*\(?\s*[A-J]\s*\)?)+")
+# Atomic (`(?>...)`) and possessive (`++`): white space, separators, parentheses and letters are disjoint,
+# so the greedy reading is the only one, and without them a fullmatch of "A A A ... A x" backtracks
+# through every split of the white space (exponential: 14 letters took 38 s).
+_LETTER_LIST = re.compile(r"(?>\(?\s*[A-J]\s*\)?)(?>\s*(?:[,;/&]|\bor\b|\band\b)?\s*\(?\s*[A-J]\s*\)?)++")
 _HEDGE_WORDS = re.compile(r"\b(?:wait|actually|hmm+|however|but|maybe|perhaps|not sure|unsure|probably|likely|or)\b", re.I)
 
 # "2 inequalities", "12 apples": a number and one to three unit words (math-verify reads the words as a
