@@ -95,6 +95,7 @@ _ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>[^\n]*?)\s*(?:\.\s
 # Second thoughts after an "answer is X" clause ("The answer is (C). Hmm, wait, it is (D)."): the clause
 # was a guess. (A \boxed{} answer is a deliberate final answer, as math-verify takes it too.)
 _SECOND_THOUGHT = re.compile(r"\b(?:wait|actually|hmm+|mistake|correction|instead|rather|reconsider|on second thought"
+                             r"|oops|scratch that|never ?mind|nope|(?:the )?correct (?:answer|choice|option|one|letter)|incorrect|wrong|retract\w*"
                              r"|not sure|maybe|perhaps)\b|\?", re.I)
 # Two answers in one: "2 or 3", "2 inequalities, or maybe 3"
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]?\d)")
