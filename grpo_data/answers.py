@@ -78,7 +78,10 @@ _MARKDOWN = re.compile(r"\*\*|__|\*|`")
 # not end the answer ("odd, even" and "C, D" list two answers).
 _CLAUSE_END = re.compile(r"\s*[,;]?\s+(?:because|since|as|so|which)\b.*$", re.I | re.S)
 # Two or more choice letters listed: "C, D", "C; D", "C/D", "(C) and (D)".
-_LETTER_LIST = re.compile(r"\(?\s*[A-J]\s*\)?(?:\s*(?:[,;/&]|\bor\b|\band\b)?\s*\(?\s*[A-J]\s*\)?)+")
+# Atomic (`(?>...)`) and possessive (`++`): white space, separators, parentheses and letters are disjoint,
+# so the greedy reading is the only one, and without them a fullmatch of "A A A ... A x" backtracks
+# through every split of the white space (exponential: 14 letters took 38 s).
+_LETTER_LIST = re.compile(r"(?>\(?\s*[A-J]\s*\)?)(?>\s*(?:[,;/&]|\bor\b|\band\b)?\s*\(?\s*[A-J]\s*\)?)++")
 _HEDGE_WORDS = re.compile(r"\b(?:wait|actually|hmm+|however|but|maybe|perhaps|not sure|unsure|probably|likely|or)\b", re.I)
 
 # "2 inequalities", "12 apples": a number and one to three unit words (math-verify reads the words as a
@@ -92,6 +95,7 @@ _ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>[^\n]*?)\s*(?:\.\s
 # Second thoughts after an "answer is X" clause ("The answer is (C). Hmm, wait, it is (D)."): the clause
 # was a guess. (A \boxed{} answer is a deliberate final answer, as math-verify takes it too.)
 _SECOND_THOUGHT = re.compile(r"\b(?:wait|actually|hmm+|mistake|correction|instead|rather|reconsider|on second thought"
+                             r"|oops|scratch that|never ?mind|nope|(?:the )?correct (?:answer|choice|option|one|letter)|incorrect|wrong|retract\w*"
                              r"|not sure|maybe|perhaps)\b|\?", re.I)
 # Two answers in one: "2 or 3", "2 inequalities, or maybe 3"
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]?\d)")
@@ -250,6 +254,11 @@ def final_answer_text(pred: str) -> str | None:
     for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)):
         found = m.group("ans")
     return found.strip() if found else None
+
+
+def anchored_answers(pred: str) -> list[str]:
+    """Every "answer is X" clause's X, in order ("The final answer is 3. The answer is 2." -> ["3", "2"])."""
+    return [m.group("ans").strip() for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)) if m.group("ans").strip()]
 
 
 def answer_taken_back(pred: str) -> bool:

@@ -166,10 +166,9 @@ def final_polarity(text: str) -> str | None:
     leads = {m.group(1).lower() for m in map(_LEADING.match, plain) if m}
     said = polarity(sentences[-1])
     if said is None:
-        lead = _LEADING.match(plain[0])
-        if lead and not _qualified(plain[0][lead.end():]) and not any(
-                _HEDGE.search(t) or _OTHER_ANSWER.search(t) for t in plain[1:]):
-            said = lead.group(1).lower()
+        first = polarity(sentences[0])
+        if first and not any(_takes_back(t) for t in sentences[1:]):
+            said = first
     return said if said is not None and leads <= {said} else None
 
 
@@ -183,9 +182,39 @@ def _plain(sentence: str) -> str:
     return _prose(flatten_text(sentence) if "\\" in sentence else sentence).strip()
 
 
-def _qualified(rest: str) -> bool:
-    """What follows a leading yes/no hedges it, puts a condition on it, or gives a second answer."""
-    return bool(_HEDGE.search(rest) or _CONDITION.search(rest) or _OTHER_ANSWER.search(rest))
+# After a leading yes/no word only nothing, or one restatement clause opened by these words, is read
+# ("Yes, it is possible.", "No, such a tiling does not exist.", "No, there is no such sequence.",
+# "Yes, the sum is even.", "Yes, because f is not constant": it opens with one of these words and holds
+# no comma, semicolon or colon): a whitelist, since the ways to qualify an answer ("Yes, usually.", "Yes,
+# under the Riemann hypothesis.", "Yes, apart from n = 3.", "Yes, n even") cannot all be listed.
+_RESTATEMENT = re.compile(r"(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since)\b[^,;:]*", re.I)
+# A second thought after an answer: "Yes. Scratch that.", "No. Correction: it holds.", "Yes. Not really."
+_SECOND_THOUGHT = re.compile(r"\b(?:scratch that|never ?mind|oops|nope|not really|corrections?|reconsider\w*|second thoughts?"
+                             r"|on reflection|on further reflection|wrong|incorrect|actually|wait|hmm+|retract\w*"
+                             r"|mistaken|mistake|rather|instead)\b", re.I)
+# more words that qualify an answer without a listed condition word
+_MORE_CONDITION = re.compile(r"\b(?:iff|as long as|so long as|under|usually|mostly|most|generally|typically|often|apart"
+                             r"|aside|besides|save|barring|hypothes[ie]s|conjectur\w*|assum\w*|suppos\w*|almost|nearly)\b", re.I)
+
+
+def _qualified(rest: str, raw_rest: str | None = None) -> bool:
+    """What follows a leading yes/no hedges it, puts a condition on it, takes it back, gives a second
+    answer (also inside math: `No, \\(\\text{Yes}\\)`, looked for in `raw_rest` before math is
+    blanked), or is more than one restatement clause (`_RESTATEMENT`)."""
+    if raw_rest is not None and _OTHER_ANSWER.search(flatten_text(raw_rest)):
+        return True
+    if (_HEDGE.search(rest) or _CONDITION.search(rest) or _OTHER_ANSWER.search(rest) or _SECOND_THOUGHT.search(rest)
+            or _MORE_CONDITION.search(rest)):
+        return True
+    clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest).rstrip().rstrip(".!").rstrip()
+    return bool(clause) and _RESTATEMENT.fullmatch(clause) is None
+
+
+def _takes_back(sentence: str) -> bool:
+    """A sentence after a leading yes/no that hedges, takes back or contradicts it, or holds another
+    yes/no word (in words or inside math)."""
+    return bool(_HEDGE.search(_plain(sentence)) or _SECOND_THOUGHT.search(_plain(sentence))
+                or _OTHER_ANSWER.search(flatten_text(sentence)))
 
 
 def polarity(sentence: str) -> str | None:
@@ -196,7 +225,11 @@ def polarity(sentence: str) -> str | None:
     with yes, and the verifier does not see the question."""
     text = _plain(sentence)
     lead = _LEADING.match(text)
-    if lead is None or _qualified(text[lead.end():]):
+    if lead is None:
+        return None
+    raw = flatten_text(sentence) if "\\" in sentence else sentence
+    raw_lead = _LEADING.match(raw.strip())
+    if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw):
         return None
     return lead.group(1).lower()
 
@@ -208,7 +241,7 @@ def answer_polarity(answer: str) -> str | None:
     `is_short_denial`)."""
     text = flatten_text(answer).strip().rstrip(".").strip()
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
-    if lead is None or _qualified(text[lead.end():]):
+    if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():]):
         return None
     return lead.group(1).lower()
 
@@ -226,6 +259,46 @@ _STATES_VALUE = re.compile(r"=|\\in\b|^\s*-?\d")
 # A short answer that is all of a "none" ("\\boxed{\\text{no solution}}", "no real roots", "empty")
 _SHORT_NONE = re.compile(r"(?:no|zero) (?:[a-z\-]+ )?(?:solutions?|values?|roots?|answers?|such [a-z\-]+)"
                          r"|(?:the )?empty(?: set)?|(?:it |they )?(?:does|do) not exist", re.I)
+
+
+# Words that make a denial tentative or partial whatever the grammar: a modal ("There may be no such
+# solutions"), a belief or a search ("I believe ...", "No such solutions were found by our search"), a
+# limit to easy or small cases ("no obvious solutions", "no small primes").
+_TENTATIVE = re.compile(r"\b(?:may|might|could|would|should|must|believe[ds]?|think|thought|guess|suspect\w*|expect\w*"
+                        r"|found|find|finds|search\w*|check\w*|tried|try|tested|known|aware|observed|seen|see|we|our|us|i|my"
+                        r"|so far|yet|apparently|obvious\w*|easy|easily|small|simple|trivially|unique|range|given|listed"
+                        r"|considered|shown|here|above|below)\b", re.I)
+_NOUN = r"[a-z][a-z\-\u2010\u2011]*"
+
+
+def _none_grammar(body: str, kinds: list[str]) -> bool:
+    """True when a "none" sentence has one of the few shapes read (a whitelist, since the ways to limit a
+    denial, "no small primes", "no solution to the second equation", "no such primes in this range",
+    cannot all be listed): "There is/are no [such|KIND] NOUN [exist(s) | that/such that/satisfying/for
+    which/with ...]" (also "There does not exist ..."), "No [such|KIND] NOUN exist(s)/work(s)/satisfy",
+    "Such a NOUN does not/cannot exist", "The NOUN has no [KIND] solutions/roots", and the short forms
+    of `_SHORT_NONE`; KIND is a kind of number the gold names. No tentative word (`_TENTATIVE`)."""
+    text = " ".join(body.split())
+    if _TENTATIVE.search(text):
+        return False
+    if re.fullmatch(r"none(?: of (?:them|these|those))?(?: (?:exists?|works?|satisfy|satisfies))?", text, re.I):
+        return True
+    adj = r"(?:(?:such|" + "|".join(map(re.escape, [k for k in kinds if re.fullmatch(_KIND, k, re.I)]) or ["such"]) + r")\s+)*"
+    noun = adj + _NOUN + r"(?:\s+of\s+(?!(?:the|this|that|these|those)\b)" + _NOUN + r"(?:\s+" + _NOUN + r")?)?(?:\s+[a-z])?"
+    other = r"(?:\s+and\s+(?:an?\s+)?(?:" + _KIND + r"\s+)?" + _NOUN + r"(?:\s+[a-z])?)?"
+    domain = r"(?:\s+(?:in|among|over)\s+(?:the\s+)?(?:set\s+of\s+)?" + _KIND + r"s?)?"
+    tail = r"(?:\s+(?:exists?|works?|satisf(?:y|ies)|(?:such\s+)?that\b.*|satisfying\b.*|for\s+which\b.*|with\b.*|which\b.*))?"
+    shapes = [
+        r"there\s+(?:(?:is|are|exists?)\s+no|(?:does|do)\s+not\s+exist(?:\s+(?:an?|any))?|(?:doesn't|don't)\s+exist"
+        r"(?:\s+(?:an?|any))?)\s+" + noun + other + domain + tail,
+        r"no\s+" + noun + domain + r"\s+(?:exists?|works?|satisf(?:y|ies)|can\s+exist)",
+        r"(?:such\s+(?:an?\s+)?" + _NOUN + r"|it|they|[a-z])\s+(?:(?:does|do)\s+not|(?:doesn't|don't)|cannot|can't)\s+exist",
+        r"(?:(?:the|this)\s+" + _NOUN + r"(?:\s+" + _NOUN + r")?|it|they)\s+(?:has|have)\s+no\s+" + adj
+        + r"(?:solutions?|roots?|zeros?)" + domain,
+        r"(?:no|zero)\s+" + adj + r"(?:solutions?|values?|roots?|answers?|" + _NOUN + r")" + domain,
+        r"(?:the\s+)?empty(?:\s+set)?|(?:it\s+|they\s+)?(?:does|do)\s+not\s+exist|(?:it\s+is|is|are)\s+empty",
+    ]
+    return any(re.fullmatch(shape, text, re.I) for shape in shapes)
 
 
 def says_none(sentence: str, kinds: str = "") -> bool:
@@ -247,6 +320,8 @@ def says_none(sentence: str, kinds: str = "") -> bool:
         return False
     allowed = kinds.lower().split()
     if any((m.group("kind") or m.group("domain")).lower() not in allowed for m in _DENIED_KIND.finditer(body)):
+        return False
+    if not _none_grammar(body, allowed):
         return False
     if _SHORT_NONE.fullmatch(body):
         return True
@@ -281,6 +356,29 @@ _COMPARATOR = re.compile(r"\b(?:more|less|fewer|greater|larger|smaller|bigger|le
                          r"|or so)\b", re.I)
 
 
+# A number that is not the count: a question ("Is it two?"), a complement ("All but two"), a count of
+# something else ("Two pairs of them"), arithmetic ("two plus one"), an index ("inequality 2",
+# "case 3") or an ordinal ("the second one").
+_COUNT_TWIST = re.compile(r"\?|\b(?:all but|but|pairs?|couples?|groups?|sets?|plus|minus|double|doubled|triple|tripled"
+                          r"|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))\b"
+                          r"|\b[a-z]{2,}\s+\(?#?\d+\)?(?!\s*(?:of|out|among)\b)(?=\s*(?:[.,;:!)]|$|holds?|works?|is|are|can|must|will))", re.I)
+
+
+def _count_twisted(text: str) -> bool:
+    """The sentence hedges, conditions or takes back a number, or its number is not the count
+    (`_COUNT_TWIST`): "Maybe two of them hold.", "Two of them can hold if n is even.", "Is it two?"."""
+    return bool(_HEDGE.search(text) or _CONDITION.search(text) or _SECOND_THOUGHT.search(text) or _COUNT_TWIST.search(text)
+                or _MORE_CONDITION.search(re.sub(r"\bat most\b", "", text, flags=re.I)))
+
+
+def count_refused(sentence: str) -> bool:
+    """True when the sentence holds a number that `stated_count` refuses to read as a count for a hedge,
+    condition, question, index or other twist ("Only inequality 2 holds."): math-verify, which would
+    take that number, is not asked either."""
+    text = _prose(sentence)
+    return bool(_NUMBER_TOKEN.search(sentence)) and (_count_twisted(text) or bool(_SCALE_WORD.search(text)))
+
+
 def stated_count(sentence: str) -> float | None:
     """The one number a sentence states, in digits or words ("At most two of them can hold" -> 2,
     "twenty-one" -> 21); "no such ..." states 0. None when it states none or two different ones, bounds
@@ -288,6 +386,8 @@ def stated_count(sentence: str) -> float | None:
     fraction word ("three quarters", "two thousand"); "one" alone is not read ("no one", "the smaller one")."""
     text = _prose(sentence)
     if _SCALE_WORD.search(text) or _COMPARATOR.search(text):
+        return None
+    if _count_twisted(text):
         return None
     values = set()
     for m in _NUMBER_TOKEN.finditer(text):

@@ -43,6 +43,11 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 from math_verify.errors import TimeoutException
 
 from grpo_data.answers import (
+    _BOUND_WORDS,
+    _MATH_WORDS,
+    _OPERATOR_WORDS,
+    _SCALE_WORDS,
+    anchored_answers,
     answer_kind,
     answer_taken_back,
     bare_number,
@@ -54,10 +59,20 @@ from grpo_data.answers import (
     judge_answer,
     judge_prose,
     judge_string,
+    last_boxed,
     numbers_in,
     unwrap,
 )
-from grpo_data.prose import final_says_none, final_sentence, flatten_text, says_none
+from grpo_data.prose import (
+    _COMPARATOR,
+    _NEGATING_WORD,
+    _SCALE_WORD,
+    count_refused,
+    final_says_none,
+    final_sentence,
+    flatten_text,
+    says_none,
+)
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
 
@@ -313,6 +328,11 @@ def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
     return _unread(text) if correct is None else _judged(correct, unwrap(m.group(1)))
 
 
+_COUNT_WORDS_OFF = _SCALE_WORDS | _BOUND_WORDS | _MATH_WORDS | _OPERATOR_WORDS
+_LATEX_BOUND = re.compile(r"\\(?:geq?|leq?|geqslant|leqslant|gtrsim|lesssim|ne|neq|gt|lt|approx|sim|simeq|pm|mp|infty)(?![A-Za-z])"
+                          r"|[<>\u2264\u2265\u2260\u2248\u00b1]")
+
+
 def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
     number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
@@ -322,11 +342,25 @@ def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     if answer_taken_back(text):  # "The answer is 2. Hmm, wait, it is 3."
         return _unread(text)
     answer = final_answer_text(text)
+    if answer is not None and last_boxed(text) is None and len(
+            {" ".join(a.split()).rstrip(".").lower() for a in anchored_answers(text)}) > 1:
+        return _unread(text)  # "The final answer is 3. The answer is 2.": a later answer takes back the first
     stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
     if stated is not None and "/" not in stated and "frac" not in stated:
         return _judged(float(stated) == float(number), answer)
-    if answer is not None and len(numbers_in(flatten_text(answer))) > 1:  # "2 or 3": two answers, not the count
-        return _judged(False, answer)
+    if answer is not None:
+        flat = flatten_text(unwrap(answer))
+        if len(numbers_in(flat)) > 1:  # "2 or 3": two answers, not the count
+            return _judged(False, answer)
+        # "not 2", "2 million", "\\geq 2", "2 or more": a bound, scale or negation of a number is not the count
+        tokens = set(re.findall(r"[a-z]+", flat.lower()))
+        if (tokens & (_COUNT_WORDS_OFF) or _COMPARATOR.search(flat) or _NEGATING_WORD.search(flat) or _SCALE_WORD.search(flat)
+                or _LATEX_BOUND.search(answer)):
+            return _judged(False, answer)
+        return _judge_math(number, "\\boxed{" + answer + "}", clock, "number")  # the answer only, not the whole text
+    sentence = final_sentence(text)
+    if sentence is not None and count_refused(sentence):  # "Only inequality 2 holds.": a number that is no count
+        return _unread(text)
     return _judge_math(number, text, clock, "number")
 
 

@@ -144,3 +144,28 @@ def test_an_anchored_answer_taken_back_is_no_answer_but_a_boxed_one_stands():
 ])
 def test_count_of_takes_unit_words_not_operators_or_bounds(text, number):
     assert count_of(text) == number
+
+
+def test_letter_list_is_linear_on_degenerate_input():
+    """Final review 2026-12-03: `_LETTER_LIST` backtracked exponentially on "A A ... A x" (14 letters:
+    38 s; through the pool, workers were killed). Run in a subprocess with a generous bound, so a
+    regression fails instead of hanging the suite."""
+    import subprocess
+    import sys
+
+    code = ("from grpo_data.answers import _LETTER_LIST\n"
+            "for n in (14, 40):\n"
+            "    assert _LETTER_LIST.fullmatch(' '.join(['A'] * n) + ' x') is None\n"
+            "    assert _LETTER_LIST.fullmatch(' , '.join(['(B)'] * n) + ' or (C) x') is None\n"
+            "    assert _LETTER_LIST.fullmatch(' '.join(['A'] * n)) is not None\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=5, cwd=__import__("os").path.dirname(__import__("os").path.dirname(__import__("os").path.abspath(__file__))))
+
+
+@pytest.mark.parametrize(("text", "listed"), [
+    ("C, D", True), ("(C) and (D)", True), ("C/D", True), ("C or D", True), ("C", False), ("A B", True),
+    ("C x", False), ("CD or", False), ("(C) and", False),
+])
+def test_letter_list_matches_as_before(text, listed):
+    from grpo_data.answers import _LETTER_LIST
+
+    assert (_LETTER_LIST.fullmatch(text) is not None) is listed

@@ -131,6 +131,15 @@ def test_is_short_denial(answer, expected):
     ("There are no nontrivial solutions.", False),
     ("There is no largest such number.", False),
     ("There is no sequence of non-zero digits and positive integer N satisfying the property.", True),
+    # final review 2026-12-03: only whitelisted shapes; adjectives, modals, beliefs, searches, places limit a denial
+    ("No small primes work.", False),
+    ("There are no obvious solutions.", False),
+    ("There is no solution to the second equation.", False),
+    ("There are no such primes in this range.", False),
+    ("There may be no such solutions.", False),
+    ("I believe there are no such solutions.", False),
+    ("No such solutions were found by our search.", False),
+    ("No such function exists.", True),
 ])
 def test_says_none(sentence, expected):
     assert says_none(sentence) is expected
@@ -145,6 +154,9 @@ def test_says_none_reads_a_kind_of_number_only_when_the_gold_names_it():
 
 @pytest.mark.parametrize(("sentence", "expected"), [
     ("At most two of them can hold.", 2.0),
+    # final review 2026-12-03: a question, hedge, condition, complement, other unit or index is not the count
+    ("Is it two?", None), ("Two of them can hold if n is even.", None), ("Maybe two of them hold.", None),
+    ("All but two of them hold.", None), ("Two pairs of them hold.", None), ("Only inequality 2 holds.", None),
     ("The maximum is 12 apples.", 12.0),
     ("There are no such primes.", 0.0),
     ("Two or three of them can hold.", None),
