@@ -128,9 +128,9 @@ def paired_difference(a: dict[str, float], b: dict[str, float]) -> dict:
 
 def over_seeds(values: list[float]) -> dict:
     """Mean and SE (sample std / sqrt n) over seeds of per-seed values (paired differences included)."""
-    v = np.asarray(values, dtype=np.float64)
-    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else float("nan")
-    return {"mean": float(v.mean()), "se": se, "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
+    from bench.common import mean_se
+
+    return mean_se(values)
 
 
 def waste_per_pass(trains: list[dict], pool: int, group_size: int = 8) -> list[dict]:

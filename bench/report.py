@@ -254,6 +254,8 @@ def curriculum_lines(r: dict) -> list[str]:
     paired differences at the budget (k = 32, same problems) for each candidate default."""
     import numpy as np
 
+    from bench.common import mean_se
+
     seeds = [str(s) for s in r["complete_seeds"]]
     arms = r["arms"]
     per = {a: [r["per_arm"][s][a] for s in seeds] for a in arms}
@@ -269,8 +271,7 @@ def curriculum_lines(r: dict) -> list[str]:
     for a in arms:
         runs = per[a]
         final = [x["evals"][-1]["heldout_accuracy"] for x in runs]
-        spread = {"mean": float(np.mean(final)), "se": float(np.std(final, ddof=1) / np.sqrt(len(final)))
-                  if len(final) > 1 else float("nan"), "min": min(final), "max": max(final)}
+        spread = mean_se(final)
         mixed = [(x["waste_per_pass"][0]["mixed"], x["waste_per_pass"][-1]["mixed"]) for x in runs]
         lines.append(f"| {a} | {_spread(spread)} | {mean([x['steps'] for x in runs])} | "
                      f"{mean([x['evals'][-1]['total_rollouts'] for x in runs])} | "
