@@ -76,7 +76,14 @@ class SchedulerSection:
     the others; `none` fits one prior for the whole pool; explore: share of each batch drawn
     uniformly from the pool (band only); without_replacement: offer each problem at most once per
     epoch (band only); epoch: `pool` ends an epoch when every problem was offered, `band` when the
-    problems not yet offered hold fewer than a batch likely in band; dry (band only): when too few
+    problems not yet offered hold fewer than a batch likely in band, `pass` when they hold fewer
+    than a batch worth generating: a pass over the pool that skips the problems whose expected
+    chance of a mixed group is below skip_below (not generated, not charged) and trains every
+    other one once (`grpo_data.band_scheduler`, "Epochs"); refresh_trigger: what else, besides
+    every refresh_every steps, starts a refresh: `centre` a batch pass rate further than
+    refresh_drift from the band centre, `surprise` one further than refresh_drift from the
+    scheduler's own prediction for the problems it generated (stale estimates, not a dry band);
+    dry (band only): when too few
     problems are likely in band for a batch, `informative` fills the rest by expected
     informativeness at group_size (never worse than uniform on a calibrated posterior), `widen`
     widens the band step by step (the former rule, which drew all-wrong problems once the band ran
@@ -95,6 +102,8 @@ class SchedulerSection:
     explore: float = 0.0
     without_replacement: bool = True
     epoch: str = "band"
+    skip_below: float = 0.2
+    refresh_trigger: str = "centre"
     dry: str = "informative"
     settings: dict = field(default_factory=dict)
 
@@ -380,7 +389,11 @@ class TrainConfig:
             (self.scheduler.name in PEER_SCHEDULERS or not self.scheduler.settings,
              f"scheduler.settings is for pools and greso; {self.scheduler.name}'s settings are the scheduler "
              "section's own fields"),
-            (self.scheduler.epoch in ("pool", "band"), f"scheduler.epoch must be pool or band, got {self.scheduler.epoch!r}"),
+            (self.scheduler.epoch in ("pool", "band", "pass"),
+             f"scheduler.epoch must be pool, band or pass, got {self.scheduler.epoch!r}"),
+            (0 <= self.scheduler.skip_below < 1, f"scheduler.skip_below must be in [0, 1), got {self.scheduler.skip_below}"),
+            (self.scheduler.refresh_trigger in ("centre", "surprise"),
+             f"scheduler.refresh_trigger must be centre or surprise, got {self.scheduler.refresh_trigger!r}"),
             (self.scheduler.groups in ("level", "none"),
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
             (self.scheduler.name != "offline_band" or self.data.profile,

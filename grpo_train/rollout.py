@@ -136,7 +136,9 @@ class RolloutBatch:
     a fixed G); group_var_sum: the within-group reward variances (sample, ddof 1) of the generated
     groups, summed (the variance-driven G schedule reads its mean); baseline_var_sum: the estimated
     variance of each group's mean reward (its sample variance / its size), summed: the noise the
-    group baseline puts into every advantage, which a larger G shrinks."""
+    group baseline puts into every advantage, which a larger G shrinks; predicted_correct /
+    predicted_rollouts: the scheduler's expected correct answers for the generated groups whose
+    problems it estimates (`pass_rate`, asked before their outcomes update it), and their answers."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
@@ -161,6 +163,8 @@ class RolloutBatch:
     groups_in_band: int = 0
     level_groups: Counter = field(default_factory=Counter)
     screen_rollouts: int = 0
+    predicted_correct: float = 0.0
+    predicted_rollouts: int = 0
 
 
 class RolloutBatcher:
@@ -241,6 +245,16 @@ class RolloutBatcher:
         batch.distinct_wrong_sum += float(sum(shares))
         batch.distinct_wrong_groups += len(shares)
 
+    def _predict(self, batch: RolloutBatch, mine: list[Group]) -> None:
+        """Add the scheduler's expected correct answers for this rank's generated groups (asked before
+        their outcomes update it: what a surprise-triggered refresh compares the outcomes with)."""
+        if not mine or not hasattr(self.scheduler, "pass_rate"):
+            return
+        rates = self.scheduler.pass_rate(np.array([g.problem for g in mine], dtype=np.int64))
+        sizes = np.array([len(g.completions) for g in mine])
+        batch.predicted_correct += float(rates @ sizes)
+        batch.predicted_rollouts += int(sizes.sum())
+
     def _share(self, idx: np.ndarray) -> np.ndarray:
         return idx[self.rank :: self.world_size]
 
@@ -287,6 +301,7 @@ class RolloutBatcher:
                 mine = self._generate_groups(self._share(idx), batch)
                 sizes = self.group_size
             n_correct, informative = self._gather_outcomes(mine)
+            self._predict(batch, mine)
             self.scheduler.update(idx, n_correct, sizes)  # every outcome, kept or dropped, at its own size
             batch.rounds += 1
             self._count(batch, mine)
@@ -354,6 +369,7 @@ class RolloutBatcher:
             else:
                 idx, sizes, _, mine = self._sequential(budget, batch)
             n_correct, informative = self._gather_outcomes(mine, interleaved=False)
+            self._predict(batch, mine)
             self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
             batch.rounds += 1
             self._count(batch, mine)

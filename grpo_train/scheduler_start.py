@@ -133,7 +133,8 @@ def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
     Groups that are offline-estimate buckets (no level column) share the pool's prior."""
     if sc.name == "band":
         return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
-                "without_replacement": sc.without_replacement, "epoch": sc.epoch, "dry": sc.dry,
+                "without_replacement": sc.without_replacement, "epoch": sc.epoch, "skip_below": sc.skip_below,
+                "dry": sc.dry,
                 "group_priors": problems is None or level_array(problems) is not None}
     if sc.name in ("pools", "greso"):
         return dict(sc.settings)

@@ -220,6 +220,22 @@ def step_trace(counts: dict, by_level: bool) -> dict:
     return out
 
 
+def refresh_triggered(trigger: str, threshold: float, counts: dict, centre: float) -> bool:
+    """Whether a step's outcomes call for a refresh before the next `refresh_every`: `centre` when
+    its pass rate over every generated answer is further than `threshold` from the band centre
+    (also true of a batch a dry band filled on purpose with problems off the band); `surprise`
+    when the pass rate of the answers the scheduler had estimated is further than `threshold`
+    from its own prediction for them (the estimates went stale; false without estimates)."""
+    if trigger == "centre":
+        return abs(counts["n_correct"] / max(1, counts["generated_rollouts"]) - centre) > threshold
+    if trigger != "surprise":
+        raise ValueError(f"refresh trigger must be centre or surprise, got {trigger!r}")
+    if not counts.get("predicted_rollouts"):  # a scheduler without estimates is never surprised
+        return False
+    observed = counts["n_correct"] / max(1, counts["generated_rollouts"])  # the same groups: all were estimated
+    return abs(observed - counts["predicted_correct"] / counts["predicted_rollouts"]) > threshold
+
+
 def checkpoints_to_prune(checkpoints: list[Path], keep_last: int) -> list[Path]:
     """The checkpoints to delete so the newest keep_last remain; keep_last 0 keeps every one."""
     return sorted(checkpoints)[:-keep_last] if keep_last else []
@@ -361,7 +377,8 @@ class Trainer:
                   "informative_rollouts": batch.informative_rollouts, "group_var_sum": batch.group_var_sum,
                   "baseline_var_sum": batch.baseline_var_sum, "groups_all_right": batch.groups_all_right,
                   "groups_all_wrong": batch.groups_all_wrong, "groups_in_band": batch.groups_in_band,
-                  "screen_rollouts": batch.screen_rollouts,
+                  "screen_rollouts": batch.screen_rollouts, "predicted_correct": batch.predicted_correct,
+                  "predicted_rollouts": batch.predicted_rollouts,
                   **{f"groups_level_{lv}": c for lv, c in sorted(batch.level_groups.items())},
                   **{f"groups_size_{n}": c for n, c in sorted(Counter(batch.group_sizes).items())}}
         len_max = max(lens) if lens else 0
@@ -372,7 +389,7 @@ class Trainer:
         refresh_rollouts = refresh_tokens = 0
         sc = self.cfg.scheduler
         # decided from gathered counts, so every rank makes the same decision
-        drifted = abs(counts["n_correct"] / max(1, counts["generated_rollouts"]) - (sc.lo + sc.hi) / 2) > sc.refresh_drift
+        drifted = refresh_triggered(sc.refresh_trigger, sc.refresh_drift, counts, (sc.lo + sc.hi) / 2)
         if sc.refresh_every and hasattr(self.scheduler, "refresh_candidates") and (
                 self.step % sc.refresh_every == 0 or drifted):
             spend = RolloutBatch()
@@ -397,6 +414,8 @@ class Trainer:
             "kind": "train", "step": self.step,
             "reward_mean": counts["kept_reward_sum"] / kept if counts["kept_sequences"] else 0.0,
             "batch_pass_rate": counts["n_correct"] / max(1, counts["generated_rollouts"]),
+            "predicted_pass_rate": (counts["predicted_correct"] / counts["predicted_rollouts"]
+                                    if counts["predicted_rollouts"] else float("nan")),
             "zero_variance_fraction": 1 - counts["informative_groups"] / max(1, counts["generated_groups"]),
             "informative_rollout_ratio_step": informative_rollouts / max(1, counts["generated_rollouts"]),
             "informative_rollout_ratio": self.totals["informative_rollouts"] / max(1, self.totals["rollouts_generated"]),

@@ -639,3 +639,54 @@ def test_a_dry_band_in_training_beats_uniform_on_true_pass_rates():
     uniform = float(np.mean(1 - p**8 - (1 - p) ** 8))
     assert uniform == pytest.approx(0.21, abs=0.01)
     assert mixed / groups > 2 * uniform  # the edges are found, the decided left alone
+
+
+def _pass_pool():
+    """400 problems profiled at 16 samples: 40 in band (8/16), 80 near the edges (2/16 and 14/16),
+    and 280 decided (0/16 or 16/16): what a pass should generate is the 120 undecided ones."""
+    c, k = np.zeros(400), np.full(400, 16.0)
+    c[:40], c[40:80], c[80:120], c[120:260] = 8, 2, 14, 16
+    return c, k
+
+
+def test_a_pass_trains_every_problem_that_can_teach_once_and_skips_the_decided():
+    c, k = _pass_pool()
+    sched = BandScheduler(400, BandConfig(without_replacement=True, epoch="pass", group_size=8), offline=(c, k), seed=3)
+    first = np.concatenate([sched.sample(8) for _ in range(15)])  # 120 slots: the undecided problems' pass
+    assert sched.epoch == 0
+    assert np.unique(first).size == first.size  # no problem twice within the pass
+    assert set(first.tolist()) == set(range(120))  # every one that can teach, none of the decided
+    assert set(first[:40].tolist()) == set(range(40))  # band first
+    second = sched.sample(8)
+    assert sched.epoch == 1 and set(second.tolist()) <= set(range(40))  # a new pass, band first again
+
+
+def test_a_pass_skips_by_expected_informativeness_at_the_threshold():
+    """E[mixed at G = 8] under the pool's fitted prior: 0.037 at 0/16 and 16/16, 0.57 at 2/16 and
+    14/16, 0.99 at 8/16. The default 0.2 skips the decided 280; a threshold of 0.03 takes them too,
+    and one of 0.6 keeps only the 40 in band."""
+    c, k = _pass_pool()
+    strict = BandScheduler(400, BandConfig(without_replacement=True, epoch="pass"), offline=(c, k), seed=0)
+    loose, band = (BandScheduler(400, BandConfig(without_replacement=True, epoch="pass", skip_below=t),
+                                 offline=(c, k), seed=0) for t in (0.03, 0.6))
+    for sched in (strict, loose, band):
+        sched.sample(8)
+    assert (strict.passable_total, loose.passable_total, band.passable_total) == (120, 400, 40)
+
+
+def test_a_pass_on_a_pool_with_too_few_problems_to_teach_runs_through_the_pool():
+    """Only 5 problems worth generating for batches of 8: a pass that ended whenever fewer than a
+    batch are left would restart on every call and redraw those 5; it runs through the pool instead."""
+    c, k = np.zeros(100), np.full(100, 16.0)
+    c[:5], c[5:50] = 8, 16
+    sched = BandScheduler(100, BandConfig(without_replacement=True, epoch="pass"), offline=(c, k), seed=0)
+    drawn = np.concatenate([sched.sample(8) for _ in range(12)])
+    assert sched.epoch == 0 and np.unique(drawn).size == drawn.size == 96
+    assert set(range(5)) <= set(drawn[:8].tolist())
+
+
+def test_a_pass_epoch_and_skip_threshold_are_checked():
+    with pytest.raises(ValueError, match="pool, band or pass"):
+        BandConfig(epoch="passes")
+    with pytest.raises(ValueError, match="skip_below"):
+        BandConfig(skip_below=1.0)

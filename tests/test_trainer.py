@@ -933,3 +933,52 @@ def test_paired_gain_by_hand_and_refuses_other_problems():
     assert (g["problems"], g["k_first"], g["k_last"]) == (3, 32, 32)
     with pytest.raises(ValueError, match="different problems"):
         paired_gain(first, last.head(2))
+
+
+def test_the_batch_carries_the_schedulers_prediction_made_before_the_outcomes():
+    """A scheduler estimating every problem at 0.25: its prediction for the generated answers is
+    0.25 of them whatever came back (asked before update), and a scheduler without estimates
+    predicts nothing."""
+    batcher, sched = make_batcher([4, 0, 2, 1, 4, 3])
+    sched.pass_rate = lambda idx: np.full(len(idx), 0.25)
+    batch = batcher.next_batch()
+    assert batch.predicted_rollouts == batch.generated_rollouts > 0
+    assert batch.predicted_correct == pytest.approx(0.25 * batch.generated_rollouts)
+    plain, _ = make_batcher([4, 0, 2, 1, 4, 3])
+    assert plain.next_batch().predicted_rollouts == 0
+
+
+@pytest.mark.parametrize("trigger, counts, fires", [
+    # 40 of 64 right (0.625), band centre 0.5: within 0.25 of the centre
+    ("centre", {"n_correct": 40, "generated_rollouts": 64}, False),
+    # a dry band's batch of hard problems: 8 of 64 (0.125) is 0.375 from the centre...
+    ("centre", {"n_correct": 8, "generated_rollouts": 64}, True),
+    # ...but it is what the scheduler predicted (9.6 of 64 = 0.15): no surprise, no refresh
+    ("surprise", {"n_correct": 8, "generated_rollouts": 64, "predicted_correct": 9.6, "predicted_rollouts": 64}, False),
+    # predicted 0.15, came back 0.5: the estimates went stale
+    ("surprise", {"n_correct": 32, "generated_rollouts": 64, "predicted_correct": 9.6, "predicted_rollouts": 64}, True),
+    # nothing estimated (a uniform scheduler): never surprised
+    ("surprise", {"n_correct": 64, "generated_rollouts": 64, "predicted_correct": 0.0, "predicted_rollouts": 0}, False),
+])
+def test_refresh_trigger_centre_against_surprise(trigger, counts, fires):
+    from grpo_train.trainer import refresh_triggered
+
+    assert refresh_triggered(trigger, 0.25, counts, 0.5) is fires
+
+
+def test_refresh_trigger_refuses_an_unknown_name():
+    from grpo_train.trainer import refresh_triggered
+
+    with pytest.raises(ValueError, match="centre or surprise"):
+        refresh_triggered("drift", 0.25, {"n_correct": 0, "generated_rollouts": 1}, 0.5)
+
+
+def test_pass_epoch_and_surprise_trigger_reach_the_band_scheduler():
+    from grpo_train.scheduler_start import scheduler_kwargs
+
+    cfg = load_config(None, ["scheduler.epoch=pass", "scheduler.skip_below=0.3", "scheduler.refresh_trigger=surprise"])
+    assert scheduler_kwargs(cfg.scheduler)["epoch"] == "pass" and scheduler_kwargs(cfg.scheduler)["skip_below"] == 0.3
+    with pytest.raises(ValueError, match="pool, band or pass"):
+        load_config(None, ["scheduler.epoch=passes"])
+    with pytest.raises(ValueError, match="centre or surprise"):
+        load_config(None, ["scheduler.refresh_trigger=stale"])
