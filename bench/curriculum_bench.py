@@ -40,6 +40,11 @@ ARMS: dict[str, dict] = {
     "S": {"overrides": ["scheduler.name=uniform", "rollout.sizing=screen", "rollout.size_round=4",
                         "rollout.size_candidates=2.0", "rollout.max_rounds=8"], "profile": False},
     "R": {"overrides": ["scheduler.name=greso"], "profile": False},
+    # Amendment 3: the band arms with pass epochs (and A's refresh on surprise), after the causes measured
+    "A0p": {"overrides": ["scheduler.name=band", "scheduler.epoch=pass", "scheduler.skip_below=0.2"], "profile": False},
+    "Ap": {"overrides": ["scheduler.name=band", "scheduler.refresh_every=10", "scheduler.refresh_size=32",
+                         "scheduler.refresh_k=4", "scheduler.refresh_drift=0.15", "scheduler.refresh_trigger=surprise",
+                         "scheduler.epoch=pass", "scheduler.skip_below=0.2"], "profile": True},
 }
 # shared by every arm; lr is the one setting chosen on validation (for B, applied to all: LR_CANDIDATES)
 TRAINING = ("rollout.group_size=8", "rollout.batch_groups=8", "rollout.max_rounds=4", "rollout.dynamic_resampling=true",
@@ -303,9 +308,11 @@ def preregistered_arms(readme: Path) -> set[str]:
     head = "## Pre-registration: curriculum benchmark"
     if head not in text:
         raise ValueError(f"{readme} holds no '{head}' entry: register the benchmark before running it")
-    section = text.split(head, 1)[1].split("\n## ", 1)[0]
-    return {line.split("**")[1] for line in section.splitlines() if line.startswith("- **") and "**" in line[4:]
-            and line.split("**")[1] in ARMS}
+    entries = [text.split(head, 1)[1].split("\n## ", 1)[0],  # the registration, then its dated amendments
+               *(part.split("\n## ", 1)[0] for part in text.split("\n## Amendment ")[1:]
+                 if part.split("\n", 1)[0].split(":", 1)[-1].strip().startswith("curriculum benchmark"))]
+    return {line.split("**")[1] for section in entries for line in section.splitlines()
+            if line.startswith("- **") and "**" in line[4:] and line.split("**")[1] in ARMS}
 
 
 # ---- the runs: orchestration (engines at the edge; the arithmetic above is what the tests pin) ----
@@ -523,7 +530,8 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
     return out
 
 
-COLORS = {"A": "#4C72B0", "A0": "#55A868", "B": "#DD8452", "P": "#8172B2", "S": "#C44E52", "R": "#937860"}
+COLORS = {"A": "#4C72B0", "A0": "#55A868", "B": "#DD8452", "P": "#8172B2", "S": "#C44E52", "R": "#937860",
+          "A0p": "#1B7837", "Ap": "#08306B"}
 
 
 def plot(result: dict, path: Path) -> Path:
