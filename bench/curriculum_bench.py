@@ -126,9 +126,11 @@ def paired_difference(a: dict[str, float], b: dict[str, float]) -> dict:
     cancels, so what is left is sampling and training noise."""
     if set(a) != set(b):
         raise ValueError(f"paired difference over different problems: {len(set(a) ^ set(b))} not in both")
+    from grpo_data.stats import paired_mean_se
+
     d = np.array([a[i] - b[i] for i in sorted(a)])
-    return {"mean": float(d.mean()), "se": float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan"),
-            "problems": int(d.size)}
+    mean, se = paired_mean_se(d)
+    return {"mean": mean, "se": se, "problems": int(d.size)}
 
 
 def over_seeds(values: list[float]) -> dict:

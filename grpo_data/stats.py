@@ -276,6 +276,16 @@ def simulate(rule: StoppingRule, pass_rates: np.ndarray, rng: np.random.Generato
         k = np.where(more, new_k, k)
 
 
+def paired_mean_se(diff) -> tuple[float, float]:
+    """Mean of per-problem differences between two evaluations of the same problems, and its SE
+    (sample sd, ddof 1, / sqrt(problems); NaN for fewer than two): the problems' own difficulty
+    cancels, so the SE is what sampling and training leave, far below an unpaired one."""
+    d = np.asarray(diff, dtype=np.float64)
+    if d.size == 0:
+        raise ValueError("a paired difference over no problems")
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k from n samples with c correct (Chen et al. 2021): the chance that k of them,
     drawn without replacement, hold at least one correct: 1 - C(n - c, k) / C(n, k)."""

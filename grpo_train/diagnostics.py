@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grpo_data.stats import paired_mean_se
+
 DETECTORS: dict[str, Callable[[list[dict], DiagnosticsConfig], str | None]] = {}
 
 
@@ -230,7 +232,8 @@ def heldout_regression(first: np.ndarray, now: np.ndarray, cfg: DiagnosticsConfi
     if first.shape != now.shape or first.size < 2:
         return None
     diff = now - first
-    drop, se = -float(diff.mean()), float(diff.std(ddof=1) / np.sqrt(diff.size))
+    gain, se = paired_mean_se(diff)
+    drop = -gain
     if drop < cfg.regression_min_drop or drop < cfg.regression_z * se:
         return None
     worst = ""

@@ -33,7 +33,7 @@ from grpo_data.problems import level_array, spread_prompts
 from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
 from grpo_data.rewards import build_reward
 from grpo_data.rollouts import RolloutSampler
-from grpo_data.stats import majority_correct, pass_at_k
+from grpo_data.stats import majority_correct, paired_mean_se, pass_at_k
 from grpo_train.config import TrainConfig, dump_config, schedule_steps
 from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.prompt_fit import fit_run_data, rollout_context
@@ -168,8 +168,8 @@ def paired_gain(first: pl.DataFrame, last: pl.DataFrame) -> dict:
         raise ValueError(f"paired gain over different problems: {first.height} and {last.height} problems, "
                          f"{both.height} in both")
     d = (both["n_correct_last"] / both["k_last"] - both["n_correct"] / both["k"]).to_numpy()
-    se = float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
-    return {"mean": float(d.mean()), "se": se, "problems": int(d.size), "k_first": int(first["k"].max()),
+    mean, se = paired_mean_se(d)
+    return {"mean": mean, "se": se, "problems": int(d.size), "k_first": int(first["k"].max()),
             "k_last": int(last["k"].max())}
 
 

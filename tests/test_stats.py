@@ -205,3 +205,13 @@ def test_level_posteriors_use_the_profilers_per_level_prior():
     np.testing.assert_allclose(est, grid_posterior_mean(c, k, row_priors(c, k, np.nan_to_num(levels, nan=-1.0))))
     assert est[75] < 0.3 < 0.4 < est[136] < 0.6  # the same 1/2 screen, in a hard level and in a middling one
     np.testing.assert_allclose(level_posteriors(c, k) @ GRID, grid_posterior_mean(c, k, row_priors(c, k)))
+
+
+def test_paired_mean_se_on_hand_computed_differences():
+    from grpo_data.stats import paired_mean_se
+
+    mean, se = paired_mean_se([0.1, 0.3, 0.2, 0.0])  # sd (ddof 1) = 0.1291, / sqrt(4)
+    assert mean == pytest.approx(0.15) and se == pytest.approx(0.1290994 / 2)
+    assert np.isnan(paired_mean_se([0.5])[1])
+    with pytest.raises(ValueError, match="no problems"):
+        paired_mean_se([])
