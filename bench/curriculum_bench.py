@@ -256,11 +256,12 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
     return out
 
 
-def profile_pays(seeds: list[dict], amortize: tuple[int, ...] = (1, 3, 10)) -> dict:
+def profile_pays(seeds: list[dict], pool: int, amortize: tuple[int, ...] = (1, 3, 10)) -> dict:
     """When to profile: A (profile) against A0 (no profile) in one regime. Per seed, the charged
     tokens A needs to reach A0's final accuracy, with the profile's tokens shared by N runs
     (N = 1: charged in full), as A0's tokens at the budget over A's (> 1: the profile paid for
-    itself); and A - A0 at the budget, paired per problem. Mean over the seeds where A reaches it."""
+    itself); and A - A0 at the budget, paired per problem. Mean over the seeds where A reaches it;
+    the profile's rollouts per problem of the `pool`."""
     out = {}
     for n in amortize:
         ratios = []
@@ -276,7 +277,7 @@ def profile_pays(seeds: list[dict], amortize: tuple[int, ...] = (1, 3, 10)) -> d
     d = [paired_difference(s["arms"]["A"]["per_problem_final"], s["arms"]["A0"]["per_problem_final"])["mean"]
          for s in seeds]
     out["A_minus_A0"] = over_seeds(d)
-    out["profile_rollouts_per_problem"] = float(np.mean([s["arms"]["A"]["profile"]["rollouts"] for s in seeds]))
+    out["profile_rollouts_per_problem"] = float(np.mean([s["arms"]["A"]["profile"]["rollouts"] for s in seeds])) / pool
     return out
 
 
@@ -520,8 +521,7 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
     if "B" in arms and len(complete) >= 2:
         out["compare"] = {d: compare(complete, default=d) for d in sorted(arms) if d != "B"}
     if {"A", "A0"} <= arms and len(complete) >= 2:
-        out["profile_pays"] = profile_pays(complete)
-        out["profile_pays"]["profile_rollouts_per_problem"] /= out["pool"]
+        out["profile_pays"] = profile_pays(complete, out["pool"])
     if split == "val" and len(complete) >= 2:
         out["default"] = choose_default(complete)
     if len(complete) < len(SEEDS) or arms != set(ARMS):

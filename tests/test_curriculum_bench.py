@@ -182,10 +182,10 @@ def test_profile_pays_compares_a_with_a0_and_amortizes_the_profile():
     # by 2 of... N = 10: 300 - 90 = 210); A0 ends at 0.7 after 600 tokens
     seed = {"arms": {"A": arm([(100, 0.5), (300, 0.7), (700, 0.72)], (50, 100), {"p": 1.0, "q": 0.5}),
                      "A0": arm([(0, 0.5), (600, 0.7)], (0, 0), {"p": 0.5, "q": 0.5})}}
-    out = cb.profile_pays([seed, seed], amortize=(1, 10))
+    out = cb.profile_pays([seed, seed], pool=2, amortize=(1, 10))
     assert out["amortized_1"]["mean"] == pytest.approx(600 / 300)
     assert out["amortized_10"]["mean"] == pytest.approx(600 / 210) and out["amortized_10"]["reached_in_seeds"] == 2
-    assert out["A_minus_A0"]["mean"] == pytest.approx(0.25) and out["profile_rollouts_per_problem"] == 50
+    assert out["A_minus_A0"]["mean"] == pytest.approx(0.25) and out["profile_rollouts_per_problem"] == 25
 
 
 def test_wall_per_phase_sums_each_phase():
