@@ -299,7 +299,10 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     base += [a for o in ("optim.lr_schedule=cosine", "optim.warmup_steps=2", "algo.kl_beta=0.01",
                          "algo.kl_target=0.0005", "algo.advantage=window_norm", "algo.window_groups=6",
                          # any KL counts as a blow-up here: the detector must warn once, and not again on resume
-                         "diagnostics.window=2", "diagnostics.kl_max=0.0") for a in ("-o", o)]
+                         "diagnostics.window=2", "diagnostics.kl_max=0.0",
+                         # refresh (every 2 steps and on surprise) and pass epochs: their tokens are charged
+                         "scheduler.refresh_every=2", "scheduler.refresh_size=4", "scheduler.refresh_k=2",
+                         "scheduler.refresh_trigger=surprise", "scheduler.epoch=pass") for a in ("-o", o)]
     first = subprocess.run(base + ["-o", "run.steps=2"], capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stderr[-3000:]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
@@ -355,6 +358,11 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     # the count of problems trained so far resumes from the checkpoint, it does not restart at 0
     distinct = [r["distinct_problems_trained"] for r in records if r["kind"] == "train"]
     assert distinct == sorted(distinct) and distinct[2] >= distinct[1] > 0
+    # every generated token is charged, across the resume: each step's training rounds and refresh
+    assert trains[-1]["tokens_generated"] == sum(r["gen_tokens_step"] + r["refresh_tokens"] for r in trains)
+    refreshed = [r["refresh_rollouts"] for r in trains]
+    assert refreshed[1] >= 8 and refreshed[3] >= 8 and trains[-1]["refresh_rollouts_total"] == sum(refreshed)
+    assert all(0 <= r["predicted_pass_rate"] <= 1 for r in trains)  # the band scheduler's prediction, recorded
     last = out / "checkpoints" / "step-000004"
     assert json.loads((last / "state.json").read_text())["step"] == 4
     assert json.loads((last / "scheduler" / "scheduler.json").read_text())["step"] == 4
