@@ -190,7 +190,16 @@ def arm_result(records: list[dict], cost: dict, pool: int, seconds: float) -> di
             "profile": cost, "steps": last["step"], "rollouts_generated": last["rollouts_generated"],
             "tokens_generated": last.get("tokens_generated", 0),
             "informative_rollout_ratio_charged": last["informative_rollout_ratio"] * last["rollouts_generated"] / total,
-            "waste_per_pass": waste_per_pass(trains, pool), "seconds": seconds, "wall_s": wall_per_phase(records)}
+            "waste_per_pass": waste_per_pass(trains, pool), "seconds": seconds, "wall_s": wall_per_phase(records),
+            "coverage": coverage(trains)}
+
+
+def coverage(trains: list[dict]) -> dict:
+    """How training spread over the pool by the run's end: distinct problems trained, and how many
+    times each of them was trained on average (the band arms' repetition, Amendment 3)."""
+    last = trains[-1]
+    return {"distinct_problems_trained": int(last["distinct_problems_trained"]),
+            "times_trained_mean": float(last["times_trained_mean"])}
 
 
 def wall_per_phase(records: list[dict]) -> dict:
@@ -384,6 +393,10 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
         found = json.loads(stored.read_text())
         if same_as_stored(found.get("base"), _portable(base, setup)) and found["overrides"][:len(ARMS[arm]["overrides"]) + len(TRAINING)] == arm_overrides(arm):
             print(f"{stored}: reusing the stored run", flush=True)
+            metrics = workdir / f"{results_dir.name}/seed{seed}/{arm}" / "metrics.jsonl"
+            if "coverage" not in found and metrics.exists():  # stored before coverage was kept: read from its run
+                found["coverage"] = coverage([r for r in _read_jsonl(metrics) if r["kind"] == "train"])
+                io.write_json(stored, found)
             return found
         raise ValueError(f"{stored} was made with other settings: move it away to rerun this arm and seed")
     cost, profile, profile_s = {"rollouts": 0, "tokens": 0}, "null", 0.0
@@ -405,6 +418,12 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
         result["per_problem_start"] = _per_problem(workdir / name, 0, EVAL_K_ENDS)
     io.write_json(stored, result)
     return result
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _portable(base: list[str], setup: dict) -> list[str]:

@@ -249,6 +249,18 @@ def e2e_lines(r: dict) -> list[str]:
     return lines
 
 
+def _coverage(runs: list[dict]) -> str:
+    """Mean over seeds of the distinct problems trained and the times each was trained ('-' for runs
+    stored without it)."""
+    import numpy as np
+
+    cov = [x["coverage"] for x in runs if "coverage" in x]
+    if len(cov) < len(runs):
+        return "-"
+    return (f"{np.mean([c['distinct_problems_trained'] for c in cov]):.0f} "
+            f"({np.mean([c['times_trained_mean'] for c in cov]):.1f})")
+
+
 def curriculum_lines(r: dict) -> list[str]:
     """The curriculum benchmark (#33): per arm over complete seeds, every rollout and token charged;
     paired differences at the budget (k = 32, same problems) for each candidate default."""
@@ -267,7 +279,8 @@ def curriculum_lines(r: dict) -> list[str]:
              f"{r['condition']}, {r['split']} split; complete seeds {r['complete_seeds']}; start "
              f"{_fmt((r.get('start') or {}).get('heldout_accuracy'))} (k = {(r.get('start') or {}).get('eval_k')})", "",
              "| arm | final accuracy (k = 32) | steps | rollouts charged | tokens charged | profile rollouts | "
-             "mixed share, pass 1 -> last | informative ratio, charged |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "mixed share, pass 1 -> last | informative ratio, charged | distinct problems trained (times each) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for a in arms:
         runs = per[a]
         final = [x["evals"][-1]["heldout_accuracy"] for x in runs]
@@ -277,7 +290,7 @@ def curriculum_lines(r: dict) -> list[str]:
                      f"{mean([x['evals'][-1]['total_rollouts'] for x in runs])} | "
                      f"{mean([x['evals'][-1]['total_tokens'] for x in runs])} | {mean([x['profile']['rollouts'] for x in runs])} | "
                      f"{mean([m[0] for m in mixed])} -> {mean([m[1] for m in mixed])} | "
-                     f"{mean([x['informative_rollout_ratio_charged'] for x in runs])} |")
+                     f"{mean([x['informative_rollout_ratio_charged'] for x in runs])} | {_coverage(runs)} |")
     lines.append("")
     for default, c in (r.get("compare") or {}).items():
         diffs = "; ".join(f"- {o} {_fmt(d['mean'])} +- {_fmt(d['se'])} ({_fmt(d['in_se'])} SE over seeds; within-seed "
@@ -287,7 +300,8 @@ def curriculum_lines(r: dict) -> list[str]:
         lines.append(f"- {default}: B's final over the tokens {default} needs to reach it: first crossing "
                      f"{_spread(f) if 'mean' in f else '-'} (reached in {f['reached_in_seeds']} of {f['seeds']} seeds); "
                      f"crossing and staying {_spread(st) if 'mean' in st else '-'} (in {st['reached_in_seeds']})")
-        if default in ("A", "A0") or default == (r.get("default") or {}).get("chosen"):  # the goals are the default's
+        # the goals are the default's: every candidate (the project's samplers, not the peers'), or the chosen one
+        if default not in ("P", "S", "R") or default == (r.get("default") or {}).get("chosen"):
             lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in c["goals"].items()]
     pp = r.get("profile_pays")
     if pp:

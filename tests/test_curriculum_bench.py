@@ -197,3 +197,9 @@ def test_wall_per_phase_sums_each_phase():
     w = cb.wall_per_phase(records)
     assert w["generation"] == pytest.approx(5.0) and w["verification"] == 0.75 and w["learner"] == 2.5
     assert w["training_steps"] == 9.0 and w["evaluation"] == 7.0 and w["weight_sync"] == pytest.approx(0.2)
+
+
+def test_coverage_reads_the_last_step_of_a_run():
+    trains = [{"distinct_problems_trained": 8, "times_trained_mean": 1.0},
+              {"distinct_problems_trained": 12, "times_trained_mean": 1.25}]  # 15 groups trained over 12 problems
+    assert cb.coverage(trains) == {"distinct_problems_trained": 12, "times_trained_mean": 1.25}
