@@ -14,7 +14,9 @@ installs its sampler and trainer into the legacy runner's names). The dataloader
 - each epoch a fresh pass over the dataloader.
 Only what needs workers is stubbed: the actor update, and the model part of saving and loading.
 Checkpoints are written and resumed the way each release does them, at a step inside an epoch and
-(0.9) at an epoch boundary, where 0.9 does not restore its dataloader.
+at an epoch boundary, where 0.9 does not restore its dataloader. On 0.7.1 the sampler writes its
+after-update state beside data.pt (trainer.default_local_dir, read through the config), so neither
+resume loses the checkpointed step's rewards.
 """
 
 from __future__ import annotations
@@ -126,6 +128,8 @@ def main() -> None:
                         if before_update is not None:
                             before_update[step] = sampler.curriculum.scheduler.successes.tolist()
                     sampler.update(batch=data)
+                    if step in checkpoints and before_update is not None:
+                        out.setdefault("after_update", {})[step] = sampler.curriculum.scheduler.successes.tolist()
                 else:
                     assert trainer._update_actor(data) == "actor updated"
                     if step in checkpoints:

@@ -102,40 +102,54 @@ def extra_infos(dataset) -> list:
     return [dataset[i].get("extra_info") for i in range(len(dataset))]
 
 
+def dataset_curriculum(dataset, settings: Mapping, default_seed, prefix: str) -> tuple[Curriculum, float]:
+    """The Curriculum over a verl dataset's rows (ids, offline counts, levels and prior from each row's
+    extra_info) and the success threshold, from the plug-in's settings (`prefix` names where they sit
+    in verl's config: data.sampler for the legacy sampler, data.curriculum for the V1 dataset)."""
+    opts = {k: v for k, v in dict(settings or {}).items() if k not in RESERVED}
+    seed = opts.pop("seed", None)
+    seed = int(seed if seed is not None else default_seed or 0)
+    success_at = float(opts.pop("success_at", 0.5))
+    scheduler = str(opts.pop("scheduler", "band"))
+    opts.pop("checkpoint_dir", None)  # where the legacy sampler writes its after-update state, not a scheduler setting
+    spec, profile = opts.pop("prior", None), opts.pop("prior_profile", None)
+    one_source(spec, profile, (f"{prefix}.prior", f"{prefix}.prior_profile"))
+    weight = prior_weight(spec or profile, opts.pop("prior_weight", None),
+                          (f"{prefix}.prior or {prefix}.prior_profile", f"{prefix}.prior_weight"))
+    infos = extra_infos(dataset)
+    ids = [problem_key(info, i) for i, info in enumerate(infos)]
+
+    def field(name):
+        values = [(info or {}).get(name) for info in infos]
+        return values if any(v is not None for v in values) else None
+
+    if spec or profile:
+        if scheduler not in PRIOR_SCHEDULERS:
+            raise PriorError(prior_refusal(scheduler, f"{prefix}.prior" + ("_profile" if profile else "")))
+        prior = (read_profile_prior(str(profile), ids, weight, where="the dataset") if profile
+                 else read_prior(str(spec), dataset_fields(dataset), weight, ids=ids))
+    else:  # a `grpo shards --prior` set's pseudo-counts, when it has them (and the scheduler uses them)
+        rate, pseudo_k = field("prior_rate"), field("prior_k")
+        prior = set_prior(stored_prior(rate, pseudo_k), scheduler) if rate is not None and pseudo_k is not None else None
+    cur = Curriculum.from_columns(ids, field("n_correct"), field("k"), field("level"),
+                                  scheduler=scheduler, seed=seed, prior=prior, **opts)
+    return cur, success_at
+
+
 class CurriculumSampler(_SamplerBase):
     def __init__(self, data_source, data_config) -> None:
-        opts = {k: v for k, v in dict(data_config.get("sampler") or {}).items() if k not in RESERVED}
-        seed = opts.pop("seed", None)
-        seed = int(seed if seed is not None else data_config.get("seed") or 0)
-        self.success_at = float(opts.pop("success_at", 0.5))
-        scheduler = str(opts.pop("scheduler", "band"))
-        spec, profile = opts.pop("prior", None), opts.pop("prior_profile", None)
-        one_source(spec, profile, ("data.sampler.prior", "data.sampler.prior_profile"))
-        weight = prior_weight(spec or profile, opts.pop("prior_weight", None),
-                              ("data.sampler.prior or data.sampler.prior_profile", "data.sampler.prior_weight"))
+        settings = data_config.get("sampler") or {}
+        self.curriculum, self.success_at = dataset_curriculum(data_source, settings, data_config.get("seed"),
+                                                              "data.sampler")
         self.batch = int(data_config.get("gen_batch_size") or data_config.get("train_batch_size"))
-        infos = extra_infos(data_source)
-        ids = [problem_key(info, i) for i, info in enumerate(infos)]
-
-        def field(name):
-            values = [(info or {}).get(name) for info in infos]
-            return values if any(v is not None for v in values) else None
-
-        if spec or profile:
-            if scheduler not in PRIOR_SCHEDULERS:
-                raise PriorError(prior_refusal(scheduler, "data.sampler.prior" + ("_profile" if profile else "")))
-            prior = (read_profile_prior(str(profile), ids, weight, where="the dataset") if profile
-                     else read_prior(str(spec), dataset_fields(data_source), weight, ids=ids))
-        else:  # a `grpo shards --prior` set's pseudo-counts, when it has them (and the scheduler uses them)
-            rate, pseudo_k = field("prior_rate"), field("prior_k")
-            prior = set_prior(stored_prior(rate, pseudo_k), scheduler) if rate is not None and pseudo_k is not None else None
-        self.curriculum = Curriculum.from_columns(ids, field("n_correct"), field("k"), field("level"),
-                                                  scheduler=scheduler, seed=seed, prior=prior, **opts)
-        self.n = len(infos)
+        self.n = len(self.curriculum.ids)
         if self.n < self.batch:
             raise ValueError(f"a batch needs {self.batch} prompts; the dataset has {self.n}")
         self.pos = 0  # batches handed out in the current pass
         self.last_counted: dict = {}
+        # verl 0.5-0.7.1 saves data.pt before the step's update: the state after it goes beside data.pt
+        self.checkpoint_dir = checkpoint_dir(data_config) if NATIVE_UPDATE else None
+        self.saved_before_update = False
 
     def __iter__(self):
         for _ in range(self.pos, self.n // self.batch):
@@ -160,19 +174,71 @@ class CurriculumSampler(_SamplerBase):
         st = self.curriculum.stats()
         logger.info("curriculum: %d groups (%d informative), band [%.2f, %.2f], lag %d", self.last_counted["groups"],
                     self.last_counted["informative"], st.get("band_lo", 0), st.get("band_hi", 1), st["lag_batches"])
+        if self.saved_before_update:  # verl 0.5-0.7.1 just checkpointed this step without its rewards
+            self.saved_before_update = False
+            if self.checkpoint_dir is not None:
+                write_state(self.state_dict(), os.path.join(self.checkpoint_dir, f"global_step_{self.global_step()}"))
+
+    def global_step(self) -> int:
+        """verl's global step of the batch last handed out: one batch a step, from step 1."""
+        return self.curriculum.batches_sampled
 
     # StatefulDataLoader saves and restores these with verl's checkpoint (data.pt)
     def state_dict(self) -> dict:
         cur = self.curriculum
-        return {"scheduler": cur.scheduler.state_dict(), "pos": self.pos, **cur.meta()}
+        self.saved_before_update = NATIVE_UPDATE
+        return {"scheduler": cur.scheduler.state_dict(), "pos": self.pos, "global_step": self.global_step(),
+                **cur.meta()}
 
     def load_state_dict(self, state: dict, origin: str = "verl dataloader state") -> None:
+        after = self.after_update_state(state)
+        if after is not None:
+            state, origin = after
         self.curriculum.restore(state["scheduler"], state, origin)
         pos = int(state["pos"])
         self.pos = pos if pos < self.n // self.batch else 0  # a finished pass: the next starts from its top
 
+    def after_update_state(self, state: dict) -> tuple[dict, str] | None:
+        """verl 0.5-0.7.1: the state written after the checkpointed step's update (its rewards
+        counted), when the run got that far; else None, and the checkpoint's own state lacks that step."""
+        if not NATIVE_UPDATE or self.checkpoint_dir is None or "global_step" not in state:
+            return None
+        path = os.path.join(self.checkpoint_dir, f"global_step_{state['global_step']}", STATE_FILE)
+        if not os.path.exists(path):
+            logger.warning("curriculum: %s does not exist (the run stopped between the checkpoint and the step's "
+                           "update): resuming without the rewards of step %s", path, state["global_step"])
+            return None
+        import torch
+
+        after = torch.load(path, weights_only=False)
+        if after.get("global_step") != state["global_step"] or after.get("ids_hash") != state.get("ids_hash"):
+            raise ValueError(f"{path} is from step {after.get('global_step')} (ids hash {after.get('ids_hash')}); "
+                             f"the dataloader state is from step {state['global_step']} ({state.get('ids_hash')})")
+        return after, path
+
 
 STATE_FILE = "curriculum.pt"
+
+
+def checkpoint_dir(data_config) -> str | None:
+    """Where verl writes global_step_N: `data.sampler.checkpoint_dir`, else the trainer's
+    default_local_dir read through the config `data` belongs to (None when it stands alone)."""
+    folder = (data_config.get("sampler") or {}).get("checkpoint_dir")
+    if folder is None and hasattr(data_config, "_get_root"):  # an OmegaConf node knows its root config
+        from omegaconf import OmegaConf
+
+        folder = OmegaConf.select(data_config._get_root(), "trainer.default_local_dir", default=None)
+    return None if folder is None else str(folder)
+
+
+def write_state(state: dict, folder: str) -> None:
+    """The sampler's state as global_step_N/curriculum.pt, written whole or not at all."""
+    import torch
+
+    os.makedirs(folder, exist_ok=True)
+    tmp = os.path.join(folder, f".{STATE_FILE}.tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, os.path.join(folder, STATE_FILE))
 
 
 def with_curriculum_feedback(trainer_cls: type) -> type:
@@ -194,13 +260,8 @@ def with_curriculum_feedback(trainer_cls: type) -> type:
         def _save_checkpoint(self):
             sampler = self._curriculum_sampler()
             if sampler is not None:  # first: verl marks the checkpoint complete as it finishes
-                import torch
-
                 folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-                os.makedirs(folder, exist_ok=True)
-                tmp = os.path.join(folder, f".{STATE_FILE}.tmp")
-                torch.save({**sampler.state_dict(), "global_step": self.global_steps}, tmp)
-                os.replace(tmp, os.path.join(folder, STATE_FILE))
+                write_state({**sampler.state_dict(), "global_step": self.global_steps}, folder)
             return super()._save_checkpoint()
 
         def _load_checkpoint(self):
