@@ -144,3 +144,49 @@ def test_verl_release_loads_and_drives_the_sampler(verl_inputs, version):
     if version == "0.7.1":  # verl saved data.pt before the update; the resumed state is the one after it
         assert r["before_update"]["2"] != r["after_update"]["2"]
         assert r["resumed"]["2"]["loaded_a"] == r["after_update"]["2"]
+
+
+def verl_v1_run(out: Path, spec: dict, version: str = "0.9.1") -> dict:
+    """tests/verl_v1_driver.py in a process with one verl release and the in-process TransferQueue."""
+    if not (VERL_ENV / version / "verl").is_dir():
+        pytest.skip(f"{VERL_ENV / version} is missing: run `make verl-env` (make test does)")
+    (out / "spec.json").write_text(json.dumps(spec))
+    path = [str(ROOT), str(ROOT / "tests" / "fake_tq"), str(VERL_ENV / version), str(VERL_ENV / "deps")]
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "verl_v1_driver.py"), str(out / "spec.json"),
+                           str(out / "out.json")], env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "out.json").read_text())
+
+
+@pytest.mark.slow
+def test_verl_v1_trainer_draws_prompts_from_the_scheduler_and_resumes(verl_inputs, tmp_path):
+    """Engine: verl 0.9.1's V1 PPOTrainer.fit (sync) with data.custom_cls=CurriculumDataset and
+    trainer.v1.sampler.custom_sampler=CurriculumReplayBuffer from its default config; verl's dataloader,
+    replay buffer, agent-loop worker and checkpoint code; answers, actor and TransferQueue stubbed."""
+    out, files = verl_inputs
+    shuffled = tmp_path / "reordered.parquet"  # the same rows in another order: another dataset to the state
+    pl.concat([pl.read_parquet(f) for f in files]).reverse().write_parquet(shuffled)
+    settings = {"decay": 1.0, "share": False}
+    run = {"curriculum": True, "steps": 7, "rewards": "half", "settings": settings}
+    spec = {"tokenizer": str(out / "tok"), "files": files, "n": 4, "batch": 4, "work": str(tmp_path / "ckpt"),
+            "rewards": {}, "runs": [
+                {**run, "name": "full", "save_freq": 2},
+                {**run, "name": "inside_epoch", "resumes": "full", "resume_from": 2},
+                {**run, "name": "epoch_boundary", "resumes": "full", "resume_from": 4},
+                {**run, "name": "other_dataset", "resumes": "full", "resume_from": 2, "files": [str(shuffled)],
+                 "expect_error": True}]}
+    r = verl_v1_run(tmp_path, spec)
+    assert r["verl"] == "0.9.1" and r["verl_path"].endswith(os.path.join("0.9.1", "verl"))
+    full = r["runs"]["full"]
+    assert full["dataset_type"] == "CurriculumDataset" and full["buffer_type"] == "CurriculumReplayBuffer"
+    steps = full["trained"]
+    assert len(steps) == 7 and all(len(s) == 4 for s in steps)
+    # every finished group reached the scheduler (2 of 4 right each), one scheduler step per batch
+    assert full["groups_seen"] == 28 and full["sched_step"] == 7
+    assert all(rw.count(1.0) == 2 for _, rw in full["groups"])
+    for name, ckpt in (("inside_epoch", 2), ("epoch_boundary", 4)):  # 16 problems, 4 a step: 4 steps an epoch
+        res = r["runs"][name]
+        assert res["trained"] == steps[ckpt:], name
+        assert res["successes"] == full["successes"], name
+    assert "saved for another dataset" in r["runs"]["other_dataset"]["error"]
