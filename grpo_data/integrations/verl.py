@@ -9,8 +9,9 @@ What verl allows, by version (read in each release's source):
       data.sampler.class_path=pkg://grpo_data.integrations.verl data.sampler.class_name=CurriculumSampler
       data.dataloader_num_workers=0   (verl asserts it: a worker would prefetch before update)
 
-  verl writes a step's checkpoint before that step's `update`, so a resumed run misses the rewards
-  of the one step before its checkpoint (one batch of evidence; the run goes on from there).
+  verl writes a step's checkpoint before that step's `update`: the sampler then writes its state
+  after the update to `global_step_N/curriculum.pt` (under trainer.default_local_dir, or
+  `data.sampler.checkpoint_dir`), and a resume prefers it, so no step's rewards are lost.
 - 0.9.0 - 0.9.1: the config hook and the `update` call are gone (0.8.0 removed them);
   `RayPPOTrainer(train_sampler=...)` still takes any sampler, but nothing hands it rewards.
   `run_with_curriculum(config)` runs verl's legacy TaskRunner (`main_ppo_v0`, the
@@ -18,10 +19,11 @@ What verl allows, by version (read in each release's source):
   the trainer's `_update_actor` first hands the scored batch to it, and its checkpoints carry the
   scheduler in `global_step_N/curriculum.pt` (verl does not restore its dataloader state at an epoch
   boundary). Driver: see README "Use with verl".
-- Not supported: 0.8.0's runner (its TaskRunner lives elsewhere), the v1 trainer (its
-  `custom_sampler` is a replay buffer over already-generated groups: it picks among rollouts, not
-  which prompts to roll out), and recipes with their own `fit` (DAPO's `filter_groups` trainer never
-  hands batches to a sampler, and sees only the groups it kept).
+- 0.9 V1 trainer (the default): `grpo_data.integrations.verl_v1`, through its dataset and replay
+  buffer hooks.
+- Not supported: 0.8.0's runner (its TaskRunner lives elsewhere), and recipes with their own `fit`
+  (DAPO's legacy `filter_groups` trainer never hands batches to a sampler, and sees only the groups
+  it kept).
 
 Settings go under `data.sampler` (seed, success_at, scheduler, and any BandConfig field such as lo,
 hi, decay). A dry band fills by informativeness at G answers per prompt: G is learned from the first
@@ -333,7 +335,9 @@ def run_with_curriculum(config) -> None:
     from verl.utils.device import auto_set_device
 
     if config.trainer.get("use_v1", False):
-        raise ValueError("trainer.use_v1=True: the curriculum runs with verl's legacy trainer; set trainer.use_v1=False")
+        raise ValueError("trainer.use_v1=True: run_with_curriculum drives verl's legacy trainer; for V1 use verl's own "
+                         "main_ppo with data.custom_cls and trainer.v1.sampler.custom_sampler from "
+                         "grpo_data.integrations.verl_v1 (README 'Use with verl'), or set trainer.use_v1=False")
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     run_ppo(config, task_runner_class=curriculum_task_runner())
