@@ -47,7 +47,6 @@ def main() -> None:
             return lambda *a, **k: None
 
     trained: list[list[str]] = []
-    groups: list[dict] = []
 
     def update_actor(self, batch, metrics):
         data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_info"])
