@@ -38,7 +38,9 @@ def pool_rates(n: int, seed: int) -> np.ndarray:
                                                                   rng.uniform(0.2, 0.8, n)))
 
 
-def write_pool(folder: Path, rates: np.ndarray) -> str:
+def write_pool(folder: Path, rates: np.ndarray) -> tuple[str, str]:
+    """The pool as verl rows, and a separate validation file (its first 8 rows: verl needs one, and a
+    CurriculumDataset refuses a val list equal to the train list)."""
     import polars as pl
 
     from grpo_train.tiny_policy import build_tokenizer
@@ -48,8 +50,9 @@ def write_pool(folder: Path, rates: np.ndarray) -> str:
              "reward_model": {"style": "rule", "ground_truth": "1"}, "extra_info": {"id": f"p{i}", "index": i}}
             for i in range(rates.size)]
     pl.DataFrame(rows).write_parquet(folder / "pool.parquet")
+    pl.DataFrame(rows[:8]).write_parquet(folder / "val.parquet")
     build_tokenizer().save_pretrained(folder / "tok")
-    return str(folder / "pool.parquet")
+    return str(folder / "pool.parquet"), str(folder / "val.parquet")
 
 
 def all_equal_share(groups: list) -> float:
@@ -69,8 +72,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     for seed in seeds:
         folder = out / f"seed{seed}"
         rates = pool_rates(problems, seed)
-        files = [write_pool(folder, rates)]
-        spec = {"tokenizer": str(folder / "tok"), "files": files, "n": GROUP, "batch": prompts,
+        train, val = write_pool(folder, rates)
+        spec = {"tokenizer": str(folder / "tok"), "files": [train], "val_files": [val], "n": GROUP, "batch": prompts,
                 "work": str(folder / "ckpt"), "rewards": {f"p{i}": float(r) for i, r in enumerate(rates)},
                 "runs": [{"name": arm, "curriculum": arm == "verl_v1_scheduler", "steps": steps, "rewards": "rates",
                           "seed": seed} for arm in ARMS]}
@@ -86,10 +89,13 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             groups = driven["runs"][arm]["groups"]
             rec = {"arm": arm, "seed": seed, "groups": len(groups), "all_equal_share": all_equal_share(groups),
                    "rollouts": sum(len(rw) for _, rw in groups), "verl_path": driven["verl_path"],
+                   # how narrow the choice was: a low all-equal share from a few problems trained over and over
+                   "distinct_problems": len({pid for pid, _ in groups}),
+                   "groups_per_problem": len(groups) / max(len({pid for pid, _ in groups}), 1),
                    "mean_true_pass_rate": float(np.mean([spec["rewards"][pid] for pid, _ in groups]))}
             result["runs"].append(rec)
-            print(f"verl_v1 bench: seed {seed} {arm}: all-equal {rec['all_equal_share']:.3f} of {rec['groups']} groups",
-                  flush=True)
+            print(f"verl_v1 bench: seed {seed} {arm}: all-equal {rec['all_equal_share']:.3f} of {rec['groups']} groups "
+                  f"over {rec['distinct_problems']} problems", flush=True)
     share = {arm: [r["all_equal_share"] for r in result["runs"] if r["arm"] == arm] for arm in ARMS}
     ratios = [s / max(d, 1e-9) for d, s in zip(share[ARMS[0]], share[ARMS[1]], strict=True)]
     result["summary"] = {arm: {"all_equal_share": mean_se(v)} for arm, v in share.items()}
