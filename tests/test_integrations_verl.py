@@ -165,28 +165,62 @@ def test_verl_v1_trainer_draws_prompts_from_the_scheduler_and_resumes(verl_input
     trainer.v1.sampler.custom_sampler=CurriculumReplayBuffer from its default config; verl's dataloader,
     replay buffer, agent-loop worker and checkpoint code; answers, actor and TransferQueue stubbed."""
     out, files = verl_inputs
+    rows = pl.concat([pl.read_parquet(f) for f in files])
     shuffled = tmp_path / "reordered.parquet"  # the same rows in another order: another dataset to the state
-    pl.concat([pl.read_parquet(f) for f in files]).reverse().write_parquet(shuffled)
+    rows.reverse().write_parquet(shuffled)
+    val = tmp_path / "val.parquet"
+    rows.head(4).write_parquet(val)
     settings = {"decay": 1.0, "share": False}
     run = {"curriculum": True, "steps": 7, "rewards": "half", "settings": settings}
-    spec = {"tokenizer": str(out / "tok"), "files": files, "n": 4, "batch": 4, "work": str(tmp_path / "ckpt"),
-            "rewards": {}, "runs": [
+    spec = {"tokenizer": str(out / "tok"), "files": files, "val_files": [str(val)], "n": 4, "batch": 4,
+            "work": str(tmp_path / "ckpt"), "rewards": {}, "runs": [
                 {**run, "name": "full", "save_freq": 2},
                 {**run, "name": "inside_epoch", "resumes": "full", "resume_from": 2},
                 {**run, "name": "epoch_boundary", "resumes": "full", "resume_from": 4},
                 {**run, "name": "other_dataset", "resumes": "full", "resume_from": 2, "files": [str(shuffled)],
-                 "expect_error": True}]}
+                 "expect_error": True},
+                {**run, "name": "plain", "curriculum": False, "buffer": False, "save_freq": 2, "steps": 2},
+                {**run, "name": "from_plain", "resumes": "plain", "resume_from": 2, "expect_error": True}]}
     r = verl_v1_run(tmp_path, spec)
     assert r["verl"] == "0.9.1" and r["verl_path"].endswith(os.path.join("0.9.1", "verl"))
     full = r["runs"]["full"]
     assert full["dataset_type"] == "CurriculumDataset" and full["buffer_type"] == "CurriculumReplayBuffer"
+    assert not full["val_curriculum"]  # the validation set (its own file) is a plain RLHFDataset
     steps = full["trained"]
     assert len(steps) == 7 and all(len(s) == 4 for s in steps)
+    # the prompts trained are the ones the scheduler chose, batch by batch (not the sampler's positions)
+    assert steps == full["chosen"][:7]
     # every finished group reached the scheduler (2 of 4 right each), one scheduler step per batch
     assert full["groups_seen"] == 28 and full["sched_step"] == 7
     assert all(rw.count(1.0) == 2 for _, rw in full["groups"])
     for name, ckpt in (("inside_epoch", 2), ("epoch_boundary", 4)):  # 16 problems, 4 a step: 4 steps an epoch
         res = r["runs"][name]
-        assert res["trained"] == steps[ckpt:], name
+        assert res["trained"] == steps[ckpt:] == res["chosen"][:7 - ckpt], name
         assert res["successes"] == full["successes"], name
     assert "saved for another dataset" in r["runs"]["other_dataset"]["error"]
+    assert "holds no curriculum state" in r["runs"]["from_plain"]["error"]
+
+
+@pytest.mark.slow
+def test_verl_v1_refuses_settings_the_curriculum_cannot_run_with(verl_inputs, tmp_path):
+    """Each refused at setup with a message naming the setting, before any prompt is generated."""
+    out, files = verl_inputs
+    val = tmp_path / "val.parquet"
+    pl.read_parquet(files[0]).head(2).write_parquet(val)
+    run = {"curriculum": True, "steps": 1, "rewards": "half", "expect_error": True}
+    refused = {  # run name -> (its changes, what its message must say)
+        "colocated_rm": ({"config": {"reward.reward_model.enable": True}}, "reward.reward_model.enable_resource_pool"),
+        "async": ({"config": {"trainer.v1.trainer_mode": "colocate_async"}}, "trainer_mode=colocate_async"),
+        "dapo": ({"config": {"algorithm.filter_groups.enable": True}}, "algorithm.filter_groups.enable=True"),
+        "refill": ({"config": {"trainer.v1.sampler.sync_refill_failed_groups": True}}, "sync_refill_failed_groups"),
+        "async_buffer_sync_mode": ({"config": {"trainer.v1.sampler.custom_sampler.name": "CurriculumReplayBufferAsync"}},
+                                   "set it to CurriculumReplayBuffer"),
+        "no_buffer": ({"buffer": False}, "trainer.v1.sampler.custom_sampler.name=None"),
+        "val_is_train": ({"val_files": files}, "data.val_files is data.train_files"),
+    }
+    spec = {"tokenizer": str(out / "tok"), "files": files, "val_files": [str(val)], "n": 2, "batch": 4,
+            "work": str(tmp_path / "ckpt"), "rewards": {},
+            "runs": [{**run, **change, "name": name} for name, (change, _) in refused.items()]}
+    r = verl_v1_run(tmp_path, spec)
+    for name, (_, says) in refused.items():
+        assert says in r["runs"][name].get("error", ""), (name, r["runs"][name])

@@ -12,10 +12,12 @@ the replay buffer's `sample`, `AgentLoopWorkerTQ.generate_sequences` / `_run_pro
 generation and score (`_run_agent_loop` puts one trajectory with its reward, as the agent loop's
 postprocess does), the actor/critic log-probs and update, weight sync, metrics.
 
-SPEC: {"tokenizer", "files", "n", "batch", "work", "runs": [{"name", "curriculum" (bool), "steps",
-"save_freq", "resume_from" (a step or null), "rewards": "half" | {"id": pass_rate}, "seed",
-"settings" (data.curriculum), "files" (another train set), "expect_error"}]}. OUT per run: trained ids per step, every generated group's
-(id, rewards), the scheduler's successes after the run.
+SPEC: {"tokenizer", "files", "val_files", "n", "batch", "work", "runs": [{"name", "curriculum" (bool),
+"buffer" (bool, default: as curriculum), "steps", "save_freq", "resume_from" (a step or null),
+"rewards": "half" | {"id": pass_rate}, "seed", "settings" (data.curriculum), "files" (another train
+set), "val_files", "config" ({dotted key: value} set last), "expect_error"}]}. OUT per run: trained ids
+per step, the ids of each batch the scheduler chose, every generated group's (id, rewards), the
+scheduler's successes after the run.
 """
 
 from __future__ import annotations
@@ -100,13 +102,15 @@ def main() -> None:
         work = os.path.join(spec["work"], r["name"] if r.get("resume_from") is None else r["resumes"])
         with open_dict(cfg):
             d = cfg.data
-            d.train_files = d.val_files = r.get("files", spec["files"])
+            d.train_files = r.get("files", spec["files"])
+            d.val_files = r.get("val_files", spec.get("val_files", spec["files"][:1]))
             d.train_batch_size, d.dataloader_num_workers, d.seed = spec["batch"], 0, r.get("seed", 0)
             d.max_prompt_length, d.return_raw_chat = 512, True
             if r["curriculum"]:
                 d.custom_cls.path = "pkg://grpo_data.integrations.verl_v1"
                 d.custom_cls.name = "CurriculumDataset"
                 d.curriculum = r.get("settings", {})
+            if r.get("buffer", r["curriculum"]):
                 cfg.trainer.v1.sampler.custom_sampler.path = "pkg://grpo_data.integrations.verl_v1"
                 cfg.trainer.v1.sampler.custom_sampler.name = "CurriculumReplayBuffer"
             cfg.actor_rollout_ref.rollout.n = spec["n"]
@@ -117,23 +121,37 @@ def main() -> None:
             t.resume_mode = "disable" if r.get("resume_from") is None else "resume_path"
             if r.get("resume_from") is not None:
                 t.resume_from_path = os.path.join(work, f"global_step_{r['resume_from']}")
+            for key, value in r.get("config", {}).items():
+                OmegaConf.update(cfg, key, value, force_add=True)
         trainer = object.__new__(PPOTrainerSync)
         trainer.config = cfg
         trainer.checkpoint_callback = trainer.actor_rollout_wg = trainer.checkpoint_manager = Stub()
         trainer.use_critic = trainer.use_reference_policy = trainer.use_teacher_policy = False
-        trainer.trainer_mode, trainer.parameter_sync_step, trainer.local_trigger_step = "sync", 1, 0
+        trainer.trainer_mode, trainer.parameter_sync_step, trainer.local_trigger_step = cfg.trainer.v1.trainer_mode, 1, 0
         trainer._restored_tq_prompt_count = 0
         trainer.replay_buffer = trainer._build_replay_buffer()  # verl's: loads trainer.v1.sampler.custom_sampler
         trainer.replay_buffer.poll_interval = 0.0
         trainer.tokenizer, trainer.processor = tok, None
         trainer._init_dataloader()  # verl's: create_rl_dataset (data.custom_cls) and its StatefulDataLoader
+        chosen: list[list[str]] = []  # the ids of each batch the scheduler chose, to compare with those trained
+        cur = getattr(trainer.train_dataset, "curriculum", None)
+        if cur is not None:
+            next_batch = cur.next_batch
+
+            def recorded(size):
+                rows = next_batch(size)
+                chosen.append(sorted(cur.ids[int(i)] for i in rows))
+                return rows
+
+            cur.next_batch = recorded
         trainer._init_dump_executor()
         trainer.reward_loop_manager = type("RewardLoop", (), {"reward_loop_worker_handles": []})()
         trainer._load_checkpoint()  # verl's: global step and data.pt from resume_from_path
         loop = AgentLoop(cfg, spec["rewards"] if r["rewards"] != "half" else "half", r.get("seed", 0))
         trainer.fit(loop)
         dataset = trainer.train_dataset
-        res = {"trained": [list(s) for s in trained], "start_step": r.get("resume_from") or 0,
+        res = {"trained": [list(s) for s in trained], "chosen": chosen, "start_step": r.get("resume_from") or 0,
+               "val_curriculum": getattr(trainer.val_dataset, "curriculum", None) is not None,
                "dataset_type": type(dataset).__name__, "buffer_type": type(trainer.replay_buffer).__name__,
                "groups": [[pid, rw] for pid, rw in loop.scored.values()]}
         if getattr(dataset, "curriculum", None) is not None:
