@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 import torch
 
+from grpo_data.integrations import verl as verl_integration
 from grpo_data.integrations.feedback import MissingColumnError
 from grpo_data.integrations.verl import CurriculumSampler
 
@@ -85,6 +86,57 @@ def test_state_dict_round_trip_resumes_mid_pass():
     assert list(t) == rest  # the next batches are the uninterrupted pass's
 
 
+def test_after_update_state_is_taken_only_from_the_same_run_and_step(tmp_path, monkeypatch, caplog):
+    """verl 0.7.1's order (data.pt at step 2, then that step's update writes curriculum.pt beside it):
+    a resume takes the after-update state of its own run, never another run's file in the same folder."""
+    monkeypatch.setattr(verl_integration, "NATIVE_UPDATE", True)  # the 0.5-0.7.1 path, without verl installed
+
+    def run(seed, crash_before_update=False):
+        s = CurriculumSampler(Rows(infos()), {"train_batch_size": 4, "seed": seed,
+                                              "sampler": {"checkpoint_dir": str(tmp_path)}})
+        it = iter(s)
+        for step in (1, 2):
+            batch = [next(it) for _ in range(4)]
+            data_pt = s.state_dict() if step == 2 else None  # verl checkpoints step 2 before its update
+            if step == 2 and crash_before_update:
+                return s, data_pt
+            s.update(scored([f"p{i}" for i in batch for _ in range(2)], [1.0, 0.0] * 4))
+        return s, data_pt
+
+    def resume(data_pt):
+        t = CurriculumSampler(Rows(infos()), {"train_batch_size": 4, "sampler": {"checkpoint_dir": str(tmp_path)}})
+        t.load_state_dict(data_pt)
+        return t.curriculum
+
+    after = tmp_path / "global_step_2" / "curriculum.pt"
+    a, data_a = run(seed=0)
+    assert after.exists() and resume(data_a).batches_scored == 2  # the state after step 2's update
+    assert resume(data_a).scheduler.successes.tolist() == a.curriculum.scheduler.successes.tolist()
+    _, data_b = run(seed=1, crash_before_update=True)  # another run, same folder, stops before the update
+    assert not after.exists()  # its checkpoint removed run a's file
+    with caplog.at_level("WARNING"):
+        assert resume(data_b).batches_scored == 1  # its own data.pt: without step 2's rewards, said so
+    assert "does not exist" in caplog.text
+    run(seed=0)  # run a's file again, now beside run b's data.pt (a copied folder, a racing run)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert resume(data_b).batches_scored == 1
+    assert "another run wrote it" in caplog.text and "run_id" in caplog.text
+    _, data_a = run(seed=0)  # the same run, but its file moved on by more than the one step's update
+    moved = torch.load(after, weights_only=False)
+    torch.save({**moved, "batches_scored": moved["batches_scored"] + 1}, after)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert resume(data_a).batches_scored == 1
+    assert "batches_scored 3" in caplog.text
+
+
+def test_a_checkpoint_without_the_curriculum_is_named():
+    s = CurriculumSampler(Rows(infos()), {"train_batch_size": 4})
+    with pytest.raises(ValueError, match="holds no curriculum state"):
+        s.load_state_dict({"pos": 0})
+
+
 def test_rows_without_ids_are_named():
     with pytest.raises(MissingColumnError, match="row 1: extra_info has neither `id` nor `index`"):
         CurriculumSampler(Rows([{"id": "a"}, {}]), {"train_batch_size": 1})
@@ -144,6 +196,9 @@ def test_verl_release_loads_and_drives_the_sampler(verl_inputs, version):
     if version == "0.7.1":  # verl saved data.pt before the update; the resumed state is the one after it
         assert r["before_update"]["2"] != r["after_update"]["2"]
         assert r["resumed"]["2"]["loaded_a"] == r["after_update"]["2"]
+        # resume_mode=resume_path with default_local_dir elsewhere: found in the folder resumed from
+        assert r["resumed_path"]["loaded_a"] == r["after_update"]["2"]
+        assert r["resumed_path"]["steps"] == steps[2:] and r["resumed_path"]["final_a"] == r["final_a"]
 
 
 def verl_v1_run(out: Path, spec: dict, version: str = "0.9.1") -> dict:

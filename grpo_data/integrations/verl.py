@@ -151,7 +151,13 @@ class CurriculumSampler(_SamplerBase):
         self.last_counted: dict = {}
         # verl 0.5-0.7.1 saves data.pt before the step's update: the state after it goes beside data.pt
         self.checkpoint_dir = checkpoint_dir(data_config) if NATIVE_UPDATE else None
+        self.resume_folder = resume_folder(data_config) if NATIVE_UPDATE else None
+        if NATIVE_UPDATE and self.checkpoint_dir is None:
+            logger.warning("curriculum: no checkpoint folder (trainer.default_local_dir or data.sampler.checkpoint_dir) "
+                           "found: a resumed run will lack the rewards of its checkpoint's step")
         self.saved_before_update = False
+        # which run wrote a state: a curriculum.pt is accepted only beside the data.pt of its own run
+        self.run_id = os.urandom(8).hex()
 
     def __iter__(self):
         for _ in range(self.pos, self.n // self.batch):
@@ -179,7 +185,7 @@ class CurriculumSampler(_SamplerBase):
         if self.saved_before_update:  # verl 0.5-0.7.1 just checkpointed this step without its rewards
             self.saved_before_update = False
             if self.checkpoint_dir is not None:
-                write_state(self.state_dict(), os.path.join(self.checkpoint_dir, f"global_step_{self.global_step()}"))
+                write_state(self.state(), os.path.join(self.checkpoint_dir, f"global_step_{self.global_step()}"))
 
     def global_step(self) -> int:
         """verl's global step of the batch last handed out: one batch a step, from step 1."""
@@ -187,36 +193,70 @@ class CurriculumSampler(_SamplerBase):
 
     # StatefulDataLoader saves and restores these with verl's checkpoint (data.pt)
     def state_dict(self) -> dict:
-        cur = self.curriculum
         self.saved_before_update = NATIVE_UPDATE
+        if NATIVE_UPDATE and self.checkpoint_dir is not None:  # verl writes this step's data.pt next: a
+            # curriculum.pt already there is another run's, and must not pass for this one's after-update state
+            stale = os.path.join(self.checkpoint_dir, f"global_step_{self.global_step()}", STATE_FILE)
+            if os.path.exists(stale):
+                os.remove(stale)
+        return self.state()
+
+    def state(self) -> dict:
+        cur = self.curriculum
         return {"scheduler": cur.scheduler.state_dict(), "pos": self.pos, "global_step": self.global_step(),
-                **cur.meta()}
+                "run_id": self.run_id, **cur.meta()}
 
     def load_state_dict(self, state: dict, origin: str = "verl dataloader state") -> None:
+        if "scheduler" not in state:
+            raise ValueError(f"{origin} holds no curriculum state (it was written without the curriculum sampler); "
+                             "start a new run, or resume without data.sampler")
         after = self.after_update_state(state)
         if after is not None:
             state, origin = after
         self.curriculum.restore(state["scheduler"], state, origin)
+        self.run_id = state.get("run_id") or self.run_id
         pos = int(state["pos"])
         self.pos = pos if pos < self.n // self.batch else 0  # a finished pass: the next starts from its top
 
     def after_update_state(self, state: dict) -> tuple[dict, str] | None:
         """verl 0.5-0.7.1: the state written after the checkpointed step's update (its rewards
         counted), when the run got that far; else None, and the checkpoint's own state lacks that step."""
-        if not NATIVE_UPDATE or self.checkpoint_dir is None or "global_step" not in state:
+        if not NATIVE_UPDATE or "global_step" not in state:
             return None
-        path = os.path.join(self.checkpoint_dir, f"global_step_{state['global_step']}", STATE_FILE)
+        step = state["global_step"]
+        if self.resume_folder is not None:  # trainer.resume_mode=resume_path: the folder verl loads data.pt from
+            folder = self.resume_folder
+        elif self.checkpoint_dir is not None:
+            folder = os.path.join(self.checkpoint_dir, f"global_step_{step}")
+        else:
+            logger.warning("curriculum: no checkpoint folder known (trainer.default_local_dir or "
+                           "data.sampler.checkpoint_dir): resuming without the rewards of step %s", step)
+            return None
+        path = os.path.join(folder, STATE_FILE)
         if not os.path.exists(path):
             logger.warning("curriculum: %s does not exist (the run stopped between the checkpoint and the step's "
-                           "update): resuming without the rewards of step %s", path, state["global_step"])
+                           "update): resuming without the rewards of step %s", path, step)
             return None
         import torch
 
         after = torch.load(path, weights_only=False)
-        if after.get("global_step") != state["global_step"] or after.get("ids_hash") != state.get("ids_hash"):
-            raise ValueError(f"{path} is from step {after.get('global_step')} (ids hash {after.get('ids_hash')}); "
-                             f"the dataloader state is from step {state['global_step']} ({state.get('ids_hash')})")
+        mismatch = after_update_mismatch(state, after)
+        if mismatch:
+            logger.warning("curriculum: %s is not the state after this checkpoint's step (%s; another run wrote it): "
+                           "ignored, resuming without the rewards of step %s", path, mismatch, step)
+            return None
         return after, path
+
+
+def after_update_mismatch(before: dict, after: dict) -> str | None:
+    """Why `after` is not `before` (a checkpoint's data.pt state) moved on by that step's update alone:
+    the same run, step, dataset, batches handed out and pass position, one more batch scored."""
+    for key in ("run_id", "global_step", "ids_hash", "batches_sampled", "pos"):
+        if after.get(key) != before.get(key):
+            return f"{key} {after.get(key)}, the dataloader state's {before.get(key)}"
+    if after.get("batches_scored") != before.get("batches_scored", 0) + 1:
+        return f"batches_scored {after.get('batches_scored')}, the dataloader state's {before.get('batches_scored')} + 1"
+    return None
 
 
 STATE_FILE = "curriculum.pt"
@@ -233,13 +273,30 @@ def checkpoint_dir(data_config) -> str | None:
     return None if folder is None else str(folder)
 
 
+def resume_folder(data_config) -> str | None:
+    """The global_step_N folder verl resumes from when `trainer.resume_mode=resume_path`, else None
+    (auto: the latest under checkpoint_dir)."""
+    if not hasattr(data_config, "_get_root"):
+        return None
+    from omegaconf import OmegaConf
+
+    root = data_config._get_root()
+    path = OmegaConf.select(root, "trainer.resume_from_path", default=None)
+    if OmegaConf.select(root, "trainer.resume_mode", default="auto") != "resume_path" or not path:
+        return None
+    return os.path.join(os.getcwd(), str(path))  # as verl: a relative path is under the working directory
+
+
 def write_state(state: dict, folder: str) -> None:
     """The sampler's state as global_step_N/curriculum.pt, written whole or not at all."""
     import torch
 
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".{STATE_FILE}.tmp")
-    torch.save(state, tmp)
+    with open(tmp, "wb") as fh:
+        torch.save(state, fh)
+        fh.flush()
+        os.fsync(fh.fileno())  # on disk before the rename makes it the state a resume reads
     os.replace(tmp, os.path.join(folder, STATE_FILE))
 
 
@@ -263,7 +320,7 @@ def with_curriculum_feedback(trainer_cls: type) -> type:
             sampler = self._curriculum_sampler()
             if sampler is not None:  # first: verl marks the checkpoint complete as it finishes
                 folder = os.path.join(self.config.trainer.default_local_dir, f"global_step_{self.global_steps}")
-                write_state({**sampler.state_dict(), "global_step": self.global_steps}, folder)
+                write_state({**sampler.state(), "global_step": self.global_steps}, folder)
             return super()._save_checkpoint()
 
         def _load_checkpoint(self):
