@@ -11,7 +11,9 @@ What verl allows, by version (read in each release's source):
 
   verl writes a step's checkpoint before that step's `update`: the sampler then writes its state
   after the update to `global_step_N/curriculum.pt` (under trainer.default_local_dir, or
-  `data.sampler.checkpoint_dir`), and a resume prefers it, so no step's rewards are lost.
+  `data.sampler.checkpoint_dir`), and a resume prefers it (from trainer.resume_from_path with
+  resume_mode=resume_path), so no step's rewards are lost. It is taken only when it is the same run's
+  data.pt state one update on; a checkpoint first removes any curriculum.pt at its step.
 - 0.9.0 - 0.9.1: the config hook and the `update` call are gone (0.8.0 removed them);
   `RayPPOTrainer(train_sampler=...)` still takes any sampler, but nothing hands it rewards.
   `run_with_curriculum(config)` runs verl's legacy TaskRunner (`main_ppo_v0`, the

@@ -147,8 +147,9 @@ class CurriculumDataset(RLHFDataset):
 
 
 class CurriculumFeed:
-    """What both buffers add to verl's: every finished group's rewards to the dataset's scheduler,
-    informative groups first in the selection."""
+    """What both buffers add to verl's: the rewards of every group whose answers all finished go to the
+    dataset's scheduler (a failed session leaves its group out), and informative groups come first in
+    the selection."""
 
     def _curriculum_setup(self) -> None:
         self.counted: set[str] = set()  # finished groups already handed to the scheduler
