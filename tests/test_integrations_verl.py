@@ -16,11 +16,12 @@ import polars as pl
 import pytest
 import torch
 
+from grpo_data.integrations import verl as verl_integration
 from grpo_data.integrations.feedback import MissingColumnError
 from grpo_data.integrations.verl import CurriculumSampler
 
 ROOT = Path(__file__).resolve().parent.parent
-VERL_ENV = ROOT / ".venv" / "verl"
+VERL_ENV = Path(os.environ.get("GRPO_VERL_ENV", ROOT / ".venv" / "verl"))  # make verl-env installs it here
 
 
 class Rows:
@@ -85,6 +86,57 @@ def test_state_dict_round_trip_resumes_mid_pass():
     assert list(t) == rest  # the next batches are the uninterrupted pass's
 
 
+def test_after_update_state_is_taken_only_from_the_same_run_and_step(tmp_path, monkeypatch, caplog):
+    """verl 0.7.1's order (data.pt at step 2, then that step's update writes curriculum.pt beside it):
+    a resume takes the after-update state of its own run, never another run's file in the same folder."""
+    monkeypatch.setattr(verl_integration, "NATIVE_UPDATE", True)  # the 0.5-0.7.1 path, without verl installed
+
+    def run(seed, crash_before_update=False):
+        s = CurriculumSampler(Rows(infos()), {"train_batch_size": 4, "seed": seed,
+                                              "sampler": {"checkpoint_dir": str(tmp_path)}})
+        it = iter(s)
+        for step in (1, 2):
+            batch = [next(it) for _ in range(4)]
+            data_pt = s.state_dict() if step == 2 else None  # verl checkpoints step 2 before its update
+            if step == 2 and crash_before_update:
+                return s, data_pt
+            s.update(scored([f"p{i}" for i in batch for _ in range(2)], [1.0, 0.0] * 4))
+        return s, data_pt
+
+    def resume(data_pt):
+        t = CurriculumSampler(Rows(infos()), {"train_batch_size": 4, "sampler": {"checkpoint_dir": str(tmp_path)}})
+        t.load_state_dict(data_pt)
+        return t.curriculum
+
+    after = tmp_path / "global_step_2" / "curriculum.pt"
+    a, data_a = run(seed=0)
+    assert after.exists() and resume(data_a).batches_scored == 2  # the state after step 2's update
+    assert resume(data_a).scheduler.successes.tolist() == a.curriculum.scheduler.successes.tolist()
+    _, data_b = run(seed=1, crash_before_update=True)  # another run, same folder, stops before the update
+    assert not after.exists()  # its checkpoint removed run a's file
+    with caplog.at_level("WARNING"):
+        assert resume(data_b).batches_scored == 1  # its own data.pt: without step 2's rewards, said so
+    assert "does not exist" in caplog.text
+    run(seed=0)  # run a's file again, now beside run b's data.pt (a copied folder, a racing run)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert resume(data_b).batches_scored == 1
+    assert "another run wrote it" in caplog.text and "run_id" in caplog.text
+    _, data_a = run(seed=0)  # the same run, but its file moved on by more than the one step's update
+    moved = torch.load(after, weights_only=False)
+    torch.save({**moved, "batches_scored": moved["batches_scored"] + 1}, after)
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert resume(data_a).batches_scored == 1
+    assert "batches_scored 3" in caplog.text
+
+
+def test_a_checkpoint_without_the_curriculum_is_named():
+    s = CurriculumSampler(Rows(infos()), {"train_batch_size": 4})
+    with pytest.raises(ValueError, match="holds no curriculum state"):
+        s.load_state_dict({"pos": 0})
+
+
 def test_rows_without_ids_are_named():
     with pytest.raises(MissingColumnError, match="row 1: extra_info has neither `id` nor `index`"):
         CurriculumSampler(Rows([{"id": "a"}, {}]), {"train_batch_size": 1})
@@ -114,7 +166,7 @@ def test_verl_release_loads_and_drives_the_sampler(verl_inputs, version):
     """Engine: verl's own RLHFDataset, sampler hook, _create_dataloader (StatefulDataLoader), DataProto
     and checkpointed dataloader state; no Ray cluster, no workers."""
     if not (VERL_ENV / version / "verl").is_dir():
-        pytest.fail(f"{VERL_ENV / version} is missing: run `make verl-env` (make test does)")
+        pytest.skip(f"{VERL_ENV / version} is missing: run `make verl-env` (make test does)")
     out, files = verl_inputs
     result = out / f"result-{version}.json"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(VERL_ENV / version), str(VERL_ENV / "deps")])}
@@ -135,12 +187,95 @@ def test_verl_release_loads_and_drives_the_sampler(verl_inputs, version):
     assert r["changed"] == sorted(set(trained))
     assert all(d == [2.0 * trained.count(p), 2.0 * trained.count(p)] for p, d in r["deltas"].items())
     assert r["sched_step"] == 7
-    if version == "0.9.1":  # resumed inside the epoch and at its boundary: the uninterrupted run's prompts
-        for ckpt in ("2", "4"):
-            res = r["resumed"][ckpt]
-            assert res["steps"] == steps[int(ckpt):], ckpt
-            assert res["final_a"] == r["final_a"], ckpt
-    else:  # 0.7.1 checkpoints before a step's update: the resumed state lacks exactly that step's evidence
-        res = r["resumed"]["2"]
-        assert res["loaded_a"] == r["before_update"]["2"]
-        assert len(res["steps"]) == 5 and all(len(set(s)) == 4 for s in res["steps"])
+    # resumed inside the epoch and at its boundary: the uninterrupted run's prompts and posterior (on
+    # 0.7.1 too: the state written after the checkpointed step's update carries that step's rewards)
+    for ckpt in ("2", "4"):
+        res = r["resumed"][ckpt]
+        assert res["steps"] == steps[int(ckpt):], ckpt
+        assert res["final_a"] == r["final_a"], ckpt
+    if version == "0.7.1":  # verl saved data.pt before the update; the resumed state is the one after it
+        assert r["before_update"]["2"] != r["after_update"]["2"]
+        assert r["resumed"]["2"]["loaded_a"] == r["after_update"]["2"]
+        # resume_mode=resume_path with default_local_dir elsewhere: found in the folder resumed from
+        assert r["resumed_path"]["loaded_a"] == r["after_update"]["2"]
+        assert r["resumed_path"]["steps"] == steps[2:] and r["resumed_path"]["final_a"] == r["final_a"]
+
+
+def verl_v1_run(out: Path, spec: dict, version: str = "0.9.1") -> dict:
+    """tests/verl_v1_driver.py in a process with one verl release and the in-process TransferQueue."""
+    if not (VERL_ENV / version / "verl").is_dir():
+        pytest.skip(f"{VERL_ENV / version} is missing: run `make verl-env` (make test does)")
+    (out / "spec.json").write_text(json.dumps(spec))
+    path = [str(ROOT), str(ROOT / "tests" / "fake_tq"), str(VERL_ENV / version), str(VERL_ENV / "deps")]
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "verl_v1_driver.py"), str(out / "spec.json"),
+                           str(out / "out.json")], env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads((out / "out.json").read_text())
+
+
+@pytest.mark.slow
+def test_verl_v1_trainer_draws_prompts_from_the_scheduler_and_resumes(verl_inputs, tmp_path):
+    """Engine: verl 0.9.1's V1 PPOTrainer.fit (sync) with data.custom_cls=CurriculumDataset and
+    trainer.v1.sampler.custom_sampler=CurriculumReplayBuffer from its default config; verl's dataloader,
+    replay buffer, agent-loop worker and checkpoint code; answers, actor and TransferQueue stubbed."""
+    out, files = verl_inputs
+    rows = pl.concat([pl.read_parquet(f) for f in files])
+    shuffled = tmp_path / "reordered.parquet"  # the same rows in another order: another dataset to the state
+    rows.reverse().write_parquet(shuffled)
+    val = tmp_path / "val.parquet"
+    rows.head(4).write_parquet(val)
+    settings = {"decay": 1.0, "share": False}
+    run = {"curriculum": True, "steps": 7, "rewards": "half", "settings": settings}
+    spec = {"tokenizer": str(out / "tok"), "files": files, "val_files": [str(val)], "n": 4, "batch": 4,
+            "work": str(tmp_path / "ckpt"), "rewards": {}, "runs": [
+                {**run, "name": "full", "save_freq": 2},
+                {**run, "name": "inside_epoch", "resumes": "full", "resume_from": 2},
+                {**run, "name": "epoch_boundary", "resumes": "full", "resume_from": 4},
+                {**run, "name": "other_dataset", "resumes": "full", "resume_from": 2, "files": [str(shuffled)],
+                 "expect_error": True},
+                {**run, "name": "plain", "curriculum": False, "buffer": False, "save_freq": 2, "steps": 2},
+                {**run, "name": "from_plain", "resumes": "plain", "resume_from": 2, "expect_error": True}]}
+    r = verl_v1_run(tmp_path, spec)
+    assert r["verl"] == "0.9.1" and r["verl_path"].endswith(os.path.join("0.9.1", "verl"))
+    full = r["runs"]["full"]
+    assert full["dataset_type"] == "CurriculumDataset" and full["buffer_type"] == "CurriculumReplayBuffer"
+    assert not full["val_curriculum"]  # the validation set (its own file) is a plain RLHFDataset
+    steps = full["trained"]
+    assert len(steps) == 7 and all(len(s) == 4 for s in steps)
+    # the prompts trained are the ones the scheduler chose, batch by batch (not the sampler's positions)
+    assert steps == full["chosen"][:7]
+    # every finished group reached the scheduler (2 of 4 right each), one scheduler step per batch
+    assert full["groups_seen"] == 28 and full["sched_step"] == 7
+    assert all(rw.count(1.0) == 2 for _, rw in full["groups"])
+    for name, ckpt in (("inside_epoch", 2), ("epoch_boundary", 4)):  # 16 problems, 4 a step: 4 steps an epoch
+        res = r["runs"][name]
+        assert res["trained"] == steps[ckpt:] == res["chosen"][:7 - ckpt], name
+        assert res["successes"] == full["successes"], name
+    assert "saved for another dataset" in r["runs"]["other_dataset"]["error"]
+    assert "holds no curriculum state" in r["runs"]["from_plain"]["error"]
+
+
+@pytest.mark.slow
+def test_verl_v1_refuses_settings_the_curriculum_cannot_run_with(verl_inputs, tmp_path):
+    """Each refused at setup with a message naming the setting, before any prompt is generated."""
+    out, files = verl_inputs
+    val = tmp_path / "val.parquet"
+    pl.read_parquet(files[0]).head(2).write_parquet(val)
+    run = {"curriculum": True, "steps": 1, "rewards": "half", "expect_error": True}
+    refused = {  # run name -> (its changes, what its message must say)
+        "colocated_rm": ({"config": {"reward.reward_model.enable": True}}, "reward.reward_model.enable_resource_pool"),
+        "async": ({"config": {"trainer.v1.trainer_mode": "colocate_async"}}, "trainer_mode=colocate_async"),
+        "dapo": ({"config": {"algorithm.filter_groups.enable": True}}, "algorithm.filter_groups.enable=True"),
+        "refill": ({"config": {"trainer.v1.sampler.sync_refill_failed_groups": True}}, "sync_refill_failed_groups"),
+        "async_buffer_sync_mode": ({"config": {"trainer.v1.sampler.custom_sampler.name": "CurriculumReplayBufferAsync"}},
+                                   "set it to CurriculumReplayBuffer"),
+        "no_buffer": ({"buffer": False}, "trainer.v1.sampler.custom_sampler.name=None"),
+        "val_is_train": ({"val_files": files}, "data.val_files is data.train_files"),
+    }
+    spec = {"tokenizer": str(out / "tok"), "files": files, "val_files": [str(val)], "n": 2, "batch": 4,
+            "work": str(tmp_path / "ckpt"), "rewards": {},
+            "runs": [{**run, **change, "name": name} for name, (change, _) in refused.items()]}
+    r = verl_v1_run(tmp_path, spec)
+    for name, (_, says) in refused.items():
+        assert says in r["runs"][name].get("error", ""), (name, r["runs"][name])

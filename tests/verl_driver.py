@@ -14,7 +14,9 @@ installs its sampler and trainer into the legacy runner's names). The dataloader
 - each epoch a fresh pass over the dataloader.
 Only what needs workers is stubbed: the actor update, and the model part of saving and loading.
 Checkpoints are written and resumed the way each release does them, at a step inside an epoch and
-(0.9) at an epoch boundary, where 0.9 does not restore its dataloader.
+at an epoch boundary, where 0.9 does not restore its dataloader. On 0.7.1 the sampler writes its
+after-update state beside data.pt (trainer.default_local_dir, read through the config), so neither
+resume loses the checkpointed step's rewards.
 """
 
 from __future__ import annotations
@@ -93,11 +95,11 @@ def main() -> None:
 
         trainer_cls = RayPPOTrainer
 
-    def build():
-        dataset = RLHFDataset(data_files=files, tokenizer=tok, config=cfg.data, processor=None)
-        sampler = make_sampler(cfg.data, dataset)
+    def build(conf=cfg):
+        dataset = RLHFDataset(data_files=files, tokenizer=tok, config=conf.data, processor=None)
+        sampler = make_sampler(conf.data, dataset)
         trainer = object.__new__(trainer_cls)
-        trainer.config = cfg.copy()
+        trainer.config = conf.copy()
         RayPPOTrainer._create_dataloader(trainer, dataset, dataset, collate_fn, sampler)
         return trainer, sampler
 
@@ -126,6 +128,8 @@ def main() -> None:
                         if before_update is not None:
                             before_update[step] = sampler.curriculum.scheduler.successes.tolist()
                     sampler.update(batch=data)
+                    if step in checkpoints and before_update is not None:
+                        out.setdefault("after_update", {})[step] = sampler.curriculum.scheduler.successes.tolist()
                 else:
                     assert trainer._update_actor(data) == "actor updated"
                     if step in checkpoints:
@@ -165,6 +169,18 @@ def main() -> None:
         steps = fit(trainer2, sampler2, ckpt, at_start=loaded)
         out["resumed"][str(ckpt)] = {"steps": steps, "loaded_a": loaded[0],
                                      "final_a": sampler2.curriculum.scheduler.successes.tolist()}
+    if integration.NATIVE_UPDATE:  # trainer.resume_mode=resume_path, default_local_dir elsewhere: the
+        # after-update state comes from the folder resumed from
+        moved = cfg.copy()
+        moved.trainer.default_local_dir = work + ".elsewhere"
+        moved.trainer.resume_mode, moved.trainer.resume_from_path = "resume_path", os.path.join(work, "global_step_2")
+        trainer3, sampler3 = build(moved)
+        trainer3.train_dataloader.load_state_dict(
+            torch.load(os.path.join(work, "global_step_2", "data.pt"), weights_only=False))
+        loaded = []
+        steps = fit(trainer3, sampler3, 2, at_start=loaded)
+        out["resumed_path"] = {"steps": steps, "loaded_a": loaded[0],
+                               "final_a": sampler3.curriculum.scheduler.successes.tolist()}
     with open(out_path, "w") as fh:
         json.dump(out, fh)
 
