@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup verl-env demo test test-fast bench lint clean
+.PHONY: setup setup-gpu verl-env demo test test-fast test-gpu bench lint clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,20 @@ $(VERL_ENV)/.stamp: tests/verl_env.txt $(STAMP)
 	for v in $(VERL_VERSIONS); do $(PY) -m pip install -q --no-deps --target $(VERL_ENV)/$$v "verl==$$v" || exit 1; done
 	touch $@
 
+# GPU machines: a venv of its own with CUDA vLLM (`.[gpu]`), never beside the CPU build `make setup` installs.
+GPU_VENV := .venv-gpu
+GPU_PY := $(GPU_VENV)/bin/python
+GPU_STAMP := $(GPU_VENV)/.setup-stamp
+
+setup-gpu: $(GPU_STAMP)
+
+$(GPU_STAMP): pyproject.toml
+	test -x $(GPU_PY) || $(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_PY) -m pip install -q --upgrade "pip>=24"
+	$(GPU_PY) -m pip install -q -e ".[gpu,dev]"
+	$(GPU_PY) -c "import vllm, deepspeed, math_verify, polars, datasets, torch; import transformers.models.qwen2.modeling_qwen2; print('setup-gpu: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ', torch', torch.__version__, ')')"
+	touch $(GPU_STAMP)
+
 demo: setup
 	$(VENV)/bin/grpo demo
 
@@ -41,6 +55,12 @@ test: setup verl-env
 test-fast: setup
 	$(PY) -m pytest -m "not gpu and not slow" $(PYTEST_ARGS)
 
+# Every test marked `gpu` (tests/gpu): refuses to run where torch sees no CUDA device, since there every
+# one of them would be skipped and the run would look like a pass. The NCCL tests need 2 GPUs.
+test-gpu: setup-gpu
+	$(GPU_PY) -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 'make test-gpu: torch sees no CUDA device, every GPU test would be skipped')"
+	$(GPU_PY) -m pytest -m gpu tests/gpu --durations=0 $(PYTEST_ARGS)
+
 bench: setup
 	$(VENV)/bin/grpo bench all
 
@@ -48,4 +68,4 @@ lint: setup
 	$(VENV)/bin/ruff check grpo_data grpo_train pipelines tests bench
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(GPU_VENV) *.egg-info .pytest_cache .ruff_cache

@@ -12,7 +12,7 @@ def pytest_collection_modifyitems(config, items):
         has_cuda = False
     if has_cuda:
         return
-    skip = pytest.mark.skip(reason="needs CUDA")
+    skip = pytest.mark.skip(reason="needs CUDA: torch.cuda.is_available() is False here (on a GPU machine: make test-gpu)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
