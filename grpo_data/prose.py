@@ -28,6 +28,7 @@ two", "no two"), "one", or a fraction or scale word ("three quarters"). The veri
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _MARKDOWN = re.compile(r"\*\*|__|\*|`|^#+\s*", re.M)
 _PARAGRAPHS = re.compile(r"\n\s*\n")
@@ -154,11 +155,16 @@ def final_sentence(text: str) -> str | None:
     return sentences[-1] if sentences else None
 
 
-def final_polarity(text: str) -> str | None:
+def _nothing_follows(after: str, said: str) -> bool:
+    return not after.strip()
+
+
+def final_polarity(text: str, followup_ok: Callable[[str, str], bool] = _nothing_follows) -> str | None:
     """"yes"/"no" of a text's final answer in prose: a leading yes/no word opening the last sentence
     (`polarity`) or the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
-    when nothing in that paragraph hedges, corrects or contradicts it ("No, wait. Actually ..." and
-    "Yes! No!" are not read)."""
+    when `followup_ok(the sentences after it, "yes"/"no")` accepts what follows it (the verifier passes
+    `grpo_data.committed.followup_ok`, a whitelist; by default nothing may follow). "No, wait. Actually
+    ...", "Yes. Just kidding." and "Yes! No!" are not read."""
     sentences = _last_paragraph(text)
     if not sentences:
         return None
@@ -167,7 +173,7 @@ def final_polarity(text: str) -> str | None:
     said = polarity(sentences[-1])
     if said is None:
         first = polarity(sentences[0])
-        if first and not any(_takes_back(t) for t in sentences[1:]):
+        if first and not any(_takes_back(t) for t in sentences[1:]) and followup_ok(" ".join(sentences[1:]), first):
             said = first
     return said if said is not None and leads <= {said} else None
 
@@ -184,10 +190,12 @@ def _plain(sentence: str) -> str:
 
 # After a leading yes/no word only nothing, or one restatement clause opened by these words, is read
 # ("Yes, it is possible.", "No, such a tiling does not exist.", "No, there is no such sequence.",
-# "Yes, the sum is even.", "Yes, because f is not constant": it opens with one of these words and holds
+# "Yes, the sum is even.", "Yes, because f is not constant", "Yes, we can.", "No, 15 is not prime.": it
+# opens with one of these words or a number and holds
 # no comma, semicolon or colon): a whitelist, since the ways to qualify an answer ("Yes, usually.", "Yes,
 # under the Riemann hypothesis.", "Yes, apart from n = 3.", "Yes, n even") cannot all be listed.
-_RESTATEMENT = re.compile(r"(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since)\b[^,;:]*", re.I)
+_RESTATEMENT = re.compile(r"(?:(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since|we|you"
+                          r"|one)\b|\d+(?=\s+[a-z]))[^,;:]*", re.I)
 # A second thought after an answer: "Yes. Scratch that.", "No. Correction: it holds.", "Yes. Not really."
 _SECOND_THOUGHT = re.compile(r"\b(?:scratch that|never ?mind|oops|nope|not really|corrections?|reconsider\w*|second thoughts?"
                              r"|on reflection|on further reflection|wrong|incorrect|actually|wait|hmm+|retract\w*"
@@ -231,7 +239,17 @@ def polarity(sentence: str) -> str | None:
     raw_lead = _LEADING.match(raw.strip())
     if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw):
         return None
-    return lead.group(1).lower()
+    return _unless_denied(lead.group(1).lower(), text[lead.end():])
+
+
+def _unless_denied(said: str, rest: str) -> str | None:
+    """`said`, or None when a "yes" is restated with a negation ("Yes, we cannot.", "Yes, it is not
+    possible."): a yes and a denial answer "Is it possible?" oppositely, and the question is not seen.
+    A reason may deny ("Yes, because no prime divides it.")."""
+    if said == "yes" and _NEGATING_WORD.search(rest) and not re.match(r"[\s,.!;:\-\u2014\u2013]*(?:because|since)\b",
+                                                                      rest, re.I):
+        return None
+    return said
 
 
 def answer_polarity(answer: str) -> str | None:
@@ -243,7 +261,7 @@ def answer_polarity(answer: str) -> str | None:
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
     if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():]):
         return None
-    return lead.group(1).lower()
+    return _unless_denied(lead.group(1).lower(), _prose(text[lead.end():]))
 
 
 def is_short_denial(answer: str) -> bool:
@@ -287,7 +305,7 @@ def _none_grammar(body: str, kinds: list[str]) -> bool:
     noun = adj + _NOUN + r"(?:\s+of\s+(?!(?:the|this|that|these|those)\b)" + _NOUN + r"(?:\s+" + _NOUN + r")?)?(?:\s+[a-z])?"
     other = r"(?:\s+and\s+(?:an?\s+)?(?:" + _KIND + r"\s+)?" + _NOUN + r"(?:\s+[a-z])?)?"
     domain = r"(?:\s+(?:in|among|over)\s+(?:the\s+)?(?:set\s+of\s+)?" + _KIND + r"s?)?"
-    tail = r"(?:\s+(?:exists?|works?|satisf(?:y|ies)|(?:such\s+)?that\b.*|satisfying\b.*|for\s+which\b.*|with\b.*|which\b.*))?"
+    tail = r"(?:\s+(?:exists?|works?|satisf(?:y|ies)|(?:such\s+)?that\b.*|satisfying\b.*|for\s+which\b.*|which\b.*))?"
     shapes = [
         r"there\s+(?:(?:is|are|exists?)\s+no|(?:does|do)\s+not\s+exist(?:\s+(?:an?|any))?|(?:doesn't|don't)\s+exist"
         r"(?:\s+(?:an?|any))?)\s+" + noun + other + domain + tail,
@@ -358,36 +376,88 @@ _COMPARATOR = re.compile(r"\b(?:more|less|fewer|greater|larger|smaller|bigger|le
 
 # A number that is not the count: a question ("Is it two?"), a complement ("All but two"), a count of
 # something else ("Two pairs of them"), arithmetic ("two plus one"), an index ("inequality 2",
-# "case 3") or an ordinal ("the second one").
+# "case 3"; not a verb or copula before the number: "The number of correct inequalities is 2.", "It
+# happens 5 times.") or an ordinal ("the second one").
 _COUNT_TWIST = re.compile(r"\?|\b(?:all but|but|pairs?|couples?|groups?|sets?|plus|minus|double|doubled|triple|tripled"
                           r"|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))\b"
-                          r"|\b[a-z]{2,}\s+\(?#?\d+\)?(?!\s*(?:of|out|among)\b)(?=\s*(?:[.,;:!)]|$|holds?|works?|is|are|can|must|will))", re.I)
+                          r"|\b(?!(?:is|are|was|were|be|equals?|makes?|gives?|exactly|precisely|just|totals?|to|happens?|occurs?"
+                          r"|appears?|remains?|has|have|had|gets?|yields?|takes?|needs?|exists?)\b)[a-z]{2,}"
+                          r"\s+\(?#?\d+\)?(?!\s*(?:of|out|among)\b)(?=\s*(?:[.,;:!)]|$|holds?|works?|is|are|can|must|will))", re.I)
+
+
+# A count of the complement: "Two of them fail." counts the ones that do not hold, against a gold that
+# counts the ones that do ("do not hold" is a negation, refused already).
+_COMPLEMENT = re.compile(r"\b(?:fail\w*|false|untrue|invalid|violat\w*|break\w*|broken|exclud\w*|eliminat\w*|discard\w*"
+                         r"|reject\w*|remov\w*|impossible|unsatisf\w*|contradict\w*|wrong|incorrect)\b", re.I)
+# Plural words after a number that are verbs, not its unit ("2 holds" is odd English but no unit).
+_NOT_UNITS = frozenset({"is", "was", "has", "does", "holds", "works", "remains", "satisfies", "exists", "equals", "makes",
+                        "gives", "yields", "lies", "occurs", "happens", "appears", "follows", "means", "always", "times"})
+
+
+def singular(word: str) -> str:
+    """"inequalities" -> "inequality", "boxes" -> "box", "times" -> "time": an English plural's singular,
+    for comparing a count's unit with the gold's."""
+    w = word.lower()
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("es") and re.search(r"(?:s|x|z|ch|sh)es$", w):
+        return w[:-2]
+    return w[:-1] if w.endswith("s") and not w.endswith("ss") else w
+
+
+def _unit_differs(text: str, unit: str) -> bool:
+    """A number in the sentence carries a plural unit other than `unit` ("There are 2 equations." against
+    "inequalities"), or the sentence counts another thing ("The number of equations is 2.")."""
+    want = singular(unit.split()[-1]) if unit else ""
+    if not want:
+        return False
+    for m in _NUMBER_TOKEN.finditer(text):
+        after = re.match(r"\s+([A-Za-z]{3,})", text[m.end():])
+        if after and singular(after.group(1)) != want and (
+                after.group(1).lower().endswith("s") and after.group(1).lower() not in _NOT_UNITS):
+            return True
+    counted = re.search(r"\bnumber of (?:[a-z\-]+ ){0,2}?([a-z]{3,})(?= (?:is|equals|was)\b)", text, re.I)
+    return bool(counted and singular(counted.group(1)) != want)
+
+
+def _without_unit(text: str, unit: str) -> str:
+    """The text with the gold's own unit word after a number taken off ("It happens 5 times." -> "It
+    happens 5."): "times" there is the unit, not a product."""
+    word = unit.split()[-1] if unit else ""
+    if not word:
+        return text
+    return re.sub(r"(?<=[\w])\s+" + re.escape(word) + r"(?=\s*[.!]?\s*$)", "", text.rstrip(), flags=re.I)
 
 
 def _count_twisted(text: str) -> bool:
     """The sentence hedges, conditions or takes back a number, or its number is not the count
-    (`_COUNT_TWIST`): "Maybe two of them hold.", "Two of them can hold if n is even.", "Is it two?"."""
+    (`_COUNT_TWIST`, `_COMPLEMENT`): "Maybe two of them hold.", "Two of them can hold if n is even.",
+    "Is it two?", "Two of them fail."."""
     return bool(_HEDGE.search(text) or _CONDITION.search(text) or _SECOND_THOUGHT.search(text) or _COUNT_TWIST.search(text)
-                or _MORE_CONDITION.search(re.sub(r"\bat most\b", "", text, flags=re.I)))
+                or _COMPLEMENT.search(text) or _MORE_CONDITION.search(re.sub(r"\bat most\b", "", text, flags=re.I)))
 
 
-def count_refused(sentence: str) -> bool:
+def count_refused(sentence: str, unit: str = "") -> bool:
     """True when the sentence holds a number that `stated_count` refuses to read as a count for a hedge,
-    condition, question, index or other twist ("Only inequality 2 holds."): math-verify, which would
+    condition, question, index, complement or other twist ("Only inequality 2 holds.", "Two of them
+    fail."), or a unit other than the gold's `unit` ("There are 2 equations."): math-verify, which would
     take that number, is not asked either."""
-    text = _prose(sentence)
-    return bool(_NUMBER_TOKEN.search(sentence)) and (_count_twisted(text) or bool(_SCALE_WORD.search(text)))
+    text = _without_unit(_prose(sentence), unit)
+    return bool(_NUMBER_TOKEN.search(sentence)) and (_count_twisted(text) or bool(_SCALE_WORD.search(text))
+                                                     or _unit_differs(text, unit))
 
 
-def stated_count(sentence: str) -> float | None:
+def stated_count(sentence: str, unit: str = "") -> float | None:
     """The one number a sentence states, in digits or words ("At most two of them can hold" -> 2,
     "twenty-one" -> 21); "no such ..." states 0. None when it states none or two different ones, bounds
     or approximates it (`_COMPARATOR`), negates it ("No two of them can hold"), or holds a scale or
-    fraction word ("three quarters", "two thousand"); "one" alone is not read ("no one", "the smaller one")."""
-    text = _prose(sentence)
+    fraction word ("three quarters", "two thousand"); "one" alone is not read ("no one", "the smaller one").
+    With the gold's `unit` ("times", "inequalities"), a number with that unit is read ("It happens 5
+    times.") and one with another plural unit is not ("There are 2 equations.")."""
+    text = _without_unit(_prose(sentence), unit)
     if _SCALE_WORD.search(text) or _COMPARATOR.search(text):
         return None
-    if _count_twisted(text):
+    if _count_twisted(text) or _unit_differs(text, unit):
         return None
     values = set()
     for m in _NUMBER_TOKEN.finditer(text):
