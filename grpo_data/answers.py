@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 
+from grpo_data.committed import followup_ok
 from grpo_data.prose import (
     answer_polarity,
     final_polarity,
@@ -209,6 +210,12 @@ def count_of(text: str) -> str | None:
     return m.group(1)
 
 
+def count_unit(text: str) -> str | None:
+    """The unit words of a count answer ("2 inequalities" -> "inequalities"), or None."""
+    m = _COUNT.match(unwrap(text))
+    return m.group(2) if m is not None and count_of(text) is not None else None
+
+
 _EMPTY_SET = re.compile(r"\\(?:emptyset|varnothing)|\\\{\s*\\\}|\u2205|\\left\\\{\s*\\right\\\}")
 
 
@@ -226,8 +233,9 @@ def gold_claim(gold: str) -> str | None:
     return "none" if w is not None and _NONE_GOLD.match(w) else None
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} (or \\fbox{...}) with balanced braces, else None."""
+def _last_boxed_span(text: str) -> tuple[int, str | None] | None:
+    """(end index, content) of the last \\boxed{...} (or, without one, \\fbox{...}); content None when its
+    braces do not balance or it is empty; None when there is no box."""
     for marker in ("\\boxed{", "\\fbox{"):
         start = text.rfind(marker)
         if start < 0:
@@ -240,9 +248,42 @@ def last_boxed(text: str) -> str | None:
             elif text[j] == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[i:j].strip() or None
-        return None  # unbalanced
+                    return j + 1, text[i:j].strip() or None
+        return len(text), None  # unbalanced
     return None
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last \\boxed{...} (or \\fbox{...}) with balanced braces, else None."""
+    span = _last_boxed_span(text)
+    return None if span is None else span[1]
+
+
+def boxed_answers(text: str) -> list[str]:
+    """The contents of every \\boxed{...} with balanced braces, in order ("\\boxed{No}\\boxed{Yes}" ->
+    ["No", "Yes"])."""
+    found, start = [], text.find("\\boxed{")
+    while start >= 0:
+        depth, i, resume = 1, start + len("\\boxed{"), start + 1
+        for j in range(i, len(text)):
+            depth += (text[j] == "{") - (text[j] == "}")
+            if depth == 0:
+                found.append(text[i:j].strip())
+                resume = j + 1  # a box inside this one is part of its content
+                break
+        start = text.find("\\boxed{", resume)
+    return found
+
+
+def after_final_answer(pred: str) -> str:
+    """The text after the prediction's final answer (`final_answer_text`): after the last `\\boxed{}`,
+    else after the last "answer is X" clause; "" when there is no answer."""
+    span = _last_boxed_span(pred)
+    if span is not None:
+        return pred[span[0]:]
+    plain = _MARKDOWN.sub("", pred)
+    ends = [m.end() for m in _ANCHOR.finditer(plain)]
+    return plain[ends[-1]:] if ends else ""
 
 
 def final_answer_text(pred: str) -> str | None:
@@ -303,15 +344,45 @@ def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
     return parsed[1], answer
 
 
+def two_boxed(pred: str, kind: str) -> list[str]:
+    """The prediction's boxed answers when they state different answers ("\\boxed{No}\\boxed{Yes}",
+    "\\boxed{C} ... \\boxed{(D)}"), compared as `kind` ("choice" by letter, else by words); [] when
+    they agree or there are fewer than two. Two answers are never a right one."""
+    boxes = boxed_answers(pred)
+    if kind == "choice":
+        said = {_named_letter(b) or unwrap(b).lower() for b in boxes}
+    else:
+        said = {" ".join(flatten_text(unwrap(b)).lower().split()).rstrip(".") for b in boxes}
+    return boxes if len(said) > 1 else []
+
+
+def _followup_kind(gold: str, kind: str, answer: str) -> tuple[str, str]:
+    """(kind, answer) for `followup_ok`: what competes with the answer after it."""
+    if kind == "choice":
+        return "choice", answer
+    claim = gold_claim(gold)
+    if claim in ("yes", "no"):
+        return "yesno", claim
+    return ("number", answer) if kind == "count" else ("text", answer)
+
+
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     """(correct, detail) of a choice or text answer. correct is None with detail "" when the prediction
     holds no answer (no `\\boxed{}`, no "answer is X", or an "answer is X" that later text takes back):
-    `judge_prose` may still read its final sentence; None with the answer as detail when its answer
-    cannot be judged without the question (`judge_answer`): nothing else in the text is read then."""
+    `judge_prose` may still read its final sentence; None with a detail when its answer cannot be judged
+    without the question (`judge_answer`), or when a right answer is followed by more than a closing
+    remark (`grpo_data.committed.followup_ok`: "The answer is C. Or D."): nothing else in the text is
+    read then. Two boxed answers that differ ("\\boxed{No}\\boxed{Yes}") are wrong."""
     answer = final_answer_text(pred)
     if answer is None or answer_taken_back(pred):
         return None, ""
-    return judge_answer(gold, answer, kind), answer[:80]
+    boxes = two_boxed(pred, kind)
+    if boxes:
+        return False, "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:])
+    correct = judge_answer(gold, answer, kind)
+    if correct and not followup_ok(after_final_answer(pred), *_followup_kind(gold, kind, answer)):
+        return None, "text after the answer: " + after_final_answer(pred).strip()[:60]
+    return correct, answer[:80]
 
 
 def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
@@ -353,6 +424,10 @@ def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
     return claim == "none" and (says_none(flatten_text(unwrap(answer)), words(gold) or "") or is_empty_set(answer))
 
 
+def _yes_no_followup(after: str, said: str) -> bool:
+    return followup_ok(after, "yesno", said)
+
+
 def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     """(correct, what was read) from the prediction's final sentence, for a Yes/No, "none" or count gold
     (`kind` "text", "count" or "number"); correct None when the sentence says nothing unambiguous.
@@ -364,10 +439,10 @@ def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
         claim = gold_claim(gold)
         if claim == "none":
             return (True, "none") if final_says_none(pred, words(gold) or "") else (None, "")
-        said = final_polarity(pred) if claim in ("yes", "no") else None
+        said = final_polarity(pred, _yes_no_followup) if claim in ("yes", "no") else None
         return (None, "") if said is None else (said == claim, said)
     number = count_of(gold) if kind == "count" else bare_number(gold) if kind == "number" else None
-    count = stated_count(sentence)
+    count = stated_count(sentence, count_unit(gold) or "")
     if number is None or count is None or "/" in number or "frac" in number:
         return None, ""
     return count == float(number), f"{count:g}"

@@ -47,12 +47,14 @@ from grpo_data.answers import (
     _MATH_WORDS,
     _OPERATOR_WORDS,
     _SCALE_WORDS,
+    after_final_answer,
     anchored_answers,
     answer_kind,
     answer_taken_back,
     bare_number,
     choice_value_claim,
     count_of,
+    count_unit,
     final_answer_text,
     for_math,
     is_empty_set,
@@ -61,8 +63,10 @@ from grpo_data.answers import (
     judge_string,
     last_boxed,
     numbers_in,
+    two_boxed,
     unwrap,
 )
+from grpo_data.committed import followup_ok, retracted
 from grpo_data.prose import (
     _COMPARATOR,
     _NEGATING_WORD,
@@ -72,6 +76,8 @@ from grpo_data.prose import (
     final_sentence,
     flatten_text,
     says_none,
+    singular,
+    stated_count,
 )
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
@@ -81,7 +87,7 @@ REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
 # The modules whose code decides a verdict and whether it counts as correct (the pool's, which turns a
 # hang or a crash into "timeout"/"error", included): their code is the verifier's version beside
 # math-verify's (`rules_hash`).
-RULE_MODULES = ("verify.py", "answers.py", "prose.py", "rewards.py", "verify_pool.py")
+RULE_MODULES = ("verify.py", "answers.py", "prose.py", "committed.py", "rewards.py", "verify_pool.py")
 # (gold, prediction) pairs whose verdicts fingerprint the judging stack as it runs (`verdict_fingerprint`):
 # each path of `verify_answer` (numbers, fractions, LaTeX, sets and intervals, choices, words, counts,
 # percents, prose, no answer, an answer followed by more than pred_tail_chars of text) and forms whose
@@ -338,15 +344,23 @@ def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
     else goes to math-verify (and the final sentence) with the number alone. (math-verify alone reads
     the gold as a product of letters, so nothing here departs from a verdict it gets right.)"""
-    number = count_of(gold)
+    number, unit = count_of(gold), count_unit(gold) or ""
     if answer_taken_back(text):  # "The answer is 2. Hmm, wait, it is 3."
         return _unread(text)
     answer = final_answer_text(text)
     if answer is not None and last_boxed(text) is None and len(
             {" ".join(a.split()).rstrip(".").lower() for a in anchored_answers(text)}) > 1:
         return _unread(text)  # "The final answer is 3. The answer is 2.": a later answer takes back the first
+    boxes = two_boxed(text, "count")
+    if boxes:  # "\\boxed{2} ... \\boxed{3}": two answers
+        return _judged(False, boxes[-1], "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:]))
     stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
     if stated is not None and "/" not in stated and "frac" not in stated:
+        said_unit = count_unit(answer)
+        if said_unit and unit and singular(said_unit.split()[-1]) != singular(unit.split()[-1]):
+            return _unread(text)  # "2 equations" against "2 inequalities": a count of something else
+        if float(stated) == float(number) and not followup_ok(after_final_answer(text), "number", answer):
+            return _unread(text)  # "The answer is 2. Edit: 3."
         return _judged(float(stated) == float(number), answer)
     if answer is not None:
         flat = flatten_text(unwrap(answer))
@@ -359,8 +373,12 @@ def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
             return _judged(False, answer)
         return _judge_math(number, "\\boxed{" + answer + "}", clock, "number")  # the answer only, not the whole text
     sentence = final_sentence(text)
-    if sentence is not None and count_refused(sentence):  # "Only inequality 2 holds.": a number that is no count
+    if sentence is not None and count_refused(sentence, unit):  # "Only inequality 2 holds.": a number that is no count
         return _unread(text)
+    if sentence is not None and unit and answer is None:  # "It happens 5 times.": the unit is the gold's, read here
+        count = stated_count(sentence, unit)
+        if count is not None:
+            return _judged(count == float(number), f"{count:g}")
     return _judge_math(number, text, clock, "number")
 
 
@@ -410,7 +428,21 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
+    if ok and _unsettled(text):
+        return _unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
+
+
+def _unsettled(text: str) -> bool:
+    """A right math answer that the text after it unsettles: an "answer is X" clause (no `\\boxed{}`)
+    followed by more than a closing remark (`followup_ok`: "The answer is 2. Edit: 3."), or a boxed
+    answer followed by a take-back (`retracted`: "\\boxed{4}. Hmm, that seems off."). After a box only
+    words of doubt are looked for: math-verify's own tables credit boxed answers followed by whole
+    explanations, and this verifier is not worse than math-verify there."""
+    if last_boxed(text) is not None:
+        return retracted(after_final_answer(text))
+    answer = final_answer_text(text)
+    return answer is not None and (answer_taken_back(text) or not followup_ok(after_final_answer(text), "math", answer))
 
 
 def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
