@@ -30,21 +30,20 @@ from grpo_data.prose import (
     _HEDGE,
     _MORE_CONDITION,
     _NEGATING_WORD,
-    _NUMBER_TOKEN,
-    _NUMBER_WORDS,
     _OTHER_ANSWER,
     _SECOND_THOUGHT,
     _SENTENCE_END,
-    _TENS,
-    _UNITS,
     flatten_text,
+    number_values,
 )
 
 MAX_FOLLOWUPS = 3      # sentences after the answer; more is continued reasoning, not a closing remark
 MAX_FOLLOWUP_CHARS = 400
 
 # The end of the model's turn: a chat-template token; what follows is the template's, not an answer.
-_TURN_END = re.compile(r"<\|[A-Za-z_]{1,40}\|>|</s>|<eos>|<end_of_turn>")
+# Only tokens that end or open a turn: "<|begin_of_thought|>" and the like sit inside an answer.
+_TURN_END = re.compile(r"<\|(?:im_end|im_start|endoftext|end_of_text|eot_id|end|user|assistant|start_header_id)\|>"
+                       r"|</s>|<eos>|<end_of_turn>")
 _MARKUP = re.compile(r"\*\*|__|`|^#+\s*", re.M)
 # What may sit right after an answer before any words: closing braces and math delimiters, punctuation.
 _CLOSERS = re.compile(r"^(?:\s|[.!,;:)\]}$]|\\[\])]|\\quad|\\qquad|\\,|\\;|\\!)+")
@@ -73,19 +72,18 @@ def end_of_turn(text: str) -> str:
     return text if m is None else text[:m.start()]
 
 
+def without_closing(text: str) -> str:
+    """The text up to the end of the model's turn (`end_of_turn`), without a final "I hope it is
+    correct." line: what is left ends with the answer when nothing else follows it."""
+    text = end_of_turn(text).rstrip()
+    m = re.search(r"(?:^|(?<=[\s.!$\]}]))" + _BOILERPLATE.pattern + r"\s*$", text, re.I)
+    return text[:m.start()].rstrip() if m else text
+
+
 def _numbers(text: str) -> set[float]:
-    """The numbers a text states, in digits or words ("twenty-one" -> 21, "2" -> 2); thousands
-    separators ("12,\\!000") are not read as two numbers."""
-    flat = re.sub(r"(?<=\d),(?:\\!)?(?=\d{3}(?!\d))", "", text)
-    found = set()
-    for m in _NUMBER_TOKEN.finditer(flat):
-        if m.group("digits"):
-            found.add(float(m.group("digits").lstrip("-")))
-        elif m.group("tens"):
-            found.add(float(_NUMBER_WORDS[m.group("tens").lower()] + _UNITS[m.group("unit").lower()]))
-        else:
-            found.add(float(_NUMBER_WORDS[m.group("word").lower()]))
-    return found
+    """The numbers a text states, their signs off (`number_values`); thousands separators
+    ("12,\\!000") are not read as two numbers."""
+    return {abs(v) for v in number_values(re.sub(r"(?<=\d),(?:\\!)?(?=\d{3}(?!\d))", "", text))}
 
 
 def _letters(text: str) -> set[str]:

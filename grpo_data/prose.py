@@ -447,6 +447,19 @@ def count_refused(sentence: str, unit: str = "") -> bool:
                                                      or _unit_differs(text, unit))
 
 
+def number_values(text: str) -> set[float]:
+    """The values of the numbers a text holds in digits or words (`_NUMBER_TOKEN`: "twenty-one" -> 21)."""
+    values = set()
+    for m in _NUMBER_TOKEN.finditer(text):
+        if m.group("digits"):
+            values.add(float(m.group("digits")))
+        elif m.group("tens"):
+            values.add(float(_NUMBER_WORDS[m.group("tens").lower()] + _UNITS[m.group("unit").lower()]))
+        else:
+            values.add(float(_NUMBER_WORDS[m.group("word").lower()]))
+    return values
+
+
 def stated_count(sentence: str, unit: str = "") -> float | None:
     """The one number a sentence states, in digits or words ("At most two of them can hold" -> 2,
     "twenty-one" -> 21); "no such ..." states 0. None when it states none or two different ones, bounds
@@ -459,14 +472,7 @@ def stated_count(sentence: str, unit: str = "") -> float | None:
         return None
     if _count_twisted(text) or _unit_differs(text, unit):
         return None
-    values = set()
-    for m in _NUMBER_TOKEN.finditer(text):
-        if m.group("digits"):
-            values.add(float(m.group("digits")))
-        elif m.group("tens"):
-            values.add(float(_NUMBER_WORDS[m.group("tens").lower()] + _UNITS[m.group("unit").lower()]))
-        else:
-            values.add(float(_NUMBER_WORDS[m.group("word").lower()]))
+    values = number_values(text)
     if not values:
         return 0.0 if says_none(sentence) else None
     if _NEGATING_WORD.search(text):

@@ -66,7 +66,7 @@ from grpo_data.answers import (
     two_boxed,
     unwrap,
 )
-from grpo_data.committed import followup_ok, retracted
+from grpo_data.committed import followup_ok, retracted, without_closing
 from grpo_data.prose import (
     _COMPARATOR,
     _NEGATING_WORD,
@@ -327,7 +327,7 @@ def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
         correct, said = judge_prose(gold, text, kind)
         if correct is not None:
             return _judged(correct, said)
-    m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
+    m = _WHOLE_FINAL_MATH.search(without_closing(_MARKDOWN.sub("", text)))
     if m is None or answer_kind(m.group(1)) != kind:
         return _unread(text)
     correct = judge_answer(gold, m.group(1), kind)
