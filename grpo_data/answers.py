@@ -294,12 +294,29 @@ def final_answer_text(pred: str) -> str | None:
     found = None
     for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)):
         found = m.group("ans")
-    return found.strip() if found else None
+    answer = _innermost(found) if found else ""  # the last clause, even when it names nothing
+    return answer or None
+
+
+# "Final Answer: The final answer is (C)": the Minerva format names the answer twice
+_NESTED_ANCHOR = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is|\s*[:=])\s*:?\s*", re.I)
+
+
+def _innermost(answer: str) -> str:
+    """"The final answer is (C)" -> "(C)": the X of an "answer is X" clause inside another one's."""
+    for _ in range(3):
+        m = _NESTED_ANCHOR.match(answer)
+        if m is None:
+            break
+        answer = answer[m.end():]
+    return answer.strip()
 
 
 def anchored_answers(pred: str) -> list[str]:
-    """Every "answer is X" clause's X, in order ("The final answer is 3. The answer is 2." -> ["3", "2"])."""
-    return [m.group("ans").strip() for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)) if m.group("ans").strip()]
+    """Every "answer is X" clause's X, in order ("The final answer is 3. The answer is 2." -> ["3", "2"];
+    "Final Answer: The final answer is 3." -> ["3"])."""
+    found = [_innermost(m.group("ans")) for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred))]
+    return [a for a in found if a]
 
 
 def answer_taken_back(pred: str) -> bool:
