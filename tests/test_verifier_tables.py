@@ -48,6 +48,10 @@ def test_tables_are_well_formed():
     assert len(second) >= 45 and all(r["expected"] != "ok" for r in second)  # lists, hedges, inverted or partial denials
     third = [r for r in PROSE if r["source"].startswith("third review 2026-12-03 (adversarial)")]
     assert len(third) >= 12 and all(r["expected"] == "no_answer" for r in third)  # negatively phrased questions
+    fourth = [r for r in PROSE if r["source"].startswith("review 2026-12-03 (fourth review, false ok)")]
+    assert len(fourth) >= 14 and all(r["expected"] != "ok" for r in fourth)  # what follows an answer, units, complements
+    fixed = [r for r in PROSE if r["source"].startswith("review 2026-12-03 (fourth review, false negative)")]
+    assert len(fixed) >= 5 and all(r["expected"] == "ok" and "known_miss" not in r for r in fixed)
     assert all(r["source"] for r in MATH_VERIFY + PROSE)
 
 
