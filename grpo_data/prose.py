@@ -380,9 +380,13 @@ _COMPARATOR = re.compile(r"\b(?:more|less|fewer|greater|larger|smaller|bigger|le
 # happens 5 times.") or an ordinal ("the second one").
 _COUNT_TWIST = re.compile(r"\?|\b(?:all but|but|pairs?|couples?|groups?|sets?|plus|minus|double|doubled|triple|tripled"
                           r"|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))\b"
-                          r"|\b(?!(?:is|are|was|were|be|equals?|makes?|gives?|exactly|precisely|just|totals?|to|happens?|occurs?"
-                          r"|appears?|remains?|has|have|had|gets?|yields?|takes?|needs?|exists?)\b)[a-z]{2,}"
+                          r"|\b(?!(?:is|are|was|were|be|equals?|totals?|happens?|occurs?|appears?|has|have|had|gets?"
+                          r"|yields?|takes?|needs?|exists?)\b)[a-z]{2,}"
                           r"\s+\(?#?\d+\)?(?!\s*(?:of|out|among)\b)(?=\s*(?:[.,;:!)]|$|holds?|works?|is|are|can|must|will))", re.I)
+# "The true statement is 2." names statement 2 (an index), "The number of true statements is 2." a count:
+# a number after a copula is read only in a sentence that says it counts.
+_COPULA_NUMBER = re.compile(r"\b(?:is|are|was|were|be|equals?|totals?)\s+\(?#?\d+\)?(?=\s*(?:[.,;:!)]|$))", re.I)
+_COUNTS = re.compile(r"\b(?:number|count|total|amount) of\b|\bhow many\b", re.I)
 
 
 # A count of the complement: "Two of them fail." counts the ones that do not hold, against a gold that
@@ -434,7 +438,7 @@ def _count_twisted(text: str) -> bool:
     (`_COUNT_TWIST`, `_COMPLEMENT`): "Maybe two of them hold.", "Two of them can hold if n is even.",
     "Is it two?", "Two of them fail."."""
     return bool(_HEDGE.search(text) or _CONDITION.search(text) or _SECOND_THOUGHT.search(text) or _COUNT_TWIST.search(text)
-                or _COMPLEMENT.search(text) or _MORE_CONDITION.search(re.sub(r"\bat most\b", "", text, flags=re.I)))
+                or (_COPULA_NUMBER.search(text) and not _COUNTS.search(text)) or _COMPLEMENT.search(text) or _MORE_CONDITION.search(re.sub(r"\bat most\b", "", text, flags=re.I)))
 
 
 def count_refused(sentence: str, unit: str = "") -> bool:
