@@ -428,7 +428,7 @@ def _without_unit(text: str, unit: str) -> str:
     """The text with the gold's own unit word after a number taken off ("It happens 5 times." -> "It
     happens 5."): "times" there is the unit, not a product."""
     word = unit.split()[-1] if unit else ""
-    if not word:
+    if not _SCALE_WORD.fullmatch(word):  # only an operator word needs taking off ("times")
         return text
     return re.sub(r"(?<=[\w])\s+" + re.escape(word) + r"(?=\s*[.!]?\s*$)", "", text.rstrip(), flags=re.I)
 
