@@ -18,6 +18,8 @@ Without either, a Yes/No, "none" or count gold is judged on the prediction's fin
 (`grpo_data.prose`: "No, it is not possible." reads as no; an ambiguous sentence reads as nothing).
 A Yes/No answer is only ever a leading yes/no word: "It is impossible." (boxed or not) answers "Is it
 possible?" with no but "Is it impossible?" with yes, and the question is not seen here.
+A right answer followed by more than a closing remark ("The answer is C. Or D.") is no answer, and
+two boxed answers that differ are wrong (`grpo_data.committed`, `judge_string`).
 
 Pure: regexes only, no math-verify, so the loader can classify a million gold answers cheaply.
 """

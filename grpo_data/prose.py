@@ -191,9 +191,9 @@ def _plain(sentence: str) -> str:
 # After a leading yes/no word only nothing, or one restatement clause opened by these words, is read
 # ("Yes, it is possible.", "No, such a tiling does not exist.", "No, there is no such sequence.",
 # "Yes, the sum is even.", "Yes, because f is not constant", "Yes, we can.", "No, 15 is not prime.": it
-# opens with one of these words or a number and holds
-# no comma, semicolon or colon): a whitelist, since the ways to qualify an answer ("Yes, usually.", "Yes,
-# under the Riemann hypothesis.", "Yes, apart from n = 3.", "Yes, n even") cannot all be listed.
+# opens with one of these words or a number and holds no comma, semicolon or colon): a whitelist, since
+# the ways to qualify an answer ("Yes, usually.", "Yes, under the Riemann hypothesis.", "Yes, apart
+# from n = 3.", "Yes, n even") cannot all be listed. A yes restated with a denial is not read (`_unless_denied`).
 _RESTATEMENT = re.compile(r"(?:(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since|we|you"
                           r"|one)\b|\d+(?=\s+[a-z]))[^,;:]*", re.I)
 # A second thought after an answer: "Yes. Scratch that.", "No. Correction: it holds.", "Yes. Not really."

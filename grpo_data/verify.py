@@ -12,8 +12,15 @@ Gold answers that are choice letters or words ("(C)", "Yes") are compared as str
 prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`grpo_data.prose`:
 "No, it is not possible." is no), then a final sentence that is one formula ("Therefore $E$.",
 "So $\\text{odd}$."); a formula elsewhere in the text is no answer. A count gold ("2 inequalities")
-is judged on its number. math-verify's own regression tables run
-through this function in tests/test_verifier_tables.py: where it is right, this is right too.
+is judged on its number, and on its unit when the answer names one ("2 equations" is no answer).
+
+What may follow a committed answer (`grpo_data.committed`): after an "answer is X" clause, a boxed
+choice, text or count answer, or a leading yes/no sentence, only a closing remark (a whitelist: "I
+hope it is correct.", a short restatement or reason naming no other answer), else no_answer ("The
+answer is C. Or D.", "Yes. Just kidding.", "The answer is 2. Edit: 3."). Two boxed answers that differ
+are wrong for those golds. After a boxed math answer only words of doubt are looked for. math-verify's
+own regression tables run through this function in tests/test_verifier_tables.py, and a grid grown
+from them in tests/test_verifier_properties.py: where math-verify is right, this is right too.
 
 Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
 then from LaTeX in `$...$`/`\\[...\\]`, then from a plain number or expression (math-verify's
