@@ -119,3 +119,27 @@ def test_adversarial_list_is_large_enough():
 def test_adversarial_prediction_is_never_ok(gold, pred):
     v = verify_answer(gold, pred)
     assert v.reason in ("wrong", "no_answer"), v
+
+
+def test_followup_reading_is_linear_on_degenerate_input():
+    """What follows an answer is untrusted text: the whitelist's patterns stay linear on long runs of
+    spaces, closers, letters, boxes and numbers. Run in a subprocess with a generous bound, so a
+    regression fails instead of hanging the suite."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from grpo_data.committed import followup_ok, retracted, without_closing\n"
+            "from grpo_data.answers import boxed_answers, after_final_answer\n"
+            "from grpo_data.prose import count_refused, stated_count\n"
+            "texts = ['The answer is C.' + ' ' * 1990 + 'x', '\\\\boxed{2}' + '}$.\\\\]' * 400 + 'x',\n"
+            "         'The answer is C. ' + 'D ' * 990, '\\\\boxed{' * 300, 'The answer is C. ' + '\\\\(' * 600,\n"
+            "         'There are ' + '2 ' * 990 + 'equations', 'The number of ' + 'a ' * 990 + 'is 2.',\n"
+            "         'x' + ' I hope it is correct' * 90]\n"
+            "for t in texts:\n"
+            "    for kind in ('choice', 'yesno', 'number', 'text'):\n"
+            "        followup_ok(t, kind, 'C' if kind == 'choice' else 'yes')\n"
+            "    retracted(t); without_closing(t); boxed_answers(t); after_final_answer(t)\n"
+            "    count_refused(t, 'inequalities'); stated_count(t, 'times')\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=5, cwd=root)
