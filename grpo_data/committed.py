@@ -26,11 +26,13 @@ from __future__ import annotations
 import re
 
 from grpo_data.prose import (
+    _COMPLEMENT,
     _CONDITION,
     _HEDGE,
     _MORE_CONDITION,
     _NEGATING_WORD,
     _OTHER_ANSWER,
+    _SCALE_WORD,
     _SECOND_THOUGHT,
     _SENTENCE_END,
     flatten_text,
@@ -56,10 +58,15 @@ _OPENER = re.compile(r"(?:this|that|these|those|it|it's|its|they|there|here|the|
 # Words that unsettle an answer given just before: a take-back, a joke, an alternative, an addition.
 _TAKE_BACK = re.compile(r"\b(?:edit(?:ed)?|kidding|joking|joke|jk|lol|typo|revis\w*|updat\w*|amend\w*|alternativ\w*|either"
                         r"|or|otherwise|also|too|another|other|equally|false alarm|psych|nah|well|then again|apolog\w*"
-                        r"|sorry|hold on|unless|except|although|though|only|sometimes|not always|at least)\b", re.I)
+                        r"|sorry|hold on|unless|except|although|though|only|sometimes|not always|at least|opposite|contrary|converse"
+                        r"|reverse|reversed|inverse|negation|flip\w*)\b", re.I)
 _TRUTH = re.compile(r"\b(?:true|false|untrue|correct|incorrect|right|wrong|valid|invalid|mistaken)\b", re.I)
-# A choice letter: "(D)", "D", "$D$"; not the article "A" before a lower-case word ("A quick check ...").
-_LETTER = re.compile(r"\(\s*([A-Ja-j])\s*\)|(?<![\w\\])(A(?![\w'])(?!\s+[a-z])|[B-J](?![\w']))")
+# A choice letter: "(D)", "D", "$D$"; not the article "A" before a lower-case word ("A quick check ..."),
+# unless that word is a verb ("A gives 12, which works.").
+_LETTER = re.compile(r"\(\s*([A-Ja-j])\s*\)|(?<![\w\\])(A(?![\w'])(?!\s+(?!(?:is|was|gives|works|holds|also|and|or"
+                     r"|fits|satisfies|yields|equals|can|could|would|must|should|matches|fails|too)\b)[a-z])|[B-J](?![\w']))")
+# "... the answer is no for odd n": the word an "answer is" clause in a closing remark names
+_ANSWER_CLAUSE = re.compile(r"\banswer(?:\s+is|\s*[:=])\s*:?\s*([^\s,.;:!?]*)", re.I)
 # A word that takes an answer back or doubts it: checked after a boxed math answer (see `retracted`).
 _RETRACTING = re.compile(r"\b(?:edit(?:ed)?|kidding|joking|typo|revised|correction|scratch that|never ?mind|oops"
                          r"|false alarm|on second thought|wrong|incorrect|mistake|mistaken|not sure|wait|hmm+|actually"
@@ -115,12 +122,35 @@ def _sentence_ok(sentence: str, kind: str, answer: str) -> bool:
     if (_HEDGE.search(words) or _CONDITION.search(words) or _MORE_CONDITION.search(words) or _SECOND_THOUGHT.search(words)
             or _TAKE_BACK.search(words) or _RETRACTING.search(words)):
         return False
-    if _competes(sentence, kind, answer):
+    if _competes(sentence, kind, answer) or not all(_same_answer(m.group(1), kind, answer)
+                                                   for m in _ANSWER_CLAUSE.finditer(flat)):
         return False
+    if kind in ("number", "math") and (_SCALE_WORD.search(words) or _COMPLEMENT.search(words)):
+        return False  # "That is in thousands.", "These are the ones that fail."
+    if kind == "text" and not _holds_words(words, answer):
+        return False  # "\\boxed{odd}. The parity is even.": only a restatement follows a word answer
+    negations = len(_NEGATING_WORD.findall(words))
+    if kind == "yesno" and _TRUTH.search(words):
+        return False
+    return negations <= (1 if kind == "yesno" and answer == "no" else 0)
+
+
+def _same_answer(named: str, kind: str, answer: str) -> bool:
+    """The word an "answer is" clause in a closing remark names is the committed answer again."""
+    token = flatten_text(named).strip("$()\\{}*").lower()
+    if kind == "choice":
+        return _letters(f"({token})" if len(token) == 1 else token) == _letters(answer)
     if kind == "yesno":
-        negations = len(_NEGATING_WORD.findall(words))
-        return not _TRUTH.search(words) and negations <= (1 if answer == "no" else 0)
-    return True
+        return token == answer
+    if kind == "text":
+        return bool(token) and token in flatten_text(answer).lower().split()
+    return bool(_numbers(token)) and _numbers(token) <= _numbers(flatten_text(answer))
+
+
+def _holds_words(words: str, answer: str) -> bool:
+    """The sentence holds every word of a word answer ("It is odd." restates "odd")."""
+    said = set(re.findall(r"[a-z]+", words.lower()))
+    return set(re.findall(r"[a-z]+", flatten_text(answer).lower())) <= said
 
 
 def followup_ok(after: str, kind: str, answer: str) -> bool:
