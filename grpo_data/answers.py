@@ -30,6 +30,7 @@ import re
 
 from grpo_data.committed import followup_ok
 from grpo_data.prose import (
+    after_final_sentence,
     answer_polarity,
     final_polarity,
     final_says_none,
@@ -447,6 +448,11 @@ def _yes_no_followup(after: str, said: str) -> bool:
     return followup_ok(after, "yesno", said)
 
 
+def none_followup(after: str, said: str) -> bool:
+    """What may follow a "none" final sentence: no number, no other answer (`followup_ok`)."""
+    return followup_ok(after, "number", "")
+
+
 def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     """(correct, what was read) from the prediction's final sentence, for a Yes/No, "none" or count gold
     (`kind` "text", "count" or "number"); correct None when the sentence says nothing unambiguous.
@@ -457,11 +463,13 @@ def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     if kind == "text":
         claim = gold_claim(gold)
         if claim == "none":
-            return (True, "none") if final_says_none(pred, words(gold) or "") else (None, "")
+            return (True, "none") if final_says_none(pred, words(gold) or "", none_followup) else (None, "")
         said = final_polarity(pred, _yes_no_followup) if claim in ("yes", "no") else None
         return (None, "") if said is None else (said == claim, said)
     number = count_of(gold) if kind == "count" else bare_number(gold) if kind == "number" else None
     count = stated_count(sentence, count_unit(gold) or "")
     if number is None or count is None or "/" in number or "frac" in number:
+        return None, ""
+    if not followup_ok(after_final_sentence(pred), "number", f"{count:g}"):  # "Two of them hold.\n\n$$3$$"
         return None, ""
     return count == float(number), f"{count:g}"

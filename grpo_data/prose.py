@@ -132,16 +132,43 @@ def flatten_text(text: str) -> str:
     return " ".join(s.split())
 
 
+def _worded(paragraph: str) -> list[str]:
+    """The paragraph's sentences that hold words, display formulas blanked."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(paragraph)]
+    return [s for s in sentences if _HAS_WORD.search(_INLINE_MATH.sub(" ", s))]
+
+
+def _final_parts(text: str) -> tuple[str, list[str], str, str]:
+    """(paragraph, its worded sentences, the text after its first worded sentence, the text after its
+    last one) for the text's last paragraph that holds words, markdown emphasis removed; the texts
+    after run to the end, trailing formulas and lists included ("Yes.\n\n$$\\text{No}$$"): what
+    follows an answer sentence is for the caller to judge. ("", [], "", "") when there is none."""
+    plain = _MARKDOWN.sub("", text)
+    ends = [m.span() for m in _PARAGRAPHS.finditer(plain)]
+    starts = [0] + [e for _, e in ends]
+    stops = [s for s, _ in ends] + [len(plain)]
+    for start, stop in reversed(list(zip(starts, stops, strict=True))):
+        paragraph = plain[start:stop]
+        worded = _worded(_DISPLAY_MATH.sub(" ", paragraph))
+        if worded:
+            # the same split with formulas blanked to their own length locates the sentences in the text
+            blanked = _DISPLAY_MATH.sub(lambda m: " " * len(m.group(0)), paragraph)
+            same_length = _worded(blanked) or [""]
+            first_end = blanked.find(same_length[0]) + len(same_length[0])
+            last_end = blanked.rfind(same_length[-1]) + len(same_length[-1])
+            return paragraph, worded, plain[start + first_end:], plain[start + last_end:]
+    return "", [], "", ""
+
+
 def _final_paragraph(text: str) -> tuple[str, list[str]]:
     """The text's last paragraph that holds words (a trailing "6. **" or display formula is skipped),
     markdown emphasis removed, and its sentences that hold words; ("", []) when there is none."""
-    plain = _MARKDOWN.sub("", text)
-    for paragraph in reversed(_PARAGRAPHS.split(plain)):
-        sentences = [s.strip() for s in _SENTENCE_END.split(_DISPLAY_MATH.sub(" ", paragraph))]
-        worded = [s for s in sentences if _HAS_WORD.search(_INLINE_MATH.sub(" ", s))]
-        if worded:
-            return paragraph, worded
-    return "", []
+    return _final_parts(text)[:2]
+
+
+def after_final_sentence(text: str) -> str:
+    """The text after its final worded sentence (`final_sentence`): trailing formulas, list markers."""
+    return _final_parts(text)[3]
 
 
 def _last_paragraph(text: str) -> list[str]:
@@ -165,15 +192,17 @@ def final_polarity(text: str, followup_ok: Callable[[str, str], bool] = _nothing
     when `followup_ok(the sentences after it, "yes"/"no")` accepts what follows it (the verifier passes
     `grpo_data.committed.followup_ok`, a whitelist; by default nothing may follow). "No, wait. Actually
     ...", "Yes. Just kidding." and "Yes! No!" are not read."""
-    sentences = _last_paragraph(text)
+    _, sentences, after_first, after_last = _final_parts(text)
     if not sentences:
         return None
     plain = [_plain(s) for s in sentences]
     leads = {m.group(1).lower() for m in map(_LEADING.match, plain) if m}
     said = polarity(sentences[-1])
+    if said is not None and not followup_ok(after_last, said):  # "Yes.\n\n$$\\text{No}$$"
+        return None
     if said is None:
         first = polarity(sentences[0])
-        if first and not any(_takes_back(t) for t in sentences[1:]) and followup_ok(" ".join(sentences[1:]), first):
+        if first and not any(_takes_back(t) for t in sentences[1:]) and followup_ok(after_first, first):
             said = first
     return said if said is not None and leads <= {said} else None
 
@@ -353,11 +382,13 @@ def says_none(sentence: str, kinds: str = "") -> bool:
     return len(_NEGATING_WORD.findall(body)) == 1
 
 
-def final_says_none(text: str, kinds: str = "") -> bool:
-    """True when a text's final sentence says nothing satisfies the question (`says_none`) and no
-    formula in its paragraph states a value ("So $x = 2$. There are no such primes." is not read)."""
-    paragraph, sentences = _final_paragraph(text)
-    if not sentences:
+def final_says_none(text: str, kinds: str = "",
+                    followup_ok: Callable[[str, str], bool] = _nothing_follows) -> bool:
+    """True when a text's final sentence says nothing satisfies the question (`says_none`), no formula
+    in its paragraph states a value ("So $x = 2$. There are no such primes." is not read) and
+    `followup_ok(what follows the sentence, "none")` accepts what follows it ("\\n\\n$$x = 2$$" is not)."""
+    paragraph, sentences, _, after = _final_parts(text)
+    if not sentences or not followup_ok(after, "none"):
         return False
     formulas = [m.group(0) for m in _INLINE_MATH.finditer(paragraph)] + [m.group(0) for m in _DISPLAY_MATH.finditer(paragraph)]
     if any(_STATES_VALUE.search(f.strip("$\\()[] ")) for f in formulas):

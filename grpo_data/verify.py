@@ -69,6 +69,7 @@ from grpo_data.answers import (
     judge_prose,
     judge_string,
     last_boxed,
+    none_followup,
     numbers_in,
     two_boxed,
     unwrap,
@@ -84,7 +85,6 @@ from grpo_data.prose import (
     flatten_text,
     says_none,
     singular,
-    stated_count,
 )
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
@@ -382,10 +382,6 @@ def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     sentence = final_sentence(text)
     if sentence is not None and count_refused(sentence, unit):  # "Only inequality 2 holds.": a number that is no count
         return _unread(text)
-    if sentence is not None and unit and answer is None:  # "It happens 5 times.": the unit is the gold's, read here
-        count = stated_count(sentence, unit)
-        if count is not None:
-            return _judged(count == float(number), f"{count:g}")
     return _judge_math(number, text, clock, "number")
 
 
@@ -460,6 +456,6 @@ def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
         if correct is not None:
             return _judged(correct, said)
     sentence = final_sentence(text)  # math-verify extracted nothing (the caller's check)
-    if sentence is not None and is_empty_set(gold) and final_says_none(text):
+    if sentence is not None and is_empty_set(gold) and final_says_none(text, "", none_followup):
         return _judged(True, "none")
     return _unread(text)
