@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 
 from grpo_data.committed import followup_ok
+from grpo_data.counts import stated_count
 from grpo_data.prose import (
     after_final_sentence,
     answer_polarity,
@@ -38,7 +39,6 @@ from grpo_data.prose import (
     flatten_text,
     is_short_denial,
     says_none,
-    stated_count,
 )
 
 KINDS = ("number", "choice", "text", "count", "math")

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import re
 
+from grpo_data.counts import _COMPLEMENT, number_values
 from grpo_data.prose import (
-    _COMPLEMENT,
     _CONDITION,
     _HEDGE,
     _MORE_CONDITION,
@@ -36,7 +36,6 @@ from grpo_data.prose import (
     _SECOND_THOUGHT,
     _SENTENCE_END,
     flatten_text,
-    number_values,
 )
 
 MAX_FOLLOWUPS = 3      # sentences after the answer; more is continued reasoning, not a closing remark

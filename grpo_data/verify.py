@@ -75,16 +75,14 @@ from grpo_data.answers import (
     unwrap,
 )
 from grpo_data.committed import followup_ok, retracted, without_closing
+from grpo_data.counts import _COMPARATOR, count_refused, singular
 from grpo_data.prose import (
-    _COMPARATOR,
     _NEGATING_WORD,
     _SCALE_WORD,
-    count_refused,
     final_says_none,
     final_sentence,
     flatten_text,
     says_none,
-    singular,
 )
 
 _MARKDOWN = re.compile(r"\*\*|__|`")
@@ -94,7 +92,8 @@ REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
 # The modules whose code decides a verdict and whether it counts as correct (the pool's, which turns a
 # hang or a crash into "timeout"/"error", included): their code is the verifier's version beside
 # math-verify's (`rules_hash`).
-RULE_MODULES = ("verify.py", "answers.py", "prose.py", "committed.py", "rewards.py", "verify_pool.py")
+RULE_MODULES = ("verify.py", "answers.py", "prose.py", "counts.py", "committed.py", "rewards.py",
+                "verify_pool.py")
 # (gold, prediction) pairs whose verdicts fingerprint the judging stack as it runs (`verdict_fingerprint`):
 # each path of `verify_answer` (numbers, fractions, LaTeX, sets and intervals, choices, words, counts,
 # percents, prose, no answer, an answer followed by more than pred_tail_chars of text) and forms whose

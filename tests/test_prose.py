@@ -3,6 +3,7 @@
 import pytest
 
 from grpo_data.committed import followup_ok
+from grpo_data.counts import stated_count
 from grpo_data.prose import (
     answer_polarity,
     final_polarity,
@@ -10,7 +11,6 @@ from grpo_data.prose import (
     is_short_denial,
     polarity,
     says_none,
-    stated_count,
 )
 
 

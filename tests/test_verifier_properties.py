@@ -131,7 +131,7 @@ def test_followup_reading_is_linear_on_degenerate_input():
 
     code = ("from grpo_data.committed import followup_ok, retracted, without_closing\n"
             "from grpo_data.answers import boxed_answers, after_final_answer\n"
-            "from grpo_data.prose import count_refused, stated_count\n"
+            "from grpo_data.counts import count_refused, stated_count\n"
             "texts = ['The answer is C.' + ' ' * 1990 + 'x', '\\\\boxed{2}' + '}$.\\\\]' * 400 + 'x',\n"
             "         'The answer is C. ' + 'D ' * 990, '\\\\boxed{' * 300, 'The answer is C. ' + '\\\\(' * 600,\n"
             "         'There are ' + '2 ' * 990 + 'equations', 'The number of ' + 'a ' * 990 + 'is 2.',\n"
