@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from grpo_data.committed import followup_ok
+from grpo_data.committed import box_unsettled, followup_ok
 from grpo_data.counts import stated_count
 from grpo_data.prose import (
     after_final_sentence,
@@ -264,17 +264,30 @@ def last_boxed(text: str) -> str | None:
 
 def boxed_answers(text: str) -> list[str]:
     """The contents of every \\boxed{...} with balanced braces, in order ("\\boxed{No}\\boxed{Yes}" ->
-    ["No", "Yes"])."""
-    found, start = [], text.find("\\boxed{")
-    while start >= 0:
-        depth, i, resume = 1, start + len("\\boxed{"), start + 1
-        for j in range(i, len(text)):
-            depth += (text[j] == "{") - (text[j] == "}")
-            if depth == 0:
-                found.append(text[i:j].strip())
-                resume = j + 1  # a box inside this one is part of its content
-                break
-        start = text.find("\\boxed{", resume)
+    ["No", "Yes"]); a box inside another closed one is part of its content. One pass with a stack
+    (many unclosed "\\boxed{" cost no rescans)."""
+    marker = "\\boxed{"
+    closed, stack, depth, i = [], [], 0, 0
+    while i < len(text):
+        if text.startswith(marker, i):
+            stack.append((i + len(marker), depth))
+            depth += 1
+            i += len(marker)
+            continue
+        ch = text[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if stack and stack[-1][1] == depth:
+                start, _ = stack.pop()
+                closed.append((start, i))
+        i += 1
+    found, last_end = [], -1
+    for start, end in sorted(closed):
+        if start > last_end:  # not inside an earlier closed box
+            found.append(text[start:end].strip())
+            last_end = end
     return found
 
 
@@ -364,16 +377,51 @@ def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
     return parsed[1], answer
 
 
-def two_boxed(pred: str, kind: str) -> list[str]:
-    """The prediction's boxed answers when they state different answers ("\\boxed{No}\\boxed{Yes}",
-    "\\boxed{C} ... \\boxed{(D)}"), compared as `kind` ("choice" by letter, else by words); [] when
-    they agree or there are fewer than two. Two answers are never a right one."""
-    boxes = boxed_answers(pred)
+def _box_verdict(gold: str, box: str, kind: str) -> bool | None:
+    """Whether one boxed answer states the gold, or None when it cannot be judged for this gold's kind
+    (a value "\\boxed{12}" for a letter gold, a box with no count or yes/no word)."""
     if kind == "choice":
-        said = {_named_letter(b) or unwrap(b).lower() for b in boxes}
-    else:
-        said = {" ".join(flatten_text(unwrap(b)).lower().split()).rstrip(".") for b in boxes}
-    return boxes if len(said) > 1 else []
+        named = _named_letter(box) is not None or _ANY_PAREN_LETTER.search(box) or _LETTER_LIST.fullmatch(
+            flatten_text(unwrap(box)))
+        if not named and not parse_choice(gold)[1]:
+            return None
+        return judge_answer(gold, box, kind)
+    if kind == "count":
+        flat = flatten_text(unwrap(box))
+        number = count_of(flat) or bare_number(unwrap(flat))
+        gold_number = count_of(gold)
+        if number is None or gold_number is None or "/" in number or "frac" in number:
+            return None
+        return float(number) == float(gold_number)
+    claim = gold_claim(gold)
+    if claim in ("yes", "no"):
+        said = answer_polarity(unwrap(box))
+        return None if said is None else said == claim
+    return judge_answer(gold, box, kind)
+
+
+def two_boxed(pred: str, gold: str, kind: str) -> list[str]:
+    """The prediction's boxed answers when they state different answers ("\\boxed{No}\\boxed{Yes}",
+    "\\boxed{C} ... \\boxed{(D)}"): each box is judged against the gold (`_box_verdict`), boxes that
+    cannot be judged for its kind are skipped ("\\boxed{12} ... \\boxed{C}" for a letter gold), and
+    two answers are found only when a judged box is right and another wrong; [] otherwise ("\\boxed{3}
+    ... \\boxed{3 \\text{ triangles}}" is one answer twice). Two answers are never a right one."""
+    boxes = boxed_answers(pred)
+    if len(boxes) < 2:
+        return []
+    verdicts = {v for v in (_box_verdict(gold, b, kind) for b in boxes) if v is not None}
+    return boxes if len(verdicts) > 1 else []
+
+
+def answer_settled(pred: str, kind: str, answer: str) -> bool:
+    """What follows the final answer leaves it standing: after a `\\boxed{}` (choice, yes/no, count
+    and math answers) only signals of doubt or of another answer unsettle it
+    (`grpo_data.committed.box_unsettled`); after an "answer is X" clause, a boxed word answer or a
+    leading yes/no sentence only a closing remark may follow (`followup_ok`, a whitelist)."""
+    after = after_final_answer(pred)
+    if last_boxed(pred) is not None and kind != "text":
+        return not box_unsettled(after, kind, answer)
+    return followup_ok(after, kind, answer)
 
 
 def _followup_kind(gold: str, kind: str, answer: str) -> tuple[str, str]:
@@ -396,11 +444,11 @@ def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     answer = final_answer_text(pred)
     if answer is None or answer_taken_back(pred):
         return None, ""
-    boxes = two_boxed(pred, kind)
+    boxes = two_boxed(pred, gold, kind)
     if boxes:
         return False, "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:])
     correct = judge_answer(gold, answer, kind)
-    if correct and not followup_ok(after_final_answer(pred), *_followup_kind(gold, kind, answer)):
+    if correct and not answer_settled(pred, *_followup_kind(gold, kind, answer)):
         return None, "text after the answer: " + after_final_answer(pred).strip()[:60]
     return correct, answer[:80]
 

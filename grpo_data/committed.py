@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 
 from grpo_data.counts import _COMPLEMENT, number_values
+from grpo_data.prose import _NUMBER_TOKEN
 from grpo_data.prose import (
     _CONDITION,
     _HEDGE,
@@ -35,6 +36,7 @@ from grpo_data.prose import (
     _SCALE_WORD,
     _SECOND_THOUGHT,
     _SENTENCE_END,
+    _prose,
     flatten_text,
 )
 
@@ -43,8 +45,8 @@ MAX_FOLLOWUP_CHARS = 400
 
 # The end of the model's turn: a chat-template token; what follows is the template's, not an answer.
 # Only tokens that end or open a turn: "<|begin_of_thought|>" and the like sit inside an answer.
-_TURN_END = re.compile(r"<\|(?:im_end|im_start|endoftext|end_of_text|eot_id|end|user|assistant|start_header_id)\|>"
-                       r"|</s>|<eos>|<end_of_turn>")
+_TURN_END = re.compile(r"<\|(?:im_end|im_start|endoftext|end_of_text|eot_id|eom_id|end|user|assistant|start_header_id)\|>"
+                       r"|</s>|<eos>|<end_of_turn>|<\uff5c(?:end\u2581of\u2581sentence|User|Assistant)\uff5c>")
 _MARKUP = re.compile(r"\*\*|__|`|^#+\s*", re.M)
 # What may sit right after an answer before any words: closing braces and math delimiters, punctuation.
 _CLOSERS = re.compile(r"^(?:\s|[.!,;:)\]}$]|\\[\])]|\\quad|\\qquad|\\,|\\;|\\!)+")
@@ -70,6 +72,31 @@ _ANSWER_CLAUSE = re.compile(r"\banswer(?:\s+is|\s*[:=])\s*:?\s*([^\s,.;:!?]*)", 
 _RETRACTING = re.compile(r"\b(?:edit(?:ed)?|kidding|joking|typo|revised|correction|scratch that|never ?mind|oops"
                          r"|false alarm|on second thought|wrong|incorrect|mistake|mistaken|not sure|wait|hmm+|actually"
                          r"|maybe|perhaps|probably|unsure|seems? off|doubt\w*)\b|\?", re.I)
+# After a boxed answer, words that doubt or take it back ("\\boxed{4}. Hmm, that seems off."): they
+# unsettle it unless what follows the last of them restates the answer ("Actually, let me double check
+# ... hmm, we get the same answer, 5."). Not a bare "?" or "maybe": "Is that right? Let's verify: ...",
+# "Why 5? Because ...", "Maybe a quicker way: ..." explain a right answer.
+_DOUBT = re.compile(r"\b(?:edit(?:ed)?|kidding|joking|typo|revised|correction|erratum|scratch that|never ?mind|oops"
+                    r"|false alarm|on second thought|on reflection|reconsider\w*|not sure|unsure|wait|hmm+|actually"
+                    r"|perhaps|probably|doubt\w*|seems? off|hold on|nope|retract\w*"
+                    r"|not (?:\d+% |entirely |completely |quite |totally )?(?:sure|certain|confident))\b", re.I)
+# Words that rule something out: a doubt only when the sentence names no other candidate ("That is
+# wrong.") or names the answer itself ("5 is wrong."); "Option D is incorrect because ..." explains.
+_ELIMINATING = re.compile(r"\b(?:wrong|incorrect|mistake|mistaken|errors?)\b", re.I)
+# Words that put another answer beside the boxed one: a doubt only in a sentence that names another
+# candidate and not the answer ("On the other hand, 3 is also defensible.", "..., otherwise $3$.").
+_ALTERNATIVE = re.compile(r"\b(?:alternativ\w*|could also|might also|may also|also (?:works?|correct|valid|possible"
+                          r"|plausible|defensible|right|acceptable|true)|should be|would be|could be|might be"
+                          r"|on the other hand|otherwise|instead|rather|or else|either|unless|except)\b", re.I)
+# A later answer clause: "So the final answer is 6.", "Final answer: D", "**Final Answer**\n6",
+# "The correct value is 6, not 5.", "the answer would be 6"; its first clause is what it names.
+_LATER_ANSWER = re.compile(r"\b(?:answer|correct (?:value|choice|option|letter|result|number|count))[ \t]*"
+                           r"(?:is|was|would be|should be|could be|might be|becomes|=|:|\n)[ \t]*:?[ \t]*"
+                           r"(?:actually[ \t]+|really[ \t]+)?(?P<x>(?:[^\n.;]|\.(?=\d)){0,80})", re.I)
+_FIRST_CLAUSE = re.compile(r"[,;(]|\b(?:since|because|as|which|where|from|by|when|for|so|and|that|this|we)\b", re.I)
+# A competitor right after "or"/"alternatively": "(or $6$ if zero is counted)", "Hmm, or D."
+_OR = re.compile(r"\b(?:or|alternatively|otherwise)\b(?!\s+(?:equivalently|in other words|simply|written|expressed))"
+                 r"[\s,:(]*(?:possibly|maybe|perhaps|even|else|also|just)?[\s,:($\\]*(?P<c>\S{1,12})", re.I)
 
 
 def end_of_turn(text: str) -> str:
@@ -121,17 +148,43 @@ def _sentence_ok(sentence: str, kind: str, answer: str) -> bool:
     if (_HEDGE.search(words) or _CONDITION.search(words) or _MORE_CONDITION.search(words) or _SECOND_THOUGHT.search(words)
             or _TAKE_BACK.search(words) or _RETRACTING.search(words)):
         return False
-    if _competes(sentence, kind, answer) or not all(_same_answer(m.group(1), kind, answer)
+    competes = _number_in_answer_position if kind in ("number", "math") else _competes
+    if competes(sentence, kind, answer) or not all(_same_answer(m.group(1), kind, answer)
                                                    for m in _ANSWER_CLAUSE.finditer(flat)):
         return False
     if kind in ("number", "math") and (_SCALE_WORD.search(words) or _COMPLEMENT.search(words)):
         return False  # "That is in thousands.", "These are the ones that fail."
     if kind == "text" and not _holds_words(words, answer):
         return False  # "\\boxed{odd}. The parity is even.": only a restatement follows a word answer
+    if kind == "yesno" and answer == "no":  # "No. Since 7 does not divide 100, it is impossible.": a reason may deny
+        words = _REASON_CLAUSE.sub(" ", words)
     negations = len(_NEGATING_WORD.findall(words))
     if kind == "yesno" and _TRUTH.search(words):
         return False
     return negations <= (1 if kind == "yesno" and answer == "no" else 0)
+
+
+# A because/since clause: "Since 7 does not divide 100, it is impossible." (to the comma), ", because the
+# sum is odd." (to the end).
+_REASON_CLAUSE = re.compile(r"^\s*(?:since|because|as)\b[^,;]*[,;]|[,;]?\s*\b(?:since|because)\b.*$", re.I)
+_COPULA_BEFORE = re.compile(r"\b(?:is|are|was|were|be|equals?|gives?|get|got|obtain)\s*$", re.I)
+
+
+def _number_in_answer_position(sentence: str, kind: str, answer: str) -> bool:
+    """A closing sentence after an "answer is" number names another number as an answer: the sentence is
+    only that number ("$6$."), or a copula or "or" stands right before it ("It is 6.", "Or 6."). A list
+    or an explanation naming other numbers ("Those are triangles 1, 2 and 4.") is no competitor."""
+    flat = flatten_text(sentence)
+    mine = _answer_numbers(answer)
+    if not (_numbers(flat) - mine):
+        return False
+    if _is_candidate(flat, kind):
+        return True
+    for m in _NUMBER_TOKEN.finditer(flat):
+        if _numbers(m.group(0)) - mine and (_COPULA_BEFORE.search(flat[:m.start()])
+                                            or re.search(r"\b(?:or|nor|not)\s*$", flat[:m.start()], re.I)):
+            return True
+    return False
 
 
 def _same_answer(named: str, kind: str, answer: str) -> bool:
@@ -166,9 +219,127 @@ def followup_ok(after: str, kind: str, answer: str) -> bool:
     return len(sentences) <= MAX_FOLLOWUPS and all(_sentence_ok(s, kind, answer) for s in sentences)
 
 
-def retracted(after: str) -> bool:
-    """True when the text after a boxed math answer takes it back or doubts it ("\\boxed{4}. Hmm, that
-    seems off.", "\\boxed{2}. Edit: 3."). A list of words, not a whitelist: math-verify's own tables
-    credit boxed answers followed by explanations that hold other numbers, and this verifier must not
-    be worse than math-verify there."""
-    return _RETRACTING.search(flatten_text(end_of_turn(after))) is not None
+def retracted(after: str, kind: str = "math", answer: str = "") -> bool:
+    """True when words of doubt unsettle a boxed answer (`_DOUBT`: "\\\\boxed{4}. Hmm, that seems off.",
+    "\\\\boxed{2}. Edit: 3."): the last of them starts a stretch (to its sentence's end) that names no
+    candidate of `kind`, names another one, or rules out ("\\\\boxed{5}. Wait, 5 is wrong."); or a
+    sentence rules out (`_ELIMINATING`) without naming another candidate ("That was a mistake.")."""
+    text = _MARKUP.sub("", end_of_turn(after))
+    last = None
+    for last in _DOUBT.finditer(text):
+        pass
+    if last is not None:
+        stretch = _SENTENCE_END.split(text[last.start():], maxsplit=1)[0]
+        same, other = _names(stretch, kind, answer)
+        if other or not same or _ELIMINATING.search(stretch):
+            return True
+    for sentence in _SENTENCE_END.split(text):
+        if _ELIMINATING.search(sentence):
+            same, other = _names(sentence, kind, answer)
+            if same or not other:
+                return True
+    return False
+
+
+_PRONOUN_I = re.compile(r"\bI(?:'m|'ve|'d|'ll)?(?=\s+[a-z])")
+_CONTRAST = re.compile(r"\b(?:but|however|although|though|yet|nevertheless|nonetheless|still)\b", re.I)
+_AFFIRMING = re.compile(r"\b(?:works?|holds?|possible|exists?|true|succeeds?)\b", re.I)
+_YESNO_HEDGE = re.compile(r"\b(?:maybe|perhaps|not sure|unsure|i think|i guess|probably|likely|seems?|unclear|don't know"
+                          r"|do not know|depends?|depending|sometimes|not always|not necessarily|in general)\b", re.I)
+
+
+_YESNO_QUALIFIER = re.compile(r"\b(?:iff|as long as|so long as|usually|mostly|generally|typically|often|apart from"
+                              r"|aside from|besides|barring|assuming|supposing|provided)\b", re.I)
+_LIST_MARKER = re.compile(r"\(?\d{1,2}[.)]")
+
+
+def _sentences(text: str) -> list[str]:
+    """The text's sentences, list markers ("1." before more text on its line) left out."""
+    found = []
+    for line in text.split("\n"):
+        parts = [p for p in _SENTENCE_END.split(line) if p.strip()]
+        found += [p for i, p in enumerate(parts) if not (i + 1 < len(parts) and _LIST_MARKER.fullmatch(p.strip()))]
+    return found
+
+
+def _answer_numbers(answer: str) -> set[float]:
+    return _numbers(flatten_text(answer)) | {float(x) for x in re.findall(r"\d+(?:\.\d+)?", answer)}
+
+
+def _names(text: str, kind: str, answer: str) -> tuple[bool, bool]:
+    """(the text names the answer, it names another candidate of `kind`): choice letters, yes/no words,
+    else numbers."""
+    flat = flatten_text(text)
+    if kind == "choice":
+        got, mine = _letters(_PRONOUN_I.sub(" ", flat)), _letters(flatten_text(answer))
+    elif kind == "yesno":
+        got, mine = {m.group(0).lower() for m in _OTHER_ANSWER.finditer(flat)}, {answer}
+    elif kind == "text":
+        got, mine = {m.group(0).lower() for m in _OTHER_ANSWER.finditer(flat)}, set()
+    else:
+        got, mine = _numbers(flat), _answer_numbers(answer)
+    return bool(got & mine), bool(got - mine)
+
+
+def _is_candidate(token: str, kind: str) -> bool:
+    """`token` (the text right after "or", a whole sentence) is only an answer of `kind`: "(D)", "No", "$6$"."""
+    bare = flatten_text(token).strip(" \t.,;:!)($\\[]{}*").strip()
+    if kind == "choice":
+        return re.fullmatch(r"\(?[A-J]\)?", bare) is not None
+    if kind in ("yesno", "text"):
+        return re.fullmatch(r"(?:yes|no)", bare, re.I) is not None
+    return re.fullmatch(r"-?\d+(?:\.\d+)?", bare) is not None
+
+
+def box_unsettled(after: str, kind: str, answer: str) -> bool:
+    """True when the text after a boxed answer unsettles it; explanations that name other options or
+    numbers do not ("\\\\boxed{C}. Options A, B and D are ruled out.", "\\\\boxed{3}\\n\\nNote that we
+    excluded the 2 degenerate triangles."). A list of signals, not a whitelist (math-verify credits a
+    box followed by any explanation, and this verifier is not worse than math-verify there):
+
+    - words of doubt (`retracted`);
+    - a later answer clause naming another candidate ("So the final answer is 6.", "Final answer: D",
+      "**Final Answer**\\n6", "The correct value is 6, not 5.");
+    - a sentence that is only another candidate ("(D).", "No.");
+    - another candidate right after "or"/"alternatively" ("(or $6$ if zero is counted)");
+    - a sentence that puts another candidate beside the answer (`_ALTERNATIVE`: "On the other hand, 3
+      is also defensible.", "..., otherwise $3$.");
+    - after a yes/no: the other yes/no word, a hedge or a condition ("\\\\boxed{Yes}. Unless n is even."),
+      or a contrast that turns it ("\\\\boxed{Yes}. But for n = 1 it is impossible.").
+
+    `kind` and `answer` as for `followup_ok` ("math" like "number")."""
+    text = _CLOSERS.sub("", _MARKUP.sub("", end_of_turn(after)))
+    if not text.strip():
+        return False
+    if retracted(text, kind, answer):
+        return True
+    flat_lines = "\n".join(flatten_text(line) for line in text.split("\n"))
+    for m in _LATER_ANSWER.finditer(flat_lines):
+        named = _FIRST_CLAUSE.split(m.group("x"), maxsplit=1)[0]
+        if kind == "yesno":
+            said = re.match(r"\s*(yes|no)\b", named, re.I)
+            if said and said.group(1).lower() != answer:
+                return True
+        elif _names(named, kind, answer)[1]:
+            return True
+    for m in _OR.finditer(flat_lines):
+        if _is_candidate(m.group("c"), kind) and _names(m.group("c"), kind, answer)[1]:
+            return True
+    # the rest of the box's own line and sentence: "\\boxed{2} inequalities fail."
+    own = _CLOSERS.sub("", _MARKUP.sub("", end_of_turn(after)).split("\n", 1)[0])
+    own = _SENTENCE_END.split(own.strip(), maxsplit=1)[0] if own.strip() else ""
+    if kind == "number" and (_COMPLEMENT.search(own) or _NEGATING_WORD.search(_prose(flatten_text(own)))):
+        return True
+    for sentence in _sentences(text):
+        same, other = _names(sentence, kind, answer)
+        if other and (_is_candidate(sentence, kind) or (not same and _ALTERNATIVE.search(flatten_text(sentence)))):
+            return True
+        if kind == "yesno":
+            words = _prose(flatten_text(sentence))
+            if other or _YESNO_HEDGE.search(words) or _CONDITION.search(words) or _YESNO_QUALIFIER.search(words):
+                return True
+            if _CONTRAST.search(words) and (_NEGATING_WORD.search(words) if answer == "yes"
+                                           else _AFFIRMING.search(words) and not _NEGATING_WORD.search(words)):
+                return True
+    return False
+

@@ -244,7 +244,25 @@ def _qualified(rest: str, raw_rest: str | None = None) -> bool:
             or _MORE_CONDITION.search(rest)):
         return True
     clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest).rstrip().rstrip(".!").rstrip()
-    return bool(clause) and _RESTATEMENT.fullmatch(clause) is None
+    if not clause:
+        return False
+    first, *more = _CLAUSE_SPLIT.split(clause)
+    return _RESTATEMENT.fullmatch(first) is None or any(
+        _RESTATEMENT.fullmatch(part) is None and _REASON_OPENER.match(part) is None for part in more)
+
+
+# The clauses of what follows a leading yes/no: "it is not possible, because the sum is always odd",
+# "the sequence does not converge; it oscillates", "it can be done, as the coloring shows".
+_CLAUSE_SPLIT = re.compile(r"\s*(?:[,;:]|\s[\u2014\u2013]|\s-\s)\s*")
+# A later clause that gives a reason or an example: it may follow the restatement.
+_REASON_OPENER = re.compile(r"(?:because|since|as|so|hence|thus|namely|for example|for instance|e\.g\.|i\.e\.|that is"
+                            r"|regardless of|which|whence)\b", re.I)
+
+
+def _main_clauses(rest: str) -> str:
+    """What follows a leading yes/no without its reason clauses ("because no prime divides it")."""
+    clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest)
+    return " ".join(p for p in _CLAUSE_SPLIT.split(clause) if _REASON_OPENER.match(p) is None)
 
 
 def _takes_back(sentence: str) -> bool:
@@ -275,8 +293,7 @@ def _unless_denied(said: str, rest: str) -> str | None:
     """`said`, or None when a "yes" is restated with a negation ("Yes, we cannot.", "Yes, it is not
     possible."): a yes and a denial answer "Is it possible?" oppositely, and the question is not seen.
     A reason may deny ("Yes, because no prime divides it.")."""
-    if said == "yes" and _NEGATING_WORD.search(rest) and not re.match(r"[\s,.!;:\-\u2014\u2013]*(?:because|since)\b",
-                                                                      rest, re.I):
+    if said == "yes" and _NEGATING_WORD.search(_main_clauses(rest)):
         return None
     return said
 

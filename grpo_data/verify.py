@@ -55,6 +55,7 @@ from grpo_data.answers import (
     _OPERATOR_WORDS,
     _SCALE_WORDS,
     after_final_answer,
+    answer_settled,
     anchored_answers,
     answer_kind,
     answer_taken_back,
@@ -74,11 +75,13 @@ from grpo_data.answers import (
     two_boxed,
     unwrap,
 )
-from grpo_data.committed import followup_ok, retracted, without_closing
+from grpo_data.committed import box_unsettled, end_of_turn, followup_ok, without_closing
 from grpo_data.counts import _COMPARATOR, count_refused, singular
 from grpo_data.prose import (
+    _CONDITION,
     _NEGATING_WORD,
     _SCALE_WORD,
+    _prose,
     final_says_none,
     final_sentence,
     flatten_text,
@@ -284,6 +287,7 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
     Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings, count golds by
     their number. A "no_answer" verdict carries the final sentence it could not read in `detail`.
     `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`)."""
+    pred = end_of_turn(pred)  # text after the first turn-ending token ("<|im_end|>") is not the model's
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
     return _judge(gold, tail, _Clock(timeout_s, budget_s))
 
@@ -345,6 +349,10 @@ _LATEX_BOUND = re.compile(r"\\(?:geq?|leq?|geqslant|leqslant|gtrsim|lesssim|ne|n
                           r"|[<>\u2264\u2265\u2260\u2248\u00b1]")
 
 
+# An explanation after an "answer is" count, inside its clause: "3 triangles, namely ABC, ABD and BCD".
+_EXPLANATION = re.compile(r"\s*[,;:]?\s+(?:namely|i\.e\.|that is|because|since|as|which|for example|e\.g\.)\b.*$", re.I | re.S)
+
+
 def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
     number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
@@ -357,16 +365,23 @@ def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     if answer is not None and last_boxed(text) is None and len(
             {" ".join(a.split()).rstrip(".").lower() for a in anchored_answers(text)}) > 1:
         return _unread(text)  # "The final answer is 3. The answer is 2.": a later answer takes back the first
-    boxes = two_boxed(text, "count")
+    boxes = two_boxed(text, gold, "count")
     if boxes:  # "\\boxed{2} ... \\boxed{3}": two answers
         return _judged(False, boxes[-1], "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:]))
+    explained = None
+    if answer is not None and last_boxed(text) is None:  # "3 triangles, namely ABC, ABD and BCD"
+        m = _EXPLANATION.search(answer)
+        if m is not None:
+            answer, explained = answer[:m.start()], answer[m.start():]
     stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
+    if stated is not None and explained is not None and box_unsettled(explained, "number", stated):
+        return _unread(text)
     if stated is not None and "/" not in stated and "frac" not in stated:
         said_unit = count_unit(answer)
         if said_unit and unit and singular(said_unit.split()[-1]) != singular(unit.split()[-1]):
             return _unread(text)  # "2 equations" against "2 inequalities": a count of something else
-        if float(stated) == float(number) and not followup_ok(after_final_answer(text), "number", answer):
-            return _unread(text)  # "The answer is 2. Edit: 3."
+        if float(stated) == float(number) and not _count_settled(text, unit, answer):
+            return _unread(text)  # "The answer is 2. Edit: 3.", "\\boxed{2}. Hmm, wait."
         return _judged(float(stated) == float(number), answer)
     if answer is not None:
         flat = flatten_text(unwrap(answer))
@@ -382,6 +397,18 @@ def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     if sentence is not None and count_refused(sentence, unit):  # "Only inequality 2 holds.": a number that is no count
         return _unread(text)
     return _judge_math(number, text, clock, "number")
+
+
+def _count_settled(text: str, unit: str, answer: str) -> bool:
+    """What follows a count answer leaves it standing (`answer_settled`), the gold's own unit word right
+    after a box taken off first ("\\boxed{3} triangles.", "$\\boxed{3}$ \\text{triangles}")."""
+    if last_boxed(text) is None or not unit:
+        return answer_settled(text, "number", answer)
+    after = after_final_answer(text)
+    word = re.escape(singular(unit.split()[-1]))
+    after = re.sub(r"^\s*\$?\s*(?:\\text\s*\{\s*)?" + r"(?:" + word + r"|" + word + r"s|" + word[:-1] + r"ies|" + word + r"es)\b"
+                   r"\s*\}?\s*\$?", "", after, count=1, flags=re.I)
+    return not box_unsettled(after, "number", answer)
 
 
 def _same_unparsed(gold: str, text: str, clock: _Clock) -> bool:
@@ -421,6 +448,11 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
         return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
     if not pred_parsed:
         return _judge_math_prose(gold, text, kind)
+    hedged = _hedged_number(text) if kind == "number" else None
+    if hedged is not None:
+        return hedged
+    if kind == "number" and final_answer_text(text) is None and _PROSE_BOUND.search(_prose(final_sentence(text) or "")):
+        return _unread(text)  # "There are at least 3 such triangles.": a bound, not the number
     if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
         return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
     try:
@@ -430,19 +462,51 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
-    if ok and _unsettled(text):
+    if ok and _unsettled(text, " ".join(str(x) for x in pred_parsed[1:2])):
         return _unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
 
 
-def _unsettled(text: str) -> bool:
+# A number answer that is two answers or a bound: "5 or 6", "either 5 or 6", "5 (or 6)", "at least 3",
+# "\\geq 3", "3 or more"; "or equivalently 0.5" names the same answer.
+_NUMBER_HEDGE = re.compile(r"\bor\b(?!\s+(?:equivalently|in other words|simply|written|expressed|as a decimal|in decimal))"
+                           r"[\s,(]*(?:possibly|maybe|perhaps|even|else|also|just)?[\s$\\(]*-?\d"
+                           r"|\b(?:at least|at most|or more|or less|or fewer|or greater|more than|less than|fewer than"
+                           r"|greater than|up to|no more than|no less than|approximately|roughly|about|around|nearly|almost)\b"
+                           r"|\\(?:geq?|leq?|geqslant|leqslant|gt|lt|approx)(?![A-Za-z])|[<>\u2264\u2265\u2248]", re.I)
+
+
+# A bound in a final sentence with no box or "answer is" clause ("There are at least 3 such triangles.").
+# "At most N" is how a maximum is stated ("At most two of them can hold."), as the count reader takes it.
+_PROSE_BOUND = re.compile(r"\b(?:at least|more than|fewer than|less than|greater than|or more|or fewer|or less"
+                          r"|no fewer than|no less than)\s+\S*\d|\d\S*\s+or (?:more|fewer|less|greater)\b", re.I)
+
+
+def _hedged_number(text: str) -> Verdict | None:
+    """A number gold's final answer (box or "answer is" clause) that states two numbers or a bound
+    ("The answer is 5 or 6.", "\\boxed{\\geq 3}"): wrong, as the count path judges it (math-verify
+    credits the first number); one with a condition ("5, unless n is even, in which case it is 6"): no
+    answer. None when the answer is neither."""
+    answer = final_answer_text(text)
+    if answer is None:
+        return None
+    flat = flatten_text(answer)
+    if _NUMBER_HEDGE.search(flat) or _NUMBER_HEDGE.search(answer):
+        return _judged(False, answer)
+    if _CONDITION.search(flat) and len(numbers_in(flat)) > 1:
+        return _unread(text)
+    return None
+
+
+def _unsettled(text: str, extracted: str = "") -> bool:
     """A right math answer that the text after it unsettles: an "answer is X" clause (no `\\boxed{}`)
     followed by more than a closing remark (`followup_ok`: "The answer is 2. Edit: 3."), or a boxed
     answer followed by a take-back (`retracted`: "\\boxed{4}. Hmm, that seems off."). After a box only
     words of doubt are looked for: math-verify's own tables credit boxed answers followed by whole
     explanations, and this verifier is not worse than math-verify there."""
     if last_boxed(text) is not None:
-        return retracted(after_final_answer(text))
+        # the answer is the box and what math-verify took ("... \\boxed{255} ... The final answer is $10,455$.")
+        return box_unsettled(after_final_answer(text), "math", f"{last_boxed(text)} {extracted}")
     answer = final_answer_text(text)
     return answer is not None and (answer_taken_back(text) or not followup_ok(after_final_answer(text), "math", answer))
 
