@@ -14,9 +14,12 @@ all be listed. What may follow is
   negation; after a no, at most one; after either, no word on truth ("That is not true.": of the
   question's claim, or of the answer just given?).
 
-Anything else makes the answer unread ("no_answer"), never a guess. `followup_ok` is that whitelist;
-`retracted` is the narrower check used after a boxed math answer, where math-verify's own tables hold
-boxed answers followed by long explanations (and a restarted solution) that it rightly credits.
+Anything else makes the answer unread ("no_answer"), never a guess. `followup_ok` is that whitelist,
+used after an unboxed "answer is X" clause and a leading yes/no sentence. After a `\\boxed{}` answer
+(choice, yes/no, count, math) `box_unsettled` looks for signals instead: models explain a boxed answer
+with other options and numbers ("\\boxed{C}. Options A, B and D are ruled out."), and math-verify
+credits those; only doubt (`retracted`), a later answer or lone sentence naming another candidate, a
+competitor after "or", or an alternative beside another value unsettles it.
 
 Pure: regexes only; the text is only read.
 """
@@ -156,6 +159,9 @@ def _sentence_ok(sentence: str, kind: str, answer: str) -> bool:
         return False  # "That is in thousands.", "These are the ones that fail."
     if kind == "text" and not _holds_words(words, answer):
         return False  # "\\boxed{odd}. The parity is even.": only a restatement follows a word answer
+    if kind == "yesno" and (_TURNING.search(words) if answer == "yes" else
+                            _AFFIRMING.search(words) and not _NEGATING_WORD.search(words)):
+        return False  # "Yes. It fails for every n.", "No. Such n exists.": the follow-up says the opposite
     if kind == "yesno" and answer == "no":  # "No. Since 7 does not divide 100, it is impossible.": a reason may deny
         words = _REASON_CLAUSE.sub(" ", words)
     negations = len(_NEGATING_WORD.findall(words))
@@ -241,6 +247,7 @@ def retracted(after: str, kind: str = "math", answer: str = "") -> bool:
     return False
 
 
+_TURNING = re.compile(r"\b(?:fail\w*|impossible|false|untrue|counter-?examples?|contradict\w*)\b", re.I)
 _PRONOUN_I = re.compile(r"\bI(?:'m|'ve|'d|'ll)?(?=\s+[a-z])")
 _CONTRAST = re.compile(r"\b(?:but|however|although|though|yet|nevertheless|nonetheless|still)\b", re.I)
 _AFFIRMING = re.compile(r"\b(?:works?|holds?|possible|exists?|true|succeeds?)\b", re.I)

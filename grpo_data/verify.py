@@ -15,10 +15,13 @@ prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`
 is judged on its number, and on its unit when the answer names one ("2 equations" is no answer).
 
 What may follow a committed answer (`grpo_data.committed`): after an "answer is X" clause, a boxed
-choice, text or count answer, or a leading yes/no sentence, only a closing remark (a whitelist: "I
-hope it is correct.", a short restatement or reason naming no other answer), else no_answer ("The
-answer is C. Or D.", "Yes. Just kidding.", "The answer is 2. Edit: 3."). Two boxed answers that differ
-are wrong for those golds. After a boxed math answer only words of doubt are looked for. math-verify's
+word answer or a leading yes/no sentence, only a closing remark (a whitelist: "I hope it is correct.",
+a short restatement or reason naming no other answer), else no_answer ("The answer is C. Or D.",
+"Yes. Just kidding.", "The answer is 2. Edit: 3."). After a boxed choice, yes/no, count or math answer
+any explanation may follow; only doubt or another answer unsettles it (`box_unsettled`). Boxes are
+judged one by one against the gold: two that disagree are wrong. The prediction ends at its first
+turn-ending token ("<|im_end|>"). A number gold's final answer that hedges ("5 or 6", "at least 3")
+is wrong. math-verify's
 own regression tables run through this function in tests/test_verifier_tables.py, and a grid grown
 from them in tests/test_verifier_properties.py: where math-verify is right, this is right too.
 
@@ -501,9 +504,9 @@ def _hedged_number(text: str) -> Verdict | None:
 def _unsettled(text: str, extracted: str = "") -> bool:
     """A right math answer that the text after it unsettles: an "answer is X" clause (no `\\boxed{}`)
     followed by more than a closing remark (`followup_ok`: "The answer is 2. Edit: 3."), or a boxed
-    answer followed by a take-back (`retracted`: "\\boxed{4}. Hmm, that seems off."). After a box only
-    words of doubt are looked for: math-verify's own tables credit boxed answers followed by whole
-    explanations, and this verifier is not worse than math-verify there."""
+    answer followed by doubt or another answer (`box_unsettled`: "\\boxed{4}. Hmm, that seems off.",
+    "\\boxed{5}\n\nFinal answer: 6"). After a box only such signals are looked for: math-verify's own
+    tables credit boxed answers followed by whole explanations, and this verifier is not worse there."""
     if last_boxed(text) is not None:
         # the answer is the box and what math-verify took ("... \\boxed{255} ... The final answer is $10,455$.")
         return box_unsettled(after_final_answer(text), "math", f"{last_boxed(text)} {extracted}")
