@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from math_verify import parse, verify
 
+from grpo_data.answers import answer_kind, parse_choice
 from grpo_data.verify import verify_answer
 
 TABLE = Path(__file__).parent / "verifier_tables" / "math_verify_cases.jsonl"
@@ -35,10 +36,20 @@ def _grid(rows: list[dict]) -> list[tuple[int, str, str, str]]:
         pairs.append((i, "as is", r["gold"], r["pred"]))
         pairs.append((i, "closing line", r["gold"], r["pred"] + " I hope it is correct."))
         pairs.append((i, "next turn", r["gold"], r["pred"] + "<|im_end|>\n<|im_start|>user\nThanks!"))
+        pairs.append((i, "explanation", r["gold"], r["pred"] + _explanation(r["gold"])))
         test = r["source"].rsplit("[", 1)[0]
         if i + 1 < len(rows) and rows[i + 1]["source"].rsplit("[", 1)[0] == test:
             pairs.append((i, "neighbour's prediction", r["gold"], rows[i + 1]["pred"]))
     return pairs
+
+
+def _explanation(gold: str) -> str:
+    """A realistic explanation after the answer that names other options or numbers: it must not make a
+    right answer unread (review 2026-12-03, fifth review)."""
+    if answer_kind(gold) == "choice":
+        others = [x for x in "ABCDE" if x != parse_choice(gold)[0]]
+        return f"\n\nOption {others[0]} gives 12 and option {others[1]} gives 14, so neither matches."
+    return "\n\nCheck: 2+3=5."
 
 
 def _math_verify_alone(gold: str, pred: str) -> bool:
@@ -65,6 +76,29 @@ def test_never_wrong_where_math_verify_alone_is_right():
     finally:
         library_log.setLevel(level)
     assert len(right) > 300  # the grid holds enough pairs math-verify calls right to mean something
+    assert differ == []
+
+
+def _review_rows() -> list[dict]:
+    with open(TABLE.parent / "prose.jsonl", encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    return [r for r in rows if r["source"].startswith("review 2026-12-03 (fifth review)")]
+
+
+def test_never_worse_on_the_fifth_reviews_rows():
+    """The fifth review's realistic endings and probes: wherever math-verify alone calls a prediction
+    right, so does this verifier, unless the row says why it departs (a hedge or a second answer)."""
+    library_log = logging.getLogger("math_verify")
+    level = library_log.level
+    library_log.setLevel(logging.ERROR)
+    try:
+        rows = [r for r in _review_rows() if "departs_from_math_verify" not in r and "known_false_ok" not in r]
+        right = [r for r in rows if _math_verify_alone(r["gold"], r["pred"])]
+        differ = [(r["gold"], r["pred"][-60:], verify_answer(r["gold"], r["pred"]).reason) for r in right
+                  if not verify_answer(r["gold"], r["pred"]).correct]
+    finally:
+        library_log.setLevel(level)
+    assert len(right) >= 66
     assert differ == []
 
 
@@ -108,6 +142,19 @@ ADVERSARIAL = [
     ("None", "There are no solutions for the first equation."),
     ("No such values", "There are no values with this property unless n is even."),
     ("None", "There is no solution. Just kidding."),
+    # fifth review: signals after a box that the list of signals must keep catching
+    ("5", "\\boxed{5}\n\nSo the final answer is 6."),
+    ("(C)", "\\boxed{C}\n\nFinal answer: D"),
+    ("(C)", "**Final Answer**\n\n\\boxed{C}\n\n(D)"),
+    ("Yes", "\\boxed{Yes}\n\nNo."),
+    ("Yes", "\\boxed{Yes}. But for n = 1 it is impossible."),
+    ("5", "Thus $\\boxed{5}$ (or $6$ if zero is counted)."),
+    ("2", "\\boxed{2}\n\nOn the other hand, 3 is also defensible."),
+    ("2 inequalities", "\\boxed{2} inequalities fail."),
+    ("5", "\\boxed{5}. Wait, 5 is wrong."),
+    ("No", "No. Such n exists."),
+    ("5", "The answer is either 5 or 6."),
+    ("3", "\\boxed{\\geq 3}"),
 ]
 
 
