@@ -18,6 +18,8 @@ Without either, a Yes/No, "none" or count gold is judged on the prediction's fin
 (`grpo_data.prose`: "No, it is not possible." reads as no; an ambiguous sentence reads as nothing).
 A Yes/No answer is only ever a leading yes/no word: "It is impossible." (boxed or not) answers "Is it
 possible?" with no but "Is it impossible?" with yes, and the question is not seen here.
+A right answer followed by more than a closing remark ("The answer is C. Or D.") is no answer, and
+two boxed answers that differ are wrong (`grpo_data.committed`, `judge_string`).
 
 Pure: regexes only, no math-verify, so the loader can classify a million gold answers cheaply.
 """
@@ -26,7 +28,10 @@ from __future__ import annotations
 
 import re
 
+from grpo_data.committed import box_unsettled, followup_ok
+from grpo_data.counts import stated_count
 from grpo_data.prose import (
+    after_final_sentence,
     answer_polarity,
     final_polarity,
     final_says_none,
@@ -34,7 +39,6 @@ from grpo_data.prose import (
     flatten_text,
     is_short_denial,
     says_none,
-    stated_count,
 )
 
 KINDS = ("number", "choice", "text", "count", "math")
@@ -209,6 +213,12 @@ def count_of(text: str) -> str | None:
     return m.group(1)
 
 
+def count_unit(text: str) -> str | None:
+    """The unit words of a count answer ("2 inequalities" -> "inequalities"), or None."""
+    m = _COUNT.match(unwrap(text))
+    return m.group(2) if m is not None and count_of(text) is not None else None
+
+
 _EMPTY_SET = re.compile(r"\\(?:emptyset|varnothing)|\\\{\s*\\\}|\u2205|\\left\\\{\s*\\right\\\}")
 
 
@@ -226,8 +236,9 @@ def gold_claim(gold: str) -> str | None:
     return "none" if w is not None and _NONE_GOLD.match(w) else None
 
 
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} (or \\fbox{...}) with balanced braces, else None."""
+def _last_boxed_span(text: str) -> tuple[int, str | None] | None:
+    """(end index, content) of the last \\boxed{...} (or, without one, \\fbox{...}); content None when its
+    braces do not balance or it is empty; None when there is no box."""
     for marker in ("\\boxed{", "\\fbox{"):
         start = text.rfind(marker)
         if start < 0:
@@ -240,9 +251,55 @@ def last_boxed(text: str) -> str | None:
             elif text[j] == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[i:j].strip() or None
-        return None  # unbalanced
+                    return j + 1, text[i:j].strip() or None
+        return len(text), None  # unbalanced
     return None
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last \\boxed{...} (or \\fbox{...}) with balanced braces, else None."""
+    span = _last_boxed_span(text)
+    return None if span is None else span[1]
+
+
+def boxed_answers(text: str) -> list[str]:
+    """The contents of every \\boxed{...} with balanced braces, in order ("\\boxed{No}\\boxed{Yes}" ->
+    ["No", "Yes"]); a box inside another closed one is part of its content. One pass with a stack
+    (many unclosed "\\boxed{" cost no rescans)."""
+    marker = "\\boxed{"
+    closed, stack, depth, i = [], [], 0, 0
+    while i < len(text):
+        if text.startswith(marker, i):
+            stack.append((i + len(marker), depth))
+            depth += 1
+            i += len(marker)
+            continue
+        ch = text[i]
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if stack and stack[-1][1] == depth:
+                start, _ = stack.pop()
+                closed.append((start, i))
+        i += 1
+    found, last_end = [], -1
+    for start, end in sorted(closed):
+        if start > last_end:  # not inside an earlier closed box
+            found.append(text[start:end].strip())
+            last_end = end
+    return found
+
+
+def after_final_answer(pred: str) -> str:
+    """The text after the prediction's final answer (`final_answer_text`): after the last `\\boxed{}`,
+    else after the last "answer is X" clause; "" when there is no answer."""
+    span = _last_boxed_span(pred)
+    if span is not None:
+        return pred[span[0]:]
+    plain = _MARKDOWN.sub("", pred)
+    ends = [m.end() for m in _ANCHOR.finditer(plain)]
+    return plain[ends[-1]:] if ends else ""
 
 
 def final_answer_text(pred: str) -> str | None:
@@ -253,12 +310,29 @@ def final_answer_text(pred: str) -> str | None:
     found = None
     for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)):
         found = m.group("ans")
-    return found.strip() if found else None
+    answer = _innermost(found) if found else ""  # the last clause, even when it names nothing
+    return answer or None
+
+
+# "Final Answer: The final answer is (C)": the Minerva format names the answer twice
+_NESTED_ANCHOR = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is|\s*[:=])\s*:?\s*", re.I)
+
+
+def _innermost(answer: str) -> str:
+    """"The final answer is (C)" -> "(C)": the X of an "answer is X" clause inside another one's."""
+    for _ in range(3):
+        m = _NESTED_ANCHOR.match(answer)
+        if m is None:
+            break
+        answer = answer[m.end():]
+    return answer.strip()
 
 
 def anchored_answers(pred: str) -> list[str]:
-    """Every "answer is X" clause's X, in order ("The final answer is 3. The answer is 2." -> ["3", "2"])."""
-    return [m.group("ans").strip() for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)) if m.group("ans").strip()]
+    """Every "answer is X" clause's X, in order ("The final answer is 3. The answer is 2." -> ["3", "2"];
+    "Final Answer: The final answer is 3." -> ["3"])."""
+    found = [_innermost(m.group("ans")) for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred))]
+    return [a for a in found if a]
 
 
 def answer_taken_back(pred: str) -> bool:
@@ -303,15 +377,80 @@ def choice_value_claim(gold: str, pred: str) -> tuple[str, str] | None:
     return parsed[1], answer
 
 
+def _box_verdict(gold: str, box: str, kind: str) -> bool | None:
+    """Whether one boxed answer states the gold, or None when it cannot be judged for this gold's kind
+    (a value "\\boxed{12}" for a letter gold, a box with no count or yes/no word)."""
+    if kind == "choice":
+        named = _named_letter(box) is not None or _ANY_PAREN_LETTER.search(box) or _LETTER_LIST.fullmatch(
+            flatten_text(unwrap(box)))
+        if not named and not parse_choice(gold)[1]:
+            return None
+        return judge_answer(gold, box, kind)
+    if kind == "count":
+        flat = flatten_text(unwrap(box))
+        number = count_of(flat) or bare_number(unwrap(flat))
+        gold_number = count_of(gold)
+        if number is None or gold_number is None or "/" in number or "frac" in number:
+            return None
+        return float(number) == float(gold_number)
+    claim = gold_claim(gold)
+    if claim in ("yes", "no"):
+        said = answer_polarity(unwrap(box))
+        return None if said is None else said == claim
+    return judge_answer(gold, box, kind)
+
+
+def two_boxed(pred: str, gold: str, kind: str) -> list[str]:
+    """The prediction's boxed answers when they state different answers ("\\boxed{No}\\boxed{Yes}",
+    "\\boxed{C} ... \\boxed{(D)}"): each box is judged against the gold (`_box_verdict`), boxes that
+    cannot be judged for its kind are skipped ("\\boxed{12} ... \\boxed{C}" for a letter gold), and
+    two answers are found only when a judged box is right and another wrong; [] otherwise ("\\boxed{3}
+    ... \\boxed{3 \\text{ triangles}}" is one answer twice). Two answers are never a right one."""
+    boxes = boxed_answers(pred)
+    if len(boxes) < 2:
+        return []
+    verdicts = {v for v in (_box_verdict(gold, b, kind) for b in boxes) if v is not None}
+    return boxes if len(verdicts) > 1 else []
+
+
+def answer_settled(pred: str, kind: str, answer: str) -> bool:
+    """What follows the final answer leaves it standing: after a `\\boxed{}` (choice, yes/no, count
+    and math answers) only signals of doubt or of another answer unsettle it
+    (`grpo_data.committed.box_unsettled`); after an "answer is X" clause, a boxed word answer or a
+    leading yes/no sentence only a closing remark may follow (`followup_ok`, a whitelist)."""
+    after = after_final_answer(pred)
+    if last_boxed(pred) is not None and kind != "text":
+        return not box_unsettled(after, kind, answer)
+    return followup_ok(after, kind, answer)
+
+
+def _followup_kind(gold: str, kind: str, answer: str) -> tuple[str, str]:
+    """(kind, answer) for `followup_ok`: what competes with the answer after it."""
+    if kind == "choice":
+        return "choice", answer
+    claim = gold_claim(gold)
+    if claim in ("yes", "no"):
+        return "yesno", claim
+    return ("number", answer) if kind == "count" else ("text", answer)
+
+
 def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     """(correct, detail) of a choice or text answer. correct is None with detail "" when the prediction
     holds no answer (no `\\boxed{}`, no "answer is X", or an "answer is X" that later text takes back):
-    `judge_prose` may still read its final sentence; None with the answer as detail when its answer
-    cannot be judged without the question (`judge_answer`): nothing else in the text is read then."""
+    `judge_prose` may still read its final sentence; None with a detail when its answer cannot be judged
+    without the question (`judge_answer`), or when a right answer is followed by more than a closing
+    remark (`grpo_data.committed.followup_ok`: "The answer is C. Or D."): nothing else in the text is
+    read then. Two boxed answers that differ ("\\boxed{No}\\boxed{Yes}") are wrong."""
     answer = final_answer_text(pred)
     if answer is None or answer_taken_back(pred):
         return None, ""
-    return judge_answer(gold, answer, kind), answer[:80]
+    boxes = two_boxed(pred, gold, kind)
+    if boxes:
+        return False, "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:])
+    correct = judge_answer(gold, answer, kind)
+    if correct and not answer_settled(pred, *_followup_kind(gold, kind, answer)):
+        return None, "text after the answer: " + after_final_answer(pred).strip()[:60]
+    return correct, answer[:80]
 
 
 def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
@@ -353,6 +492,15 @@ def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
     return claim == "none" and (says_none(flatten_text(unwrap(answer)), words(gold) or "") or is_empty_set(answer))
 
 
+def _yes_no_followup(after: str, said: str) -> bool:
+    return followup_ok(after, "yesno", said)
+
+
+def none_followup(after: str, said: str) -> bool:
+    """What may follow a "none" final sentence: no number, no other answer (`followup_ok`)."""
+    return followup_ok(after, "number", "")
+
+
 def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     """(correct, what was read) from the prediction's final sentence, for a Yes/No, "none" or count gold
     (`kind` "text", "count" or "number"); correct None when the sentence says nothing unambiguous.
@@ -363,11 +511,13 @@ def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     if kind == "text":
         claim = gold_claim(gold)
         if claim == "none":
-            return (True, "none") if final_says_none(pred, words(gold) or "") else (None, "")
-        said = final_polarity(pred) if claim in ("yes", "no") else None
+            return (True, "none") if final_says_none(pred, words(gold) or "", none_followup) else (None, "")
+        said = final_polarity(pred, _yes_no_followup) if claim in ("yes", "no") else None
         return (None, "") if said is None else (said == claim, said)
     number = count_of(gold) if kind == "count" else bare_number(gold) if kind == "number" else None
-    count = stated_count(sentence)
+    count = stated_count(sentence, count_unit(gold) or "")
     if number is None or count is None or "/" in number or "frac" in number:
+        return None, ""
+    if not followup_ok(after_final_sentence(pred), "number", f"{count:g}"):  # "Two of them hold.\n\n$$3$$"
         return None, ""
     return count == float(number), f"{count:g}"

@@ -1,13 +1,13 @@
 """Reading a final answer written as a sentence: "No, it is not possible.", "There are no such primes.",
 "At most two of them can hold." Used by the verifier when a prediction has no `\\boxed{}` and no
-"answer is X" clause, for gold answers that are Yes/No, "none"/"no such ...", or a count.
+"answer is X" clause, for gold answers that are Yes/No, "none"/"no such ...", or a count (the count
+reader, `stated_count`, is in `grpo_data.counts`).
 
     final_sentence("... so the sum is odd.\\n\\nHence such a tiling cannot exist.") == "Hence such a tiling cannot exist."
     polarity("No, it is not possible to do so.") == "no"    # a leading yes/no word
     polarity("Hence such a tiling cannot exist.") is None   # a negation of a claim: not a yes/no (below)
     polarity("Thus the robot can stay inside.") is None     # an affirmation without "yes": not read
     says_none("There are no such primes.") is True
-    stated_count("At most two of them can hold.") == 2
 
 A Yes/No answer is read only from an explicit leading yes/no word. A negation of a claim ("It is
 impossible to tile the board.") is no yes/no: the verifier never sees the question, and against "Is
@@ -28,6 +28,7 @@ two", "no two"), "one", or a fraction or scale word ("three quarters"). The veri
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _MARKDOWN = re.compile(r"\*\*|__|\*|`|^#+\s*", re.M)
 _PARAGRAPHS = re.compile(r"\n\s*\n")
@@ -131,16 +132,43 @@ def flatten_text(text: str) -> str:
     return " ".join(s.split())
 
 
+def _worded(paragraph: str) -> list[str]:
+    """The paragraph's sentences that hold words, display formulas blanked."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(paragraph)]
+    return [s for s in sentences if _HAS_WORD.search(_INLINE_MATH.sub(" ", s))]
+
+
+def _final_parts(text: str) -> tuple[str, list[str], str, str]:
+    """(paragraph, its worded sentences, the text after its first worded sentence, the text after its
+    last one) for the text's last paragraph that holds words, markdown emphasis removed; the texts
+    after run to the end, trailing formulas and lists included ("Yes.\n\n$$\\text{No}$$"): what
+    follows an answer sentence is for the caller to judge. ("", [], "", "") when there is none."""
+    plain = _MARKDOWN.sub("", text)
+    ends = [m.span() for m in _PARAGRAPHS.finditer(plain)]
+    starts = [0] + [e for _, e in ends]
+    stops = [s for s, _ in ends] + [len(plain)]
+    for start, stop in reversed(list(zip(starts, stops, strict=True))):
+        paragraph = plain[start:stop]
+        worded = _worded(_DISPLAY_MATH.sub(" ", paragraph))
+        if worded:
+            # the same split with formulas blanked to their own length locates the sentences in the text
+            blanked = _DISPLAY_MATH.sub(lambda m: " " * len(m.group(0)), paragraph)
+            same_length = _worded(blanked) or [""]
+            first_end = blanked.find(same_length[0]) + len(same_length[0])
+            last_end = blanked.rfind(same_length[-1]) + len(same_length[-1])
+            return paragraph, worded, plain[start + first_end:], plain[start + last_end:]
+    return "", [], "", ""
+
+
 def _final_paragraph(text: str) -> tuple[str, list[str]]:
     """The text's last paragraph that holds words (a trailing "6. **" or display formula is skipped),
     markdown emphasis removed, and its sentences that hold words; ("", []) when there is none."""
-    plain = _MARKDOWN.sub("", text)
-    for paragraph in reversed(_PARAGRAPHS.split(plain)):
-        sentences = [s.strip() for s in _SENTENCE_END.split(_DISPLAY_MATH.sub(" ", paragraph))]
-        worded = [s for s in sentences if _HAS_WORD.search(_INLINE_MATH.sub(" ", s))]
-        if worded:
-            return paragraph, worded
-    return "", []
+    return _final_parts(text)[:2]
+
+
+def after_final_sentence(text: str) -> str:
+    """The text after its final worded sentence (`final_sentence`): trailing formulas, list markers."""
+    return _final_parts(text)[3]
 
 
 def _last_paragraph(text: str) -> list[str]:
@@ -154,20 +182,27 @@ def final_sentence(text: str) -> str | None:
     return sentences[-1] if sentences else None
 
 
-def final_polarity(text: str) -> str | None:
+def _nothing_follows(after: str, said: str) -> bool:
+    return not after.strip()
+
+
+def final_polarity(text: str, followup_ok: Callable[[str, str], bool] = _nothing_follows) -> str | None:
     """"yes"/"no" of a text's final answer in prose: a leading yes/no word opening the last sentence
     (`polarity`) or the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
-    when nothing in that paragraph hedges, corrects or contradicts it ("No, wait. Actually ..." and
-    "Yes! No!" are not read)."""
-    sentences = _last_paragraph(text)
+    when `followup_ok(the sentences after it, "yes"/"no")` accepts what follows it (the verifier passes
+    `grpo_data.committed.followup_ok`, a whitelist; by default nothing may follow). "No, wait. Actually
+    ...", "Yes. Just kidding." and "Yes! No!" are not read."""
+    _, sentences, after_first, after_last = _final_parts(text)
     if not sentences:
         return None
     plain = [_plain(s) for s in sentences]
     leads = {m.group(1).lower() for m in map(_LEADING.match, plain) if m}
     said = polarity(sentences[-1])
+    if said is not None and not followup_ok(after_last, said):  # "Yes.\n\n$$\\text{No}$$"
+        return None
     if said is None:
         first = polarity(sentences[0])
-        if first and not any(_takes_back(t) for t in sentences[1:]):
+        if first and not any(_takes_back(t) for t in sentences[1:]) and followup_ok(after_first, first):
             said = first
     return said if said is not None and leads <= {said} else None
 
@@ -184,10 +219,12 @@ def _plain(sentence: str) -> str:
 
 # After a leading yes/no word only nothing, or one restatement clause opened by these words, is read
 # ("Yes, it is possible.", "No, such a tiling does not exist.", "No, there is no such sequence.",
-# "Yes, the sum is even.", "Yes, because f is not constant": it opens with one of these words and holds
-# no comma, semicolon or colon): a whitelist, since the ways to qualify an answer ("Yes, usually.", "Yes,
-# under the Riemann hypothesis.", "Yes, apart from n = 3.", "Yes, n even") cannot all be listed.
-_RESTATEMENT = re.compile(r"(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since)\b[^,;:]*", re.I)
+# "Yes, the sum is even.", "Yes, because f is not constant", "Yes, we can.", "No, 15 is not prime.": it
+# opens with one of these words or a number and holds no comma, semicolon or colon): a whitelist, since
+# the ways to qualify an answer ("Yes, usually.", "Yes, under the Riemann hypothesis.", "Yes, apart
+# from n = 3.", "Yes, n even") cannot all be listed. A yes restated with a denial is not read (`_unless_denied`).
+_RESTATEMENT = re.compile(r"(?:(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since|we|you"
+                          r"|one)\b|\d+(?=\s+[a-z]))[^,;:]*", re.I)
 # A second thought after an answer: "Yes. Scratch that.", "No. Correction: it holds.", "Yes. Not really."
 _SECOND_THOUGHT = re.compile(r"\b(?:scratch that|never ?mind|oops|nope|not really|corrections?|reconsider\w*|second thoughts?"
                              r"|on reflection|on further reflection|wrong|incorrect|actually|wait|hmm+|retract\w*"
@@ -207,7 +244,25 @@ def _qualified(rest: str, raw_rest: str | None = None) -> bool:
             or _MORE_CONDITION.search(rest)):
         return True
     clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest).rstrip().rstrip(".!").rstrip()
-    return bool(clause) and _RESTATEMENT.fullmatch(clause) is None
+    if not clause:
+        return False
+    first, *more = _CLAUSE_SPLIT.split(clause)
+    return _RESTATEMENT.fullmatch(first) is None or any(
+        _RESTATEMENT.fullmatch(part) is None and _REASON_OPENER.match(part) is None for part in more)
+
+
+# The clauses of what follows a leading yes/no: "it is not possible, because the sum is always odd",
+# "the sequence does not converge; it oscillates", "it can be done, as the coloring shows".
+_CLAUSE_SPLIT = re.compile(r"\s*(?:[,;:]|\s[\u2014\u2013]|\s-\s)\s*")
+# A later clause that gives a reason or an example: it may follow the restatement.
+_REASON_OPENER = re.compile(r"(?:because|since|as|so|hence|thus|namely|for example|for instance|e\.g\.|i\.e\.|that is"
+                            r"|regardless of|which|whence)\b", re.I)
+
+
+def _main_clauses(rest: str) -> str:
+    """What follows a leading yes/no without its reason clauses ("because no prime divides it")."""
+    clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest)
+    return " ".join(p for p in _CLAUSE_SPLIT.split(clause) if _REASON_OPENER.match(p) is None)
 
 
 def _takes_back(sentence: str) -> bool:
@@ -231,7 +286,16 @@ def polarity(sentence: str) -> str | None:
     raw_lead = _LEADING.match(raw.strip())
     if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw):
         return None
-    return lead.group(1).lower()
+    return _unless_denied(lead.group(1).lower(), text[lead.end():])
+
+
+def _unless_denied(said: str, rest: str) -> str | None:
+    """`said`, or None when a "yes" is restated with a negation ("Yes, we cannot.", "Yes, it is not
+    possible."): a yes and a denial answer "Is it possible?" oppositely, and the question is not seen.
+    A reason may deny ("Yes, because no prime divides it.")."""
+    if said == "yes" and _NEGATING_WORD.search(_main_clauses(rest)):
+        return None
+    return said
 
 
 def answer_polarity(answer: str) -> str | None:
@@ -243,7 +307,7 @@ def answer_polarity(answer: str) -> str | None:
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
     if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():]):
         return None
-    return lead.group(1).lower()
+    return _unless_denied(lead.group(1).lower(), _prose(text[lead.end():]))
 
 
 def is_short_denial(answer: str) -> bool:
@@ -287,7 +351,7 @@ def _none_grammar(body: str, kinds: list[str]) -> bool:
     noun = adj + _NOUN + r"(?:\s+of\s+(?!(?:the|this|that|these|those)\b)" + _NOUN + r"(?:\s+" + _NOUN + r")?)?(?:\s+[a-z])?"
     other = r"(?:\s+and\s+(?:an?\s+)?(?:" + _KIND + r"\s+)?" + _NOUN + r"(?:\s+[a-z])?)?"
     domain = r"(?:\s+(?:in|among|over)\s+(?:the\s+)?(?:set\s+of\s+)?" + _KIND + r"s?)?"
-    tail = r"(?:\s+(?:exists?|works?|satisf(?:y|ies)|(?:such\s+)?that\b.*|satisfying\b.*|for\s+which\b.*|with\b.*|which\b.*))?"
+    tail = r"(?:\s+(?:exists?|works?|satisf(?:y|ies)|(?:such\s+)?that\b.*|satisfying\b.*|for\s+which\b.*|which\b.*))?"
     shapes = [
         r"there\s+(?:(?:is|are|exists?)\s+no|(?:does|do)\s+not\s+exist(?:\s+(?:an?|any))?|(?:doesn't|don't)\s+exist"
         r"(?:\s+(?:an?|any))?)\s+" + noun + other + domain + tail,
@@ -335,70 +399,15 @@ def says_none(sentence: str, kinds: str = "") -> bool:
     return len(_NEGATING_WORD.findall(body)) == 1
 
 
-def final_says_none(text: str, kinds: str = "") -> bool:
-    """True when a text's final sentence says nothing satisfies the question (`says_none`) and no
-    formula in its paragraph states a value ("So $x = 2$. There are no such primes." is not read)."""
-    paragraph, sentences = _final_paragraph(text)
-    if not sentences:
+def final_says_none(text: str, kinds: str = "",
+                    followup_ok: Callable[[str, str], bool] = _nothing_follows) -> bool:
+    """True when a text's final sentence says nothing satisfies the question (`says_none`), no formula
+    in its paragraph states a value ("So $x = 2$. There are no such primes." is not read) and
+    `followup_ok(what follows the sentence, "none")` accepts what follows it ("\\n\\n$$x = 2$$" is not)."""
+    paragraph, sentences, _, after = _final_parts(text)
+    if not sentences or not followup_ok(after, "none"):
         return False
     formulas = [m.group(0) for m in _INLINE_MATH.finditer(paragraph)] + [m.group(0) for m in _DISPLAY_MATH.finditer(paragraph)]
     if any(_STATES_VALUE.search(f.strip("$\\()[] ")) for f in formulas):
         return False
     return says_none(sentences[-1], kinds)
-
-
-# Words that bound or approximate a number rather than state it ("more than two", "fewer than 3",
-# "at least two", "about 5"). "At most N" is read: it is how a maximum is stated ("At most two of them
-# can hold."). A sentence that negates near its number ("No two of them can hold", "It can't be two")
-# is not read either.
-_COMPARATOR = re.compile(r"\b(?:more|less|fewer|greater|larger|smaller|bigger|least|exceeds?|exceeding|above|below"
-                         r"|under|beyond|up to|around|about|approximately|approx|nearly|almost|roughly|than|between"
-                         r"|or so)\b", re.I)
-
-
-# A number that is not the count: a question ("Is it two?"), a complement ("All but two"), a count of
-# something else ("Two pairs of them"), arithmetic ("two plus one"), an index ("inequality 2",
-# "case 3") or an ordinal ("the second one").
-_COUNT_TWIST = re.compile(r"\?|\b(?:all but|but|pairs?|couples?|groups?|sets?|plus|minus|double|doubled|triple|tripled"
-                          r"|first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))\b"
-                          r"|\b[a-z]{2,}\s+\(?#?\d+\)?(?!\s*(?:of|out|among)\b)(?=\s*(?:[.,;:!)]|$|holds?|works?|is|are|can|must|will))", re.I)
-
-
-def _count_twisted(text: str) -> bool:
-    """The sentence hedges, conditions or takes back a number, or its number is not the count
-    (`_COUNT_TWIST`): "Maybe two of them hold.", "Two of them can hold if n is even.", "Is it two?"."""
-    return bool(_HEDGE.search(text) or _CONDITION.search(text) or _SECOND_THOUGHT.search(text) or _COUNT_TWIST.search(text)
-                or _MORE_CONDITION.search(re.sub(r"\bat most\b", "", text, flags=re.I)))
-
-
-def count_refused(sentence: str) -> bool:
-    """True when the sentence holds a number that `stated_count` refuses to read as a count for a hedge,
-    condition, question, index or other twist ("Only inequality 2 holds."): math-verify, which would
-    take that number, is not asked either."""
-    text = _prose(sentence)
-    return bool(_NUMBER_TOKEN.search(sentence)) and (_count_twisted(text) or bool(_SCALE_WORD.search(text)))
-
-
-def stated_count(sentence: str) -> float | None:
-    """The one number a sentence states, in digits or words ("At most two of them can hold" -> 2,
-    "twenty-one" -> 21); "no such ..." states 0. None when it states none or two different ones, bounds
-    or approximates it (`_COMPARATOR`), negates it ("No two of them can hold"), or holds a scale or
-    fraction word ("three quarters", "two thousand"); "one" alone is not read ("no one", "the smaller one")."""
-    text = _prose(sentence)
-    if _SCALE_WORD.search(text) or _COMPARATOR.search(text):
-        return None
-    if _count_twisted(text):
-        return None
-    values = set()
-    for m in _NUMBER_TOKEN.finditer(text):
-        if m.group("digits"):
-            values.add(float(m.group("digits")))
-        elif m.group("tens"):
-            values.add(float(_NUMBER_WORDS[m.group("tens").lower()] + _UNITS[m.group("unit").lower()]))
-        else:
-            values.add(float(_NUMBER_WORDS[m.group("word").lower()]))
-    if not values:
-        return 0.0 if says_none(sentence) else None
-    if _NEGATING_WORD.search(text):
-        return None
-    return values.pop() if len(values) == 1 else None

@@ -12,8 +12,18 @@ Gold answers that are choice letters or words ("(C)", "Yes") are compared as str
 prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`grpo_data.prose`:
 "No, it is not possible." is no), then a final sentence that is one formula ("Therefore $E$.",
 "So $\\text{odd}$."); a formula elsewhere in the text is no answer. A count gold ("2 inequalities")
-is judged on its number. math-verify's own regression tables run
-through this function in tests/test_verifier_tables.py: where it is right, this is right too.
+is judged on its number, and on its unit when the answer names one ("2 equations" is no answer).
+
+What may follow a committed answer (`grpo_data.committed`): after an "answer is X" clause, a boxed
+word answer or a leading yes/no sentence, only a closing remark (a whitelist: "I hope it is correct.",
+a short restatement or reason naming no other answer), else no_answer ("The answer is C. Or D.",
+"Yes. Just kidding.", "The answer is 2. Edit: 3."). After a boxed choice, yes/no, count or math answer
+any explanation may follow; only doubt or another answer unsettles it (`box_unsettled`). Boxes are
+judged one by one against the gold: two that disagree are wrong. The prediction ends at its first
+turn-ending token ("<|im_end|>"). A number gold's final answer that hedges ("5 or 6", "at least 3")
+is wrong. math-verify's
+own regression tables run through this function in tests/test_verifier_tables.py, and a grid grown
+from them in tests/test_verifier_properties.py: where math-verify is right, this is right too.
 
 Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
 then from LaTeX in `$...$`/`\\[...\\]`, then from a plain number or expression (math-verify's
@@ -47,12 +57,15 @@ from grpo_data.answers import (
     _MATH_WORDS,
     _OPERATOR_WORDS,
     _SCALE_WORDS,
+    after_final_answer,
+    answer_settled,
     anchored_answers,
     answer_kind,
     answer_taken_back,
     bare_number,
     choice_value_claim,
     count_of,
+    count_unit,
     final_answer_text,
     for_math,
     is_empty_set,
@@ -60,14 +73,18 @@ from grpo_data.answers import (
     judge_prose,
     judge_string,
     last_boxed,
+    none_followup,
     numbers_in,
+    two_boxed,
     unwrap,
 )
+from grpo_data.committed import box_unsettled, end_of_turn, followup_ok, without_closing
+from grpo_data.counts import _COMPARATOR, count_refused, singular
 from grpo_data.prose import (
-    _COMPARATOR,
+    _CONDITION,
     _NEGATING_WORD,
     _SCALE_WORD,
-    count_refused,
+    _prose,
     final_says_none,
     final_sentence,
     flatten_text,
@@ -81,7 +98,8 @@ REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
 # The modules whose code decides a verdict and whether it counts as correct (the pool's, which turns a
 # hang or a crash into "timeout"/"error", included): their code is the verifier's version beside
 # math-verify's (`rules_hash`).
-RULE_MODULES = ("verify.py", "answers.py", "prose.py", "rewards.py", "verify_pool.py")
+RULE_MODULES = ("verify.py", "answers.py", "prose.py", "counts.py", "committed.py", "rewards.py",
+                "verify_pool.py")
 # (gold, prediction) pairs whose verdicts fingerprint the judging stack as it runs (`verdict_fingerprint`):
 # each path of `verify_answer` (numbers, fractions, LaTeX, sets and intervals, choices, words, counts,
 # percents, prose, no answer, an answer followed by more than pred_tail_chars of text) and forms whose
@@ -272,6 +290,7 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
     Choice and text golds (`grpo_data.answers.answer_kind`) are compared as strings, count golds by
     their number. A "no_answer" verdict carries the final sentence it could not read in `detail`.
     `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`)."""
+    pred = end_of_turn(pred)  # text after the first turn-ending token ("<|im_end|>") is not the model's
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
     return _judge(gold, tail, _Clock(timeout_s, budget_s))
 
@@ -321,7 +340,7 @@ def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
         correct, said = judge_prose(gold, text, kind)
         if correct is not None:
             return _judged(correct, said)
-    m = _WHOLE_FINAL_MATH.search(_MARKDOWN.sub("", text).rstrip())
+    m = _WHOLE_FINAL_MATH.search(without_closing(_MARKDOWN.sub("", text)))
     if m is None or answer_kind(m.group(1)) != kind:
         return _unread(text)
     correct = judge_answer(gold, m.group(1), kind)
@@ -333,20 +352,39 @@ _LATEX_BOUND = re.compile(r"\\(?:geq?|leq?|geqslant|leqslant|gtrsim|lesssim|ne|n
                           r"|[<>\u2264\u2265\u2260\u2248\u00b1]")
 
 
+# An explanation after an "answer is" count, inside its clause: "3 triangles, namely ABC, ABD and BCD".
+_EXPLANATION = re.compile(r"\s*[,;:]?\s+(?:namely|i\.e\.|that is|because|since|as|which|for example|e\.g\.)\b.*$", re.I | re.S)
+
+
 def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
     """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
     number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
     else goes to math-verify (and the final sentence) with the number alone. (math-verify alone reads
     the gold as a product of letters, so nothing here departs from a verdict it gets right.)"""
-    number = count_of(gold)
+    number, unit = count_of(gold), count_unit(gold) or ""
     if answer_taken_back(text):  # "The answer is 2. Hmm, wait, it is 3."
         return _unread(text)
     answer = final_answer_text(text)
     if answer is not None and last_boxed(text) is None and len(
             {" ".join(a.split()).rstrip(".").lower() for a in anchored_answers(text)}) > 1:
         return _unread(text)  # "The final answer is 3. The answer is 2.": a later answer takes back the first
+    boxes = two_boxed(text, gold, "count")
+    if boxes:  # "\\boxed{2} ... \\boxed{3}": two answers
+        return _judged(False, boxes[-1], "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:]))
+    explained = None
+    if answer is not None and last_boxed(text) is None:  # "3 triangles, namely ABC, ABD and BCD"
+        m = _EXPLANATION.search(answer)
+        if m is not None:
+            answer, explained = answer[:m.start()], answer[m.start():]
     stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
+    if stated is not None and explained is not None and box_unsettled(explained, "number", stated):
+        return _unread(text)
     if stated is not None and "/" not in stated and "frac" not in stated:
+        said_unit = count_unit(answer)
+        if said_unit and unit and singular(said_unit.split()[-1]) != singular(unit.split()[-1]):
+            return _unread(text)  # "2 equations" against "2 inequalities": a count of something else
+        if float(stated) == float(number) and not _count_settled(text, unit, answer):
+            return _unread(text)  # "The answer is 2. Edit: 3.", "\\boxed{2}. Hmm, wait."
         return _judged(float(stated) == float(number), answer)
     if answer is not None:
         flat = flatten_text(unwrap(answer))
@@ -359,9 +397,21 @@ def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
             return _judged(False, answer)
         return _judge_math(number, "\\boxed{" + answer + "}", clock, "number")  # the answer only, not the whole text
     sentence = final_sentence(text)
-    if sentence is not None and count_refused(sentence):  # "Only inequality 2 holds.": a number that is no count
+    if sentence is not None and count_refused(sentence, unit):  # "Only inequality 2 holds.": a number that is no count
         return _unread(text)
     return _judge_math(number, text, clock, "number")
+
+
+def _count_settled(text: str, unit: str, answer: str) -> bool:
+    """What follows a count answer leaves it standing (`answer_settled`), the gold's own unit word right
+    after a box taken off first ("\\boxed{3} triangles.", "$\\boxed{3}$ \\text{triangles}")."""
+    if last_boxed(text) is None or not unit:
+        return answer_settled(text, "number", answer)
+    after = after_final_answer(text)
+    word = re.escape(singular(unit.split()[-1]))
+    after = re.sub(r"^\s*\$?\s*(?:\\text\s*\{\s*)?" + r"(?:" + word + r"|" + word + r"s|" + word[:-1] + r"ies|" + word + r"es)\b"
+                   r"\s*\}?\s*\$?", "", after, count=1, flags=re.I)
+    return not box_unsettled(after, "number", answer)
 
 
 def _same_unparsed(gold: str, text: str, clock: _Clock) -> bool:
@@ -401,6 +451,11 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
         return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
     if not pred_parsed:
         return _judge_math_prose(gold, text, kind)
+    hedged = _hedged_number(text) if kind == "number" else None
+    if hedged is not None:
+        return hedged
+    if kind == "number" and final_answer_text(text) is None and _PROSE_BOUND.search(_prose(final_sentence(text) or "")):
+        return _unread(text)  # "There are at least 3 such triangles.": a bound, not the number
     if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
         return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
     try:
@@ -410,7 +465,53 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
+    if ok and _unsettled(text, " ".join(str(x) for x in pred_parsed[1:2])):
+        return _unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
+
+
+# A number answer that is two answers or a bound: "5 or 6", "either 5 or 6", "5 (or 6)", "at least 3",
+# "\\geq 3", "3 or more"; "or equivalently 0.5" names the same answer.
+_NUMBER_HEDGE = re.compile(r"\bor\b(?!\s+(?:equivalently|in other words|simply|written|expressed|as a decimal|in decimal))"
+                           r"[\s,(]*(?:possibly|maybe|perhaps|even|else|also|just)?[\s$\\(]*-?\d"
+                           r"|\b(?:at least|at most|or more|or less|or fewer|or greater|more than|less than|fewer than"
+                           r"|greater than|up to|no more than|no less than|approximately|roughly|about|around|nearly|almost)\b"
+                           r"|\\(?:geq?|leq?|geqslant|leqslant|gt|lt|approx)(?![A-Za-z])|[<>\u2264\u2265\u2248]", re.I)
+
+
+# A bound in a final sentence with no box or "answer is" clause ("There are at least 3 such triangles.").
+# "At most N" is how a maximum is stated ("At most two of them can hold."), as the count reader takes it.
+_PROSE_BOUND = re.compile(r"\b(?:at least|more than|fewer than|less than|greater than|or more|or fewer|or less"
+                          r"|no fewer than|no less than)\s+\S*\d|\d\S*\s+or (?:more|fewer|less|greater)\b", re.I)
+
+
+def _hedged_number(text: str) -> Verdict | None:
+    """A number gold's final answer (box or "answer is" clause) that states two numbers or a bound
+    ("The answer is 5 or 6.", "\\boxed{\\geq 3}"): wrong, as the count path judges it (math-verify
+    credits the first number); one with a condition ("5, unless n is even, in which case it is 6"): no
+    answer. None when the answer is neither."""
+    answer = final_answer_text(text)
+    if answer is None:
+        return None
+    flat = flatten_text(answer)
+    if _NUMBER_HEDGE.search(flat) or _NUMBER_HEDGE.search(answer):
+        return _judged(False, answer)
+    if _CONDITION.search(flat) and len(numbers_in(flat)) > 1:
+        return _unread(text)
+    return None
+
+
+def _unsettled(text: str, extracted: str = "") -> bool:
+    """A right math answer that the text after it unsettles: an "answer is X" clause (no `\\boxed{}`)
+    followed by more than a closing remark (`followup_ok`: "The answer is 2. Edit: 3."), or a boxed
+    answer followed by doubt or another answer (`box_unsettled`: "\\boxed{4}. Hmm, that seems off.",
+    "\\boxed{5}\n\nFinal answer: 6"). After a box only such signals are looked for: math-verify's own
+    tables credit boxed answers followed by whole explanations, and this verifier is not worse there."""
+    if last_boxed(text) is not None:
+        # the answer is the box and what math-verify took ("... \\boxed{255} ... The final answer is $10,455$.")
+        return box_unsettled(after_final_answer(text), "math", f"{last_boxed(text)} {extracted}")
+    answer = final_answer_text(text)
+    return answer is not None and (answer_taken_back(text) or not followup_ok(after_final_answer(text), "math", answer))
 
 
 def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
@@ -421,6 +522,6 @@ def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
         if correct is not None:
             return _judged(correct, said)
     sentence = final_sentence(text)  # math-verify extracted nothing (the caller's check)
-    if sentence is not None and is_empty_set(gold) and final_says_none(text):
+    if sentence is not None and is_empty_set(gold) and final_says_none(text, "", none_followup):
         return _judged(True, "none")
     return _unread(text)

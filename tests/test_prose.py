@@ -2,6 +2,8 @@
 
 import pytest
 
+from grpo_data.committed import followup_ok
+from grpo_data.counts import stated_count
 from grpo_data.prose import (
     answer_polarity,
     final_polarity,
@@ -9,7 +11,6 @@ from grpo_data.prose import (
     is_short_denial,
     polarity,
     says_none,
-    stated_count,
 )
 
 
@@ -62,7 +63,14 @@ def test_final_sentence(text, expected):
     ("No, yes.", None),
     ("No, it depends on n.", None),
     ("Yes, this is the only stationary distribution.", "yes"),   # "only" describing, not conditioning
-    ("Yes, no two of them coincide.", "yes"),                    # "no" as a determiner
+    ("Yes, no two of them coincide.", None),  # "no" as a determiner, not a second answer; but a yes restated
+    # with a denial answers "Do two of them coincide?" and "Are they distinct?" alike (review 2026-12-03)
+    ("Yes, no two of them coincide, because ...", None),
+    ("Yes, because no prime divides it.", "yes"),                # a reason may deny
+    ("Yes, we can.", "yes"),                                     # review 2026-12-03: false negatives
+    ("No, 15 is not prime.", "no"),
+    ("Yes, we cannot.", None),
+    ("Yes, it is not possible.", None),
     ("Hence there is no contradiction.", None),                  # affirms the claim
     ("It is impossible to find a counterexample.", None),
     ("The inequality cannot fail.", None),
@@ -80,11 +88,21 @@ def test_polarity(sentence, expected):
     assert polarity(sentence) == expected
 
 
+def _closing(after: str, said: str) -> bool:
+    return followup_ok(after, "yesno", said)
+
+
 def test_final_polarity_reads_a_leading_yes_that_opens_the_last_paragraph():
-    assert final_polarity("## Answer\n\n**Yes.** Such a sequence exists. Specifically, take $a_n = n$.") == "yes"
-    assert final_polarity("Yes, we first try n = 1.\n\nIt works for every n.") is None
-    assert final_polarity("Try a grid.\n\nNo, wait. Actually we can always achieve it by choosing a larger grid, which works.") is None
-    assert final_polarity("Yes! No!") is None and final_polarity("No. Yes.") is None  # two answers
+    text = "## Answer\n\n**Yes.** Such a sequence exists. Specifically, take $a_n = n$."
+    assert final_polarity(text, _closing) == "yes"
+    assert final_polarity(text) is None  # by default nothing may follow the leading sentence
+    assert final_polarity("Yes, we first try n = 1.\n\nIt works for every n.", _closing) is None
+    assert final_polarity("Try a grid.\n\nNo, wait. Actually we can always achieve it by choosing a larger grid, which works.",
+                          _closing) is None
+    assert final_polarity("Yes! No!", _closing) is None and final_polarity("No. Yes.", _closing) is None  # two answers
+    # review 2026-12-03: what follows a leading yes/no is read with a whitelist, not a list of bad words
+    assert final_polarity("Yes. Just kidding.", _closing) is None
+    assert final_polarity("Yes. Unless n is odd.", _closing) is None
 
 
 @pytest.mark.parametrize(("answer", "expected"), [

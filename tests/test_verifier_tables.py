@@ -6,7 +6,10 @@
 - prose.jsonl: final answers written as sentences, from public model outputs (each row names its
   source) and the guards beside them. Every false negative or false positive found later becomes a row.
   A row with "known_miss" is one the verifier does not read yet (it must give no_answer, never a
-  guess); its "expected" stays the true verdict, so agreement.py counts it as missed.
+  guess); its "expected" stays the true verdict, so agreement.py counts it as missed. A row with
+  "known_false_ok" is a wrong or unreadable answer the verifier still calls ok, with the reason it is
+  left (agreement.py counts it as a false ok); one with "departs_from_math_verify" is not ok though
+  math-verify alone calls it right (a hedge or a second answer), with the reason.
 
 `tests/verifier_tables/agreement.py` prints the same figures for any checkout.
 """
@@ -48,6 +51,15 @@ def test_tables_are_well_formed():
     assert len(second) >= 45 and all(r["expected"] != "ok" for r in second)  # lists, hedges, inverted or partial denials
     third = [r for r in PROSE if r["source"].startswith("third review 2026-12-03 (adversarial)")]
     assert len(third) >= 12 and all(r["expected"] == "no_answer" for r in third)  # negatively phrased questions
+    fourth = [r for r in PROSE if r["source"].startswith("review 2026-12-03 (fourth review, false ok)")]
+    assert len(fourth) >= 14 and all(r["expected"] != "ok" for r in fourth)  # what follows an answer, units, complements
+    fixed = [r for r in PROSE if r["source"].startswith("review 2026-12-03 (fourth review, false negative)")]
+    assert len(fixed) >= 5 and all(r["expected"] == "ok" and "known_miss" not in r for r in fixed)
+    fifth = [r for r in PROSE if r["source"].startswith("review 2026-12-03 (fifth review)")]
+    endings = [r for r in fifth if "realistic correct ending" in r["source"]]
+    assert len(endings) >= 75 and all(r["expected"] == "ok" for r in endings)  # explanations after a right answer
+    assert len(fifth) - len(endings) >= 150  # the review's adversarial probes and the brief's examples
+    assert all(r["expected"] != "ok" for r in PROSE if "known_false_ok" in r or "departs_from_math_verify" in r)
     assert all(r["source"] for r in MATH_VERIFY + PROSE)
 
 
@@ -77,12 +89,16 @@ def test_math_verify_tables_through_grpo_verify(tmp_path):
     assert differ == []
 
 
+def _expected_reason(row: dict) -> str:
+    return "no_answer" if "known_miss" in row else "ok" if "known_false_ok" in row else row["expected"]
+
+
 @pytest.mark.parametrize("row", PROSE, ids=[f"{i}-{r['expected']}" for i, r in enumerate(PROSE)])
 def test_prose_table(row):
     v = verify_answer(row["gold"], row["pred"])
-    assert v.reason == ("no_answer" if "known_miss" in row else row["expected"]), (row["source"], v)
+    assert v.reason == _expected_reason(row), (row["source"], v)
 
 
 def test_prose_table_through_the_workers(pool):
     verdicts = pool.verify([r["gold"] for r in PROSE], [r["pred"] for r in PROSE])
-    assert [v.reason for v in verdicts] == ["no_answer" if "known_miss" in r else r["expected"] for r in PROSE]
+    assert [v.reason for v in verdicts] == [_expected_reason(r) for r in PROSE]

@@ -54,7 +54,8 @@ def main() -> int:
     false_ok = sum(g == "ok" and r["expected"] != "ok" for g, r in zip(got, prose, strict=True))
     print(f"prose table: {missed} of {len(readable)} readable answers missed (no_answer), "
           f"{false_ok} judged ok against the table, {sum(g == r['expected'] for g, r in zip(got, prose, strict=True))} "
-          f"of {len(prose)} rows as expected")
+          f"of {len(prose)} rows as expected; {sum('known_false_ok' in r for r in prose)} listed known false ok(s), "
+          f"{sum('known_miss' in r for r in prose)} listed known miss(es)")
     return 0
 
 
