@@ -414,10 +414,10 @@ class BandScheduler:
         rest = np.flatnonzero(q < LIKELY)
         t = self.cfg.temperature
         top = likely[gumbel_top(np.log(np.maximum(q[likely], 1e-300)) / t, k, self.rng)]
-        if self.cfg.epoch == "pass":  # the problems worth generating, while they fill the batch
-            worth = rest[e[rest] >= self.cfg.skip_below]
-            rest = worth if worth.size >= k - top.size else rest
-        fill = rest[gumbel_top(np.log(np.maximum(e[rest], 1e-300)) / t, k - top.size, self.rng)]
+        key = np.log(np.maximum(e[rest], 1e-300)) / t
+        if self.cfg.epoch == "pass":  # every candidate worth generating ranks before any that is not
+            key = key + np.where(e[rest] >= self.cfg.skip_below, 1e6, 0.0)
+        fill = rest[gumbel_top(key, k - top.size, self.rng)]
         order = np.concatenate([top, fill])
         self.dry_filled = int(fill.size)
         return cand[order], q[order]
@@ -491,7 +491,10 @@ class BandScheduler:
             self.dry = dry_state
         m = n_band * self.cfg.oversample
         if dry:  # half the candidates as the band proposes (its likely members), half by informativeness
-            cand = np.union1d(self._propose(table, m // 2), self._propose(table, m - m // 2, table.informative))
+            worth = table.informative
+            if self.cfg.epoch == "pass" and table.avail[worth >= self.cfg.skip_below].sum() >= n_band:
+                worth = np.where(worth >= self.cfg.skip_below, worth, 0.0)  # propose only what the pass keeps
+            cand = np.union1d(self._propose(table, m // 2), self._propose(table, m - m // 2, worth))
         else:
             cand = self._propose(table, m)
         if cand.size < n_band:  # proposal weights exhausted: top up uniformly from the rest

@@ -29,12 +29,12 @@ from __future__ import annotations
 import re
 
 from grpo_data.counts import _COMPLEMENT, number_values
-from grpo_data.prose import _NUMBER_TOKEN
 from grpo_data.prose import (
     _CONDITION,
     _HEDGE,
     _MORE_CONDITION,
     _NEGATING_WORD,
+    _NUMBER_TOKEN,
     _OTHER_ANSWER,
     _SCALE_WORD,
     _SECOND_THOUGHT,
@@ -231,9 +231,7 @@ def retracted(after: str, kind: str = "math", answer: str = "") -> bool:
     candidate of `kind`, names another one, or rules out ("\\\\boxed{5}. Wait, 5 is wrong."); or a
     sentence rules out (`_ELIMINATING`) without naming another candidate ("That was a mistake.")."""
     text = _MARKUP.sub("", end_of_turn(after))
-    last = None
-    for last in _DOUBT.finditer(text):
-        pass
+    last = next(reversed(list(_DOUBT.finditer(text))), None)  # the last word of doubt
     if last is not None:
         stretch = _SENTENCE_END.split(text[last.start():], maxsplit=1)[0]
         same, other = _names(stretch, kind, answer)

@@ -394,6 +394,10 @@ class TrainConfig:
             (0 <= self.scheduler.skip_below < 1, f"scheduler.skip_below must be in [0, 1), got {self.scheduler.skip_below}"),
             (self.scheduler.refresh_trigger in ("centre", "surprise"),
              f"scheduler.refresh_trigger must be centre or surprise, got {self.scheduler.refresh_trigger!r}"),
+            (self.scheduler.refresh_trigger != "surprise" or (self.scheduler.name == "band" and self.rollout.sizing == "fixed"),
+             "scheduler.refresh_trigger=surprise compares each batch with the band scheduler's own predictions: it "
+             f"needs scheduler.name=band (got {self.scheduler.name}) and rollout.sizing=fixed (got {self.rollout.sizing}; "
+             "sizes chosen after seeing answers bias the comparison); use refresh_trigger=centre otherwise"),
             (self.scheduler.groups in ("level", "none"),
              f"scheduler.groups must be level or none, got {self.scheduler.groups!r}"),
             (self.scheduler.name != "offline_band" or self.data.profile,

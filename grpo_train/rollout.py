@@ -247,9 +247,11 @@ class RolloutBatcher:
 
     def _predict(self, batch: RolloutBatch, mine: list[Group]) -> None:
         """Add the scheduler's expected correct answers for this rank's generated groups (asked before
-        their outcomes update it: what a surprise-triggered refresh compares the outcomes with)."""
-        if not mine or not hasattr(self.scheduler, "pass_rate"):
-            return
+        their outcomes update it: what a surprise-triggered refresh compares the outcomes with). Fixed
+        group sizes only: a size decided after seeing some answers correlates with the pass rate
+        (a screen continues the mixed ones), so mean x size would be a biased prediction."""
+        if not mine or not hasattr(self.scheduler, "pass_rate") or self.sizing.mode != "fixed":
+            return  # sizes chosen after seeing answers (screen, allocate, sequential) would bias the comparison
         rates = self.scheduler.pass_rate(np.array([g.problem for g in mine], dtype=np.int64))
         sizes = np.array([len(g.completions) for g in mine])
         batch.predicted_correct += float(rates @ sizes)
@@ -369,7 +371,6 @@ class RolloutBatcher:
             else:
                 idx, sizes, _, mine = self._sequential(budget, batch)
             n_correct, informative = self._gather_outcomes(mine, interleaved=False)
-            self._predict(batch, mine)
             self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
             batch.rounds += 1
             self._count(batch, mine)

@@ -230,8 +230,8 @@ def refresh_triggered(trigger: str, threshold: float, counts: dict, centre: floa
         return abs(counts["n_correct"] / max(1, counts["generated_rollouts"]) - centre) > threshold
     if trigger != "surprise":
         raise ValueError(f"refresh trigger must be centre or surprise, got {trigger!r}")
-    if not counts.get("predicted_rollouts"):  # a scheduler without estimates is never surprised
-        return False
+    if not counts.get("predicted_rollouts") or not np.isfinite(counts["predicted_correct"]):
+        return False  # a scheduler without estimates is never surprised
     observed = counts["n_correct"] / max(1, counts["generated_rollouts"])  # the same groups: all were estimated
     return abs(observed - counts["predicted_correct"] / counts["predicted_rollouts"]) > threshold
 

@@ -948,8 +948,11 @@ def test_the_batch_carries_the_schedulers_prediction_made_before_the_outcomes():
     0.25 of them whatever came back (asked before update), and a scheduler without estimates
     predicts nothing."""
     batcher, sched = make_batcher([4, 0, 2, 1, 4, 3])
-    sched.pass_rate = lambda idx: np.full(len(idx), 0.25)
+    # 0.25 for a problem not yet updated, 0.9 once its outcome is in: a prediction made after the
+    # update would count 0.9 for every group
+    sched.pass_rate = lambda idx: np.array([0.9 if any(i in u for u, _ in sched.updates) else 0.25 for i in idx])
     batch = batcher.next_batch()
+    assert batch.rounds >= 2  # later rounds ask about problems not updated yet too
     assert batch.predicted_rollouts == batch.generated_rollouts > 0
     assert batch.predicted_correct == pytest.approx(0.25 * batch.generated_rollouts)
     plain, _ = make_batcher([4, 0, 2, 1, 4, 3])
@@ -990,3 +993,8 @@ def test_pass_epoch_and_surprise_trigger_reach_the_band_scheduler():
         load_config(None, ["scheduler.epoch=passes"])
     with pytest.raises(ValueError, match="centre or surprise"):
         load_config(None, ["scheduler.refresh_trigger=stale"])
+    # a surprise needs the band scheduler's predictions, and group sizes fixed before the answers are seen
+    with pytest.raises(ValueError, match="needs scheduler.name=band .got uniform"):
+        load_config(None, ["scheduler.refresh_trigger=surprise", "scheduler.name=uniform"])
+    with pytest.raises(ValueError, match="rollout.sizing=fixed .got screen"):
+        load_config(None, ["scheduler.refresh_trigger=surprise", "rollout.sizing=screen"])
