@@ -198,6 +198,79 @@ def test_the_pipelines_profile_key_names_what_judges_the_samples(tmp_path):
     assert judged["pred_tail_chars"] == 2000 and judged["sympy"] and judged["math-verify"]
 
 
+class ReseedableEngine(ScriptedEngine):
+    """ScriptedEngine whose stream restarts on `reseed`, as the real engines' do."""
+
+    def reseed(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+
+def test_round_seed_is_a_function_of_seed_ids_and_round_only():
+    from grpo_data.profiler import round_seed
+
+    ids = ["id004", "id005", "id006"]
+    assert round_seed(0, ids, 0) == round_seed(0, list(ids), 0)  # same inputs, same seed (no hidden state)
+    assert 0 <= round_seed(0, ids, 0) < 2**32
+    others = {round_seed(1, ids, 0), round_seed(0, ids, 1), round_seed(0, ids[:2], 0), round_seed(0, ids[::-1], 0)}
+    assert round_seed(0, ids, 0) not in others and len(others) == 4
+
+
+def test_chunks_are_cut_from_the_full_list_whatever_is_done():
+    """A resumed run's chunks hold the problems the uninterrupted run's chunks held (so their seeds
+    and batches match), not the next chunk_size problems left."""
+    from grpo_data.profiler import chunk_plan
+
+    ids = [f"id{i:02d}" for i in range(10)]
+    whole = [c["id"].to_list() for c in chunk_plan(ids, pl.DataFrame({"id": ids}), 4)]
+    assert whole == [ids[0:4], ids[4:8], ids[8:10]]
+    left = pl.DataFrame({"id": [i for i in ids if i not in ("id00", "id01", "id05")]})  # done or left out
+    assert [c["id"].to_list() for c in chunk_plan(ids, left, 4)] == [["id02", "id03"], ["id04", "id06", "id07"], ids[8:10]]
+    with pytest.raises(ValueError, match="not in the shard"):
+        chunk_plan(ids[:5], left, 4)
+
+
+@pytest.mark.parametrize("rule", [None, StoppingRule(confidence=0.9, screen_k=2, step_k=2, max_k=16)],
+                         ids=["fixed", "adaptive"])
+def test_a_resumed_profile_equals_an_uninterrupted_one(tmp_path, pool, rule):
+    """Issue #34: a run stopped after two chunks and resumed with a fresh engine writes the rows an
+    uninterrupted run writes (adaptive: the same rounds too, its history read back from the parts).
+    The same with an engine that cannot be reseeded differs: the check can fail."""
+    problems, rates = scripted_problems(40)
+    cfg = ProfileConfig(k=6, rule=rule, chunk_size=8, seed=3, prior_groups="none")
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(chunk_no):
+        if chunk_no == 1:
+            raise Stop
+
+    def run(engine_cls, name, interrupted):
+        out = tmp_path / name
+        if interrupted:
+            with pytest.raises(Stop):
+                profile_problems(problems, engine_cls(rates), pool, cfg, out, progress=False, on_chunk=stop_after_two)
+            assert len(list(parts_dir(out).glob("*.parquet"))) == 2
+        profile_problems(problems, engine_cls(rates), pool, cfg, out, progress=False)
+        return merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
+
+    whole = run(ReseedableEngine, "whole.parquet", False)
+    resumed = run(ReseedableEngine, "resumed.parquet", True)
+    assert resumed.equals(whole)
+    if rule is not None:
+        assert whole["k"].n_unique() > 1  # problems took different numbers of rounds
+    drifting = run(ScriptedEngine, "drifting.parquet", True)
+    assert not drifting.equals(run(ScriptedEngine, "drifting-whole.parquet", False))
+
+
+def test_the_metadata_says_how_samples_were_seeded():
+    from grpo_data.profiler import SEEDING, SEEDING_ENGINE_WIDE, seeding_scheme
+
+    problems, rates = scripted_problems(2)
+    assert seeding_scheme(ReseedableEngine(rates)) == SEEDING
+    assert seeding_scheme(ScriptedEngine(rates)) == SEEDING_ENGINE_WIDE
+
+
 def test_unknown_engine_and_missing_model_fail_before_data(tmp_path):
     with pytest.raises(ValueError, match="unknown engine 'tgi'.*vllm, hf"):
         make_engine("tgi", "whatever")
