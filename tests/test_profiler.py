@@ -269,6 +269,13 @@ def test_the_metadata_says_how_samples_were_seeded():
     problems, rates = scripted_problems(2)
     assert seeding_scheme(ReseedableEngine(rates)) == SEEDING
     assert seeding_scheme(ScriptedEngine(rates)) == SEEDING_ENGINE_WIDE
+    # the exported card record and the dataset card carry it; an older profile without it says nothing
+    from grpo_data.cards import seeding_note
+    from grpo_data.exports import card_record
+
+    assert card_record({"seeding": SEEDING})["sampling"]["seeding"] == SEEDING
+    assert "resumed after a crash equals an uninterrupted one" in seeding_note(SEEDING)
+    assert "equals an uninterrupted" not in seeding_note(SEEDING_ENGINE_WIDE) and seeding_note(None) == ""
 
 
 def test_unknown_engine_and_missing_model_fail_before_data(tmp_path):
@@ -314,6 +321,50 @@ def test_resume_after_kill(tmp_path, world_tables, untrained_policy):
     table = pl.read_parquet(out)
     assert table.height == 96 and table["id"].n_unique() == 96
     assert set(table["id"].to_list()) == set(world_tables["train"].head(96)["id"].to_list())
+
+
+def _profile_cmd(data, policy, out, engine):
+    """`grpo profile`, adaptive (so rounds and the history read back from the parts both count)."""
+    return [sys.executable, "-m", "pipelines.cli", "profile", "--data", str(data), "--model", str(policy),
+            "--engine", engine, "--adaptive", "--screen-k", "2", "--step-k", "2", "--max-k", "8", "--chunk-size", "16",
+            "--max-tokens", "64", "--seed", "7", "--workers", "1", "--out", str(out)]
+
+
+@pytest.mark.slow
+def test_a_profile_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, warm_policy):
+    """Issue #34 item 5 with a real kill: vLLM (CPU, in-process), killed with SIGKILL once the first
+    chunk's part is written, then rerun, writes the profile an uninterrupted run writes, every column
+    of every row (counts, rounds, mean completion length). Before the fix the resumed part drew other
+    samples (73 of 400 problems ended with other counts)."""
+    from grpo_data.profiler import SEEDING
+
+    policy, world = warm_policy
+    data = tmp_path / "train.parquet"
+    world["train"].filter(pl.col("level") <= 6).sort("id").head(64).write_parquet(data)
+    whole, resumed = tmp_path / "whole.parquet", tmp_path / "resumed.parquet"
+    done = subprocess.run(_profile_cmd(data, policy, whole, "vllm"), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    proc = subprocess.Popen(_profile_cmd(data, policy, resumed, "vllm"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not list(parts_dir(resumed).glob("*.parquet")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_parts = len(list(parts_dir(resumed).glob("*.parquet")))
+    assert 1 <= n_parts < 4 and not resumed.exists(), "killed mid-run"
+    again = subprocess.run(_profile_cmd(data, policy, resumed, "vllm"), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"({16 * n_parts} already done)" in again.stdout
+
+    a, meta = read_profile(whole)
+    b, _ = read_profile(resumed)
+    assert meta["seeding"] == SEEDING
+    assert a.height == 64 and a["k"].max() > 2  # some problems took more than the screen
+    assert 0 < a["n_correct"].sum() < a["k"].sum()  # counts that a different sample would change
+    assert b.equals(a), a.join(b, on="id", suffix="_resumed").filter(
+        (pl.col("n_correct") != pl.col("n_correct_resumed")) | (pl.col("k") != pl.col("k_resumed")))
 
 
 @pytest.mark.slow
