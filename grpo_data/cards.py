@@ -223,6 +223,18 @@ def verifier_line(verifier: dict) -> str:
             f"{'; ' + limits if limits else ''}")
 
 
+def seeding_note(seeding: str | None) -> str:
+    """The card's words on the profile's seeding (metadata `seeding`; absent in older profiles)."""
+    if seeding is None:
+        return ""
+    from grpo_data.profiler import SEEDING
+
+    if seeding == SEEDING:
+        return (f", samples seeded {seeding}: a profile resumed after a crash equals an uninterrupted one "
+                "(bit for bit on one machine and engine build)")
+    return f", samples seeded {seeding}"
+
+
 def context_line(prof: dict) -> str:
     """Markdown: the profiling engine's context and what became of prompts that did not fit it."""
     cfg = prof.get("config") or {}
@@ -438,7 +450,7 @@ Built with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `
 - Sampling: temperature {sampling.get('temperature')}, top_p {sampling.get('top_p')}, max_tokens {sampling.get('max_tokens')}, stop strings {sampling.get('stop')}, stop token ids {sampling.get('stop_token_ids')}
 - Chat template hash: `{prof.get('template_hash', 'unknown')}`; prompt settings: {cfg.get('prompt', {})}
 - {context_line(prof)}
-- {verifier_line(record['card']['verifier'])}; seed {cfg.get('seed')}
+- {verifier_line(record['card']['verifier'])}; seed {cfg.get('seed')}{seeding_note(prof.get('seeding'))}
 - {profiling_prior_line(prof.get('prior'))}
 - Profiled: {prof.get('created', 'unknown')}
 

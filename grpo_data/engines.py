@@ -54,6 +54,11 @@ class GenerationEngine(Protocol):
         """n completions per prompt (text or token ids), in prompt order."""
         ...
 
+    def reseed(self, seed: int) -> None:
+        """Restart the generator the engine samples with from `seed`: the same calls after the same
+        reseed draw the same samples on one machine (the profiler reseeds each chunk's rounds)."""
+        ...
+
     def load_weights(self, named_tensors) -> None:
         """Replace the engine's weights in place (for RL), from (name, tensor) pairs."""
         ...
@@ -255,6 +260,13 @@ class HFEngine:
         self.batch_size = batch_size
         self.generator = torch.Generator(device="cpu").manual_seed(seed)
         self._seed = seed
+
+    def reseed(self, seed: int) -> None:
+        """Each batch of `generate` seeds torch's global RNG from this generator, so after the same
+        reseed the same calls draw the same samples (batches are cut from the call's prompts alone)."""
+        import torch
+
+        self.generator = torch.Generator(device="cpu").manual_seed(seed)
 
     def generate(self, prompts: list[str] | list[list[int]], n: int, sampling: SamplingConfig) -> list[list[Completion]]:
         import torch

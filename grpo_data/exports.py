@@ -112,7 +112,7 @@ class ExportError(ValueError):
 
 def card_record(meta: dict) -> dict:
     """What produced a profile, from its run metadata (`grpo_data.profiler.run_metadata`): model,
-    weights hash, engine, sampling settings and seed, samples per problem (k or the adaptive rule),
+    weights hash, engine, sampling settings, seed and seeding scheme, samples per problem (k or the adaptive rule),
     prompt template hash and prompt settings, context, verifier (library, its version and those of
     sympy and latex2sympy2_extended, this project's rules hash and version, the verdict fingerprint,
     every verdict-changing pool setting), the prior the adaptive profiler weighed (None without one),
@@ -122,7 +122,8 @@ def card_record(meta: dict) -> dict:
     versions = meta.get("versions") or {}
     return {
         "model": meta.get("model"), "weights_hash": meta.get("weights_hash"), "engine": meta.get("engine"),
-        "sampling": {**{name: sampling.get(name) for name in SAMPLING_FIELDS}, "seed": cfg.get("seed")},
+        "sampling": {**{name: sampling.get(name) for name in SAMPLING_FIELDS}, "seed": cfg.get("seed"),
+                     "seeding": meta.get("seeding")},  # how samples were seeded (`grpo_data.profiler.SEEDING`)
         "samples": {"rule": cfg["rule"]} if cfg.get("rule") else {"k": cfg.get("k")},
         "prompt": {"template_hash": meta.get("template_hash"), **(cfg.get("prompt") or {})},
         "context_length": meta.get("context_length"),

@@ -31,7 +31,11 @@ too (`grpo_data.prior_profile`); one the same weights drew is refused (`check_ot
 
 Resumable: problems are processed in chunks; each finished chunk is written atomically to
 `NAME.parquet.parts/`. A rerun with the same `out` skips ids already there, so a kill -9 loses at
-most the chunk in flight and never duplicates rows. A rerun whose judging (rules hash, verdict
+most the chunk in flight and never duplicates rows. Exact: chunks are cut from the shard's full
+id-sorted problem list (`chunk_plan`), and before each sampling round of a chunk the engine is
+reseeded from (seed, the chunk's ids, the round) (`round_seed`), so a resumed run draws the samples
+an uninterrupted one draws: the same profile, bit for bit on one machine and engine build
+(metadata `seeding`). A rerun whose judging (rules hash, verdict
 fingerprint, verifier settings, math-verify/sympy/latex2sympy2_extended versions) differs from the
 parts' is refused (`check_resumable`): one profile holds counts of one rule set. Data-parallel: `shard=(i, n)` takes every n-th
 problem of the id-sorted table; `merge_parts` combines what all shards wrote.
@@ -100,7 +104,7 @@ class ProfileConfig:
     rule:       adaptive stopping rule; None means fixed k.
     sampling / prompt: the shared generation definition (grpo_data.prompting).
     chunk_size: problems per flushed chunk (the most a crash can lose).
-    seed:       engine seed, recorded in the metadata.
+    seed:       the run's seed: each chunk's sampling rounds are seeded from it (`round_seed`).
     prior_groups: adaptive mode's empirical-Bayes prior: "level" fits one per level (when the
                 problems have a `level` column; shrunk toward the pool's), "none" one for the pool.
     answer_format: whose rate `n_formatted` counts: "boxed", "none", or "auto" (the prompt config's
@@ -299,9 +303,44 @@ class _Tally:
             self.rounds[1].append(self.correct - c0)
 
 
+# how a profile's samples are seeded (metadata `seeding`); an engine without `reseed` (a test double)
+# draws from its one stream, so a resumed run draws other samples than an uninterrupted one
+SEEDING = "per-chunk round: sha256(seed, chunk ids, round)"
+SEEDING_ENGINE_WIDE = "engine-wide: the engine's seed at start only (a resumed run draws other samples)"
+
+
+def round_seed(seed: int, ids: list[str], round_no: int) -> int:
+    """The seed the engine is reseeded with before sampling round `round_no` (0: the screen or the
+    fixed-k round) of the chunk holding problems `ids` (in the order they are sampled): the first 4
+    bytes of sha256 over the three, so it depends on nothing else, not where the chunk falls in a
+    resumed run. 32 bits: numpy's seeding takes no more."""
+    digest = hashlib.sha256(json.dumps([int(seed), [str(i) for i in ids], int(round_no)]).encode()).digest()
+    return int.from_bytes(digest[:4], "big")
+
+
+def chunk_plan(shard_ids: list[str], todo: pl.DataFrame, size: int) -> list[pl.DataFrame]:
+    """`todo`'s rows (a subset of the shard, in its order) grouped by the chunks of `size` cut from
+    `shard_ids`, the shard's full id-sorted list: a chunk holds the same problems whichever of its
+    neighbours an earlier run finished or left out. Empty chunks are dropped."""
+    position = pl.DataFrame({"id": shard_ids, "_chunk": np.arange(len(shard_ids), dtype=np.int64) // size},
+                            schema={"id": pl.String, "_chunk": pl.Int64})
+    planned = todo.join(position, on="id", how="left", maintain_order="left")
+    if planned["_chunk"].null_count():
+        raise ValueError("chunk_plan: todo holds ids that are not in the shard")
+    return [c.drop("_chunk") for c in planned.partition_by("_chunk", maintain_order=True)]
+
+
+def seeding_scheme(engine) -> str:
+    """The metadata's `seeding`: SEEDING for an engine that can be reseeded, else SEEDING_ENGINE_WIDE."""
+    return SEEDING if callable(getattr(engine, "reseed", None)) else SEEDING_ENGINE_WIDE
+
+
 def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], n_each: list[int],
-                  tallies: list[_Tally]) -> int:
-    """Sample n_each[i] completions for each prompt, verify, add to tallies; returns samples drawn."""
+                  tallies: list[_Tally], seed: int | None = None) -> int:
+    """Sample n_each[i] completions for each prompt, verify, add to tallies; returns samples drawn.
+    With `seed`, the engine is reseeded with it first."""
+    if seed is not None:
+        sampler.engine.reseed(seed)
     for tally, group in zip(tallies, sampler.sample(prompts, golds, n_each), strict=True):
         tally.add(group.completions, group.verdicts, group.formatted)
     return int(sum(n_each))
@@ -322,7 +361,7 @@ class ChunkPrior:
 def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], cfg: ProfileConfig,
                   history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                   groups: np.ndarray | None = None, unread: list[str] | None = None,
-                  prior: ChunkPrior | None = None) -> tuple[list[dict], int]:
+                  prior: ChunkPrior | None = None, ids: list[str] | None = None) -> tuple[list[dict], int]:
     """Profile rows (without ids) for one chunk of encoded prompts, and the number of samples drawn.
 
     Adaptive decisions use an empirical-Bayes grid prior fitted to this chunk's counts together
@@ -331,13 +370,20 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
     (another model's pass rates and pseudo-counts for this chunk, its rates for `history`) they
     also weigh its pseudo-counts, moved by the offset fitted to all counts so far. `unread`, when
     given, collects a few distinct final sentences the verifier read no answer from (for the format
-    warning; `keep_unread`)."""
+    warning; `keep_unread`). With the chunk's problem `ids` and an engine that can be reseeded, each
+    round is seeded from (cfg.seed, ids, round) (`round_seed`)."""
     tallies = [_Tally() for _ in prompts]
+    seeded = ids is not None and seeding_scheme(sampler.engine) == SEEDING
+
+    def seed_of(round_no: int) -> int | None:
+        return round_seed(cfg.seed, ids, round_no) if seeded else None
+
     if cfg.rule is None:
-        samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies)
+        samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies, seed_of(0))
     else:
         rule = cfg.rule
-        samples = _sample_round(sampler, prompts, golds, [rule.screen_k] * len(prompts), tallies)
+        samples = _sample_round(sampler, prompts, golds, [rule.screen_k] * len(prompts), tallies, seed_of(0))
+        round_no = 0
         while True:
             c = np.array([t.correct for t in tallies])
             k = np.array([t.k for t in tallies])
@@ -357,7 +403,8 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             if not more.any():
                 break
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
-            samples += _sample_round(sampler, prompts, golds, extra, tallies)
+            round_no += 1
+            samples += _sample_round(sampler, prompts, golds, extra, tallies, seed_of(round_no))
     budgets = [sampler.fit(p).max_tokens for p in prompts]  # what sample() generated each one with
     rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b, t.rounds)
             for t, b in zip(tallies, budgets, strict=True)]
@@ -423,7 +470,7 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
         "model": engine.model_path, "weights_hash": weights_hash(engine.model_path), "engine": engine.name,
         "template_hash": template_hash(engine.tokenizer, cfg.prompt),
         "context_length": getattr(engine, "context_length", None),
-        "config": {**cfg.to_dict(), "sampling": sampling.to_dict()},
+        "config": {**cfg.to_dict(), "sampling": sampling.to_dict()}, "seeding": seeding_scheme(engine),
         "data": data_spec, "verifier": {"library": "math-verify", "rules_hash": rules_hash(), "fingerprint": fingerprint,
                                          **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -447,7 +494,8 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     from tqdm import tqdm
 
     mine = shard_slice(problems, shard)
-    done = finished_parts(out)
+    # in id order: the order an uninterrupted run builds its history in (part files sort otherwise)
+    done = finished_parts(out).sort("id")
     todo = mine.filter(~pl.col("id").is_in(done["id"].implode()))
     group_of = prior_group_keys(problems, cfg)  # id -> group key, or None
     hist_c, hist_k = done["n_correct"].to_numpy(), done["k"].to_numpy()
@@ -486,7 +534,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
         todo, left_out, clipped = fitted.kept, fitted.left_out.height, fitted.clipped
     start, samples_total, unread = time.monotonic(), 0, []
     bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
-    for chunk_no, chunk in enumerate(todo.iter_slices(cfg.chunk_size)):
+    for chunk_no, chunk in enumerate(chunk_plan(mine["id"].to_list(), todo, cfg.chunk_size)):
         prompts = [sampler.encode(m) for m in chunk["prompt"].to_list()]
         groups = (np.array([group_of[i] for i in chunk["id"].to_list()], dtype=np.float64)
                   if group_of is not None else None)
@@ -495,7 +543,7 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
             rate, pk = (np.array(x, dtype=np.float64) for x in zip(*(prior_of[i] for i in chunk["id"].to_list())))
             view = ChunkPrior(rate, pk, hist_r, hist_pk, offset)
         rows, samples = profile_chunk(sampler, prompts, chunk["answer"].to_list(), cfg,
-                                      (hist_c, hist_k, hist_g), groups, unread, view)
+                                      (hist_c, hist_k, hist_g), groups, unread, view, chunk["id"].to_list())
         if view is not None:
             hist_r, hist_pk, offset = np.concatenate([hist_r, view.rate]), np.concatenate([hist_pk, view.k]), view.offset
         samples_total += samples

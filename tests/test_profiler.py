@@ -198,6 +198,86 @@ def test_the_pipelines_profile_key_names_what_judges_the_samples(tmp_path):
     assert judged["pred_tail_chars"] == 2000 and judged["sympy"] and judged["math-verify"]
 
 
+class ReseedableEngine(ScriptedEngine):
+    """ScriptedEngine whose stream restarts on `reseed`, as the real engines' do."""
+
+    def reseed(self, seed):
+        self.rng = np.random.default_rng(seed)
+
+
+def test_round_seed_is_a_function_of_seed_ids_and_round_only():
+    from grpo_data.profiler import round_seed
+
+    ids = ["id004", "id005", "id006"]
+    assert round_seed(0, ids, 0) == round_seed(0, list(ids), 0)  # same inputs, same seed (no hidden state)
+    assert 0 <= round_seed(0, ids, 0) < 2**32
+    others = {round_seed(1, ids, 0), round_seed(0, ids, 1), round_seed(0, ids[:2], 0), round_seed(0, ids[::-1], 0)}
+    assert round_seed(0, ids, 0) not in others and len(others) == 4
+
+
+def test_chunks_are_cut_from_the_full_list_whatever_is_done():
+    """A resumed run's chunks hold the problems the uninterrupted run's chunks held (so their seeds
+    and batches match), not the next chunk_size problems left."""
+    from grpo_data.profiler import chunk_plan
+
+    ids = [f"id{i:02d}" for i in range(10)]
+    whole = [c["id"].to_list() for c in chunk_plan(ids, pl.DataFrame({"id": ids}), 4)]
+    assert whole == [ids[0:4], ids[4:8], ids[8:10]]
+    left = pl.DataFrame({"id": [i for i in ids if i not in ("id00", "id01", "id05")]})  # done or left out
+    assert [c["id"].to_list() for c in chunk_plan(ids, left, 4)] == [["id02", "id03"], ["id04", "id06", "id07"], ids[8:10]]
+    with pytest.raises(ValueError, match="not in the shard"):
+        chunk_plan(ids[:5], left, 4)
+
+
+@pytest.mark.parametrize("rule", [None, StoppingRule(confidence=0.9, screen_k=2, step_k=2, max_k=16)],
+                         ids=["fixed", "adaptive"])
+def test_a_resumed_profile_equals_an_uninterrupted_one(tmp_path, pool, rule):
+    """Issue #34: a run stopped after two chunks and resumed with a fresh engine writes the rows an
+    uninterrupted run writes (adaptive: the same rounds too, its history read back from the parts).
+    The same with an engine that cannot be reseeded differs: the check can fail."""
+    problems, rates = scripted_problems(40)
+    cfg = ProfileConfig(k=6, rule=rule, chunk_size=8, seed=3, prior_groups="none")
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_two(chunk_no):
+        if chunk_no == 1:
+            raise Stop
+
+    def run(engine_cls, name, interrupted):
+        out = tmp_path / name
+        if interrupted:
+            with pytest.raises(Stop):
+                profile_problems(problems, engine_cls(rates), pool, cfg, out, progress=False, on_chunk=stop_after_two)
+            assert len(list(parts_dir(out).glob("*.parquet"))) == 2
+        profile_problems(problems, engine_cls(rates), pool, cfg, out, progress=False)
+        return merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
+
+    whole = run(ReseedableEngine, "whole.parquet", False)
+    resumed = run(ReseedableEngine, "resumed.parquet", True)
+    assert resumed.equals(whole)
+    if rule is not None:
+        assert whole["k"].n_unique() > 1  # problems took different numbers of rounds
+    drifting = run(ScriptedEngine, "drifting.parquet", True)
+    assert not drifting.equals(run(ScriptedEngine, "drifting-whole.parquet", False))
+
+
+def test_the_metadata_says_how_samples_were_seeded():
+    from grpo_data.profiler import SEEDING, SEEDING_ENGINE_WIDE, seeding_scheme
+
+    problems, rates = scripted_problems(2)
+    assert seeding_scheme(ReseedableEngine(rates)) == SEEDING
+    assert seeding_scheme(ScriptedEngine(rates)) == SEEDING_ENGINE_WIDE
+    # the exported card record and the dataset card carry it; an older profile without it says nothing
+    from grpo_data.cards import seeding_note
+    from grpo_data.exports import card_record
+
+    assert card_record({"seeding": SEEDING})["sampling"]["seeding"] == SEEDING
+    assert "resumed after a crash equals an uninterrupted one" in seeding_note(SEEDING)
+    assert "equals an uninterrupted" not in seeding_note(SEEDING_ENGINE_WIDE) and seeding_note(None) == ""
+
+
 def test_unknown_engine_and_missing_model_fail_before_data(tmp_path):
     with pytest.raises(ValueError, match="unknown engine 'tgi'.*vllm, hf"):
         make_engine("tgi", "whatever")
@@ -241,6 +321,51 @@ def test_resume_after_kill(tmp_path, world_tables, untrained_policy):
     table = pl.read_parquet(out)
     assert table.height == 96 and table["id"].n_unique() == 96
     assert set(table["id"].to_list()) == set(world_tables["train"].head(96)["id"].to_list())
+
+
+def _profile_cmd(data, policy, out, engine):
+    """`grpo profile`, adaptive (so rounds and the history read back from the parts both count)."""
+    return [sys.executable, "-m", "pipelines.cli", "profile", "--data", str(data), "--model", str(policy),
+            "--engine", engine, "--adaptive", "--screen-k", "2", "--step-k", "2", "--max-k", "8", "--chunk-size", "16",
+            "--max-tokens", "64", "--seed", "7", "--workers", "1", "--out", str(out)]
+
+
+@pytest.mark.slow
+def test_a_profile_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, world_tables, quick_policy):
+    """Issue #34 item 5 with a real kill: vLLM (CPU, in-process), killed with SIGKILL once the first
+    chunk's part is written, then rerun, writes the profile an uninterrupted run writes, every column
+    of every row (counts, rounds, mean completion length). Before the fix the resumed part drew other
+    samples (73 of 400 problems ended with other counts). The quick policy answers these problems
+    wrongly but at lengths that vary from sample to sample, so the mean completion length per problem
+    tells samples apart (the warm policy, whose counts would, takes minutes to build)."""
+    from grpo_data.profiler import SEEDING
+
+    data = tmp_path / "train.parquet"
+    world_tables["train"].sort("id").head(64).write_parquet(data)
+    policy = quick_policy
+    whole, resumed = tmp_path / "whole.parquet", tmp_path / "resumed.parquet"
+    done = subprocess.run(_profile_cmd(data, policy, whole, "vllm"), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    proc = subprocess.Popen(_profile_cmd(data, policy, resumed, "vllm"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not list(parts_dir(resumed).glob("*.parquet")):
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_parts = len(list(parts_dir(resumed).glob("*.parquet")))
+    assert 1 <= n_parts < 4 and not resumed.exists(), "killed mid-run"
+    again = subprocess.run(_profile_cmd(data, policy, resumed, "vllm"), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"({16 * n_parts} already done)" in again.stdout
+
+    a, meta = read_profile(whole)
+    b, _ = read_profile(resumed)
+    assert meta["seeding"] == SEEDING
+    assert a.height == 64 and a["mean_completion_tokens"].n_unique() > 16  # samples leave a trace per problem
+    assert b.equals(a), a.join(b, on="id", suffix="_resumed").filter(
+        (pl.col("n_correct") != pl.col("n_correct_resumed")) | (pl.col("k") != pl.col("k_resumed")))
 
 
 @pytest.mark.slow
