@@ -78,7 +78,7 @@ from grpo_data.answers import (
     two_boxed,
     unwrap,
 )
-from grpo_data.committed import box_unsettled, end_of_turn, followup_ok, without_closing
+from grpo_data.committed import _FIRST_CLAUSE, _LATER_ANSWER, box_unsettled, end_of_turn, followup_ok, without_closing
 from grpo_data.counts import _COMPARATOR, count_refused, singular
 from grpo_data.prose import (
     _CONDITION,
@@ -465,7 +465,8 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
-    if ok and _unsettled(text, " ".join(str(x) for x in pred_parsed[1:2])):
+    if ok and (_unsettled(text, " ".join(str(x) for x in pred_parsed[1:2]))
+               or _later_answer_disagrees(text, gold_parsed, clock)):
         return _unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
 
@@ -512,6 +513,30 @@ def _unsettled(text: str, extracted: str = "") -> bool:
         return box_unsettled(after_final_answer(text), "math", f"{last_boxed(text)} {extracted}")
     answer = final_answer_text(text)
     return answer is not None and (answer_taken_back(text) or not followup_ok(after_final_answer(text), "math", answer))
+
+
+_MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]{1,200})\$")
+
+
+def _later_answer_disagrees(text: str, gold_parsed, clock: _Clock) -> bool:
+    """After a box, a later answer clause whose math is not the gold ("\\boxed{\\frac12} ... The
+    final answer is $\\frac13$.", "... is $x^2+2$."): math-verify alone reads the later answer there,
+    and the digit comparison of `box_unsettled` cannot see that 1/3 or x^2+2 differs. The clause's
+    first $...$ span, else its first clause; one that does not parse, or errs, unsettles nothing."""
+    if last_boxed(text) is None:
+        return False
+    for m in _LATER_ANSWER.finditer(after_final_answer(text)):
+        span = _MATH_SPAN.search(m.group("x"))
+        clause = span.group("m") if span else _FIRST_CLAUSE.split(m.group("x"), maxsplit=1)[0]
+        if not clause.strip(" \t.:"):
+            continue
+        try:
+            said = parse(f"${clause.strip()}$", extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit())
+            if said and not verify(list(gold_parsed), said, timeout_seconds=clock.limit()):
+                return True
+        except Exception:  # a timeout or an unreadable clause: no evidence either way
+            continue
+    return False
 
 
 def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
