@@ -393,9 +393,11 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
         found = json.loads(stored.read_text())
         if same_as_stored(found.get("base"), _portable(base, setup)) and found["overrides"][:len(ARMS[arm]["overrides"]) + len(TRAINING)] == arm_overrides(arm):
             print(f"{stored}: reusing the stored run", flush=True)
-            metrics = workdir / f"{results_dir.name}/seed{seed}/{arm}" / "metrics.jsonl"
-            if "coverage" not in found and metrics.exists():  # stored before coverage was kept: read from its run
-                found["coverage"] = coverage([r for r in _read_jsonl(metrics) if r["kind"] == "train"])
+            run_dir = workdir / f"{results_dir.name}/seed{seed}/{arm}"
+            if "coverage" not in found and (run_dir / "metrics.jsonl").exists():  # stored before coverage was kept
+                from grpo_train.trainer import read_metrics
+
+                found["coverage"] = coverage([r for r in read_metrics(run_dir) if r["kind"] == "train"])
                 io.write_json(stored, found)
             return found
         raise ValueError(f"{stored} was made with other settings: move it away to rerun this arm and seed")
@@ -418,12 +420,6 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
         result["per_problem_start"] = _per_problem(workdir / name, 0, EVAL_K_ENDS)
     io.write_json(stored, result)
     return result
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    import json
-
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _portable(base: list[str], setup: dict) -> list[str]:
