@@ -52,7 +52,10 @@ TRAINING = ("rollout.group_size=8", "rollout.batch_groups=8", "rollout.max_round
             "scheduler.hi=0.8", "scheduler.dry=informative", "scheduler.without_replacement=true", "scheduler.epoch=band")
 SEEDS = (0, 1, 2)
 LR_CANDIDATES = (3e-5, 1e-4)
-REGIMES = {"multi": {"pool": 200, "budget": 8_000}, "one_pass": {"pool": 800, "budget": 7_000}}
+# a regime's "overrides" come after TRAINING and before the arm's own; "temperature" is also the profile's
+REGIMES = {"multi": {"pool": 200, "budget": 8_000}, "one_pass": {"pool": 800, "budget": 7_000},
+           # Amendment 4: the multi regime sampled (trained, profiled, refreshed, evaluated) at T = 0.6
+           "multi_t06": {"pool": 200, "budget": 8_000, "overrides": ["rollout.temperature=0.6"], "temperature": 0.6}}
 CONDITIONS = ("nolevel", "level")
 EVAL_EVERY = 2_000
 EVAL_K, EVAL_K_ENDS = 4, 32
@@ -61,9 +64,15 @@ PROFILE = {"adaptive": True, "screen_k": 2, "step_k": 2, "max_k": 4, "max_tokens
 GOALS = {"fewer_tokens_than_B": 2.0, "ahead_of_peers_in_se": 2.0, "ahead_of_B_in_se": 3.0, "informative_ratio": 0.8}
 
 
-def arm_overrides(arm: str) -> list[str]:
-    """The shared settings, then the arm's own (later overrides win: S's max_rounds=8 over 4)."""
-    return [*TRAINING, *ARMS[arm]["overrides"]]
+def arm_overrides(arm: str, regime: str = "multi") -> list[str]:
+    """The shared settings, the regime's, then the arm's own (later overrides win: S's max_rounds=8
+    over 4, multi_t06's temperature 0.6 over 1.0)."""
+    return [*TRAINING, *REGIMES[regime].get("overrides", []), *ARMS[arm]["overrides"]]
+
+
+def profile_settings(regime: str) -> dict:
+    """Arm A's offline profile: PROFILE, sampled at the regime's temperature (the one training uses)."""
+    return {**PROFILE, **({"temperature": REGIMES[regime]["temperature"]} if "temperature" in REGIMES[regime] else {})}
 
 
 def training_budget(budget: int, cost: dict) -> int:
@@ -357,7 +366,7 @@ def _setup(workdir: Path, regime: str, condition: str, results: Path) -> dict:
     return {"policy": policy, "paths": paths, "pool": pool, "pool_size": table.height}
 
 
-def _profile(setup: dict, workdir: Path, seed: int) -> tuple[str, dict, float]:
+def _profile(setup: dict, workdir: Path, seed: int, regime: str) -> tuple[str, dict, float]:
     """Arm A's offline profile of the pool, its own draw per seed: (path, cost, wall seconds)."""
     import time
 
@@ -366,7 +375,7 @@ def _profile(setup: dict, workdir: Path, seed: int) -> tuple[str, dict, float]:
 
     out = workdir / f"profile-{setup['pool'].stem}-seed{seed}.parquet"
     start = time.monotonic()
-    pipeline.profile_stage(str(setup["policy"]), setup["pool"], PROFILE, out, seed=seed)
+    pipeline.profile_stage(str(setup["policy"]), setup["pool"], profile_settings(regime), out, seed=seed)
     return str(out), profile_cost(read_profile(out)[0]), time.monotonic() - start
 
 
@@ -378,7 +387,7 @@ def _per_problem(run_dir: Path, step: int, k: int) -> dict[str, float]:
     return dict(zip(table["id"].to_list(), (table["n_correct"] / table["k"]).to_list(), strict=True))
 
 
-def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, results_dir: Path, budget: int,
+def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, results_dir: Path, regime: str,
             eval_first: bool, lr: float) -> dict:
     """One arm, one seed: profile (A), train to the charged budget, summarize; stored as JSON under
     results_dir (committed: runs/ does not outlive a machine). A stored result made with the same
@@ -391,7 +400,8 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
     stored = results_dir / f"seed{seed}" / f"{arm}.json"
     if stored.exists():
         found = json.loads(stored.read_text())
-        if same_as_stored(found.get("base"), _portable(base, setup)) and found["overrides"][:len(ARMS[arm]["overrides"]) + len(TRAINING)] == arm_overrides(arm):
+        ours = arm_overrides(arm, regime)
+        if same_as_stored(found.get("base"), _portable(base, setup)) and found["overrides"][:len(ours)] == ours:
             print(f"{stored}: reusing the stored run", flush=True)
             run_dir = workdir / f"{results_dir.name}/seed{seed}/{arm}"
             if "coverage" not in found and (run_dir / "metrics.jsonl").exists():  # stored before coverage was kept
@@ -401,10 +411,11 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
                 io.write_json(stored, found)
             return found
         raise ValueError(f"{stored} was made with other settings: move it away to rerun this arm and seed")
+    budget = REGIMES[regime]["budget"]
     cost, profile, profile_s = {"rollouts": 0, "tokens": 0}, "null", 0.0
     if ARMS[arm]["profile"]:
-        profile, cost, profile_s = _profile(setup, workdir, seed)
-    args = [*arm_overrides(arm), f"run.seed={seed}", f"data.profile={profile}",
+        profile, cost, profile_s = _profile(setup, workdir, seed, regime)
+    args = [*arm_overrides(arm, regime), f"run.seed={seed}", f"data.profile={profile}",
             f"run.max_rollouts={training_budget(budget, cost)}", f"run.eval_first={'true' if eval_first else 'false'}"]
     heldout = next(a.split("=", 1)[1] for a in base if a.startswith("data.heldout="))
     inputs = [str(setup["policy"]), str(setup["pool"]), heldout, *([profile] if profile != "null" else [])]
@@ -501,7 +512,7 @@ def run(regime: str = "multi", condition: str = "nolevel", seeds: tuple[int, ...
         for i, arm in enumerate(arms):
             # the start is the same policy for every arm and seed: evaluated once, by the first run
             first = seed == seeds[0] and i == 0 and not (folder / "start.json").exists()
-            res = run_arm(arm, seed, setup, base, workdir, folder, REGIMES[regime]["budget"], first, lr)
+            res = run_arm(arm, seed, setup, base, workdir, folder, regime, first, lr)
             if first:
                 from grpo_data import io
 

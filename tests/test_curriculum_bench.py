@@ -23,6 +23,14 @@ def test_profile_cost_and_charging_add_rollouts_and_tokens():
     assert cb.arm_overrides("S")[-1] == "rollout.max_rounds=8" and cb.arm_overrides("S")[2] == "rollout.max_rounds=4"
 
 
+def test_regime_overrides_sit_between_the_shared_and_the_arms_and_reach_the_profile():
+    t06 = cb.arm_overrides("S", "multi_t06")
+    assert t06.index("rollout.temperature=1.0") < t06.index("rollout.temperature=0.6") < t06.index("rollout.max_rounds=8")
+    assert cb.arm_overrides("B", "multi") == [*cb.TRAINING, "scheduler.name=uniform"]  # stored runs keep matching
+    assert cb.profile_settings("multi_t06")["temperature"] == 0.6 and "temperature" not in cb.profile_settings("multi")
+    assert cb.profile_settings("multi_t06")["max_k"] == cb.PROFILE["max_k"]
+
+
 def test_reach_interpolates_in_tokens():
     evals = [{"heldout_accuracy": 0.5, "total_tokens": 100}, {"heldout_accuracy": 0.6, "total_tokens": 300},
              {"heldout_accuracy": 0.7, "total_tokens": 500}]
