@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--assemble", action="store_true",
                         help="gsweep: build the result from the stored runs of --arms/--seeds (default every arm), "
                              "running nothing; e2e: from the seeds stored in <out-dir>/e2e-seeds, running nothing")
-    parser.add_argument("--regime", default="multi", help="curriculum: multi (the primary) or one_pass")
+    parser.add_argument("--regime", default="multi", help="curriculum: multi (the primary), multi_t06 (multi sampled at T = 0.6, Amendment 4) or one_pass")
     parser.add_argument("--condition", default="nolevel", help="curriculum: nolevel (the primary) or level")
     parser.add_argument("--split", default="test",
                         help="curriculum: test (the headline) or val (the same runs on validation: picks the default)")
