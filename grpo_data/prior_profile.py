@@ -32,7 +32,16 @@ import numpy as np
 import polars as pl
 
 from grpo_data.exports import METADATA_KEY
-from grpo_data.priors import DEFAULT_WEIGHT, Prior, PriorError, PriorSource
+from grpo_data.priors import (
+    DEFAULT_WEIGHT,
+    Prior,
+    PriorError,
+    PriorSource,
+    frame_columns,
+    parse_spec,
+    prior_weight,
+    read_prior,
+)
 from grpo_data.shards import sha256_file
 
 PREFIX = "profile:"  # a profile prior's spec: profile:PATH
@@ -40,6 +49,8 @@ COUNT_COLUMNS = ("id", "n_correct", "k")  # what a prior reads of a profile
 # what `grpo profile` says to do with a prior profile its own model's weights drew
 REUSE = ("reuse it as the profile (grpo shards --profile {path}, grpo train data.profile={path}), or profile "
          "without a prior")
+# the three prior settings as the command line spells them (a pipeline's sections: prior, prior_profile, prior_weight)
+CLI_NAMES = ("--prior", "--prior-profile", "--prior-weight")
 
 
 def one_source(spec: str | None, profile: str | None, options: tuple[str, str]) -> None:
@@ -48,6 +59,37 @@ def one_source(spec: str | None, profile: str | None, options: tuple[str, str]) 
     if spec and profile:
         raise PriorError(f"{options[0]} {spec} and {options[1]} {profile}: one prior source at a time (another "
                          f"model's difficulty from a column of the data, or an earlier profile); drop one of them")
+
+
+def check_prior_settings(spec: str | None, profile: str | None, weight: float | None,
+                         names: tuple[str, str | None, str] = CLI_NAMES) -> float:
+    """The weight a run asks for (DEFAULT_WEIGHT when `weight` is None; a 0 is kept, for the reader to
+    refuse), the settings checked before any data is read: a column prior and a profile prior together
+    (`one_source`), a weight without either, a malformed spec (`parse_spec`) or a prior profile that is
+    not a file (`check_path`) is a PriorError. `names` spells the spec's, the profile's and the weight's
+    settings as the caller does (the profile's None where the caller has no such setting)."""
+    one_source(spec, profile, (names[0], str(names[1])))
+    either = names[0] if names[1] is None else f"{names[0]} or {names[1]}"
+    weight = prior_weight(spec or profile, weight, (either, names[2]))
+    if spec:
+        parse_spec(spec)
+    if profile:
+        check_path(profile)
+    return weight
+
+
+def read_prior_settings(spec: str | None, profile: str | None, weight: float | None, table: pl.DataFrame,
+                        where: str, names: tuple[str, str | None, str] = CLI_NAMES) -> Prior | None:
+    """The prior the settings name (`check_prior_settings`), over the problems of `table` (a loaded or
+    canonical table; `where` names it in errors): the column `spec` read from its columns (or the
+    fields `grpo load --prior` kept in its meta), or the earlier profile `profile` joined to its ids;
+    None without either. PriorError when it cannot be read."""
+    weight = check_prior_settings(spec, profile, weight, names)
+    if profile:
+        return read_profile_prior(profile, table["id"].to_list(), weight, where=where)
+    if not spec:
+        return None
+    return read_prior(spec, frame_columns(table, where), weight, ids=table["id"].to_list())
 
 
 def profile_record(path: str | Path, meta: dict, table: pl.DataFrame, sha256: str) -> dict:

@@ -590,8 +590,25 @@ def deep_merge(base: dict, extra: dict) -> dict:
 
 
 def train_tree(spec: dict) -> dict:
-    """The train config tree of a pipeline spec: its `train:` section over the pipeline's paths."""
-    return deep_merge(pipeline_train_paths(spec), spec.get("train") or {})
+    """The train config tree of a pipeline spec: its `train:` section over the pipeline's paths, its
+    `data:` taking the profile section's prior settings unless it names its own (`stage_prior`)."""
+    tree = deep_merge(pipeline_train_paths(spec), spec.get("train") or {})
+    tree["data"].update(stage_prior((spec.get("train") or {}).get("data"), spec.get("profile")))
+    return tree
+
+
+# a pipeline section's prior settings: profile and shards name them so, train under data (data.prior, ...)
+PRIOR_KEYS = ("prior", "prior_profile", "prior_weight")
+
+
+def stage_prior(own: dict | None, profile: dict | None) -> dict:
+    """The prior settings (PRIOR_KEYS) a pipeline's shards or train stage uses: those of its own
+    section (`own`; train's `data:`) when it names any of them (`prior: null` names none), else the
+    `profile:` section's. A profile that stopped early on a prior is read with that prior only
+    (`grpo_data.priors.check_recorded_prior`), so the stages after it take it by default."""
+    own, profile = own or {}, profile or {}
+    source = own if any(k in own for k in PRIOR_KEYS) else profile
+    return {k: source[k] for k in PRIOR_KEYS if source.get(k) is not None}
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:

@@ -20,16 +20,8 @@ import numpy as np
 import polars as pl
 
 from grpo_data import io
-from grpo_data.prior_profile import check_other_source, one_source, read_profile_prior
-from grpo_data.priors import (
-    Prior,
-    check_recorded_prior,
-    frame_columns,
-    merge_offline,
-    origin_groups,
-    prior_weight,
-    read_prior,
-)
+from grpo_data.prior_profile import check_other_source, read_prior_settings
+from grpo_data.priors import Prior, check_recorded_prior, merge_offline, origin_groups
 from grpo_data.problems import level_array
 from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
 
@@ -87,17 +79,9 @@ def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | No
     """`data.prior` read from the training table's own columns (or the fields `grpo load --prior`
     kept in its meta), or the earlier profile `data.prior_profile` joined to its ids, at most
     `data.prior_weight` pseudo-samples a problem; None without either."""
-    if not data.prior and not data.prior_profile:
-        return None
-    one_source(data.prior, data.prior_profile, ("data.prior", "data.prior_profile"))
-    weight = prior_weight(data.prior or data.prior_profile, data.prior_weight,
-                          ("data.prior or data.prior_profile", "data.prior_weight"))
-    where = f"data.train {data.train}"
-    if data.prior_profile:
-        prior = read_profile_prior(data.prior_profile, problems["id"].to_list(), weight, where=where)
-    else:
-        prior = read_prior(data.prior, frame_columns(problems, where), weight, ids=problems["id"].to_list())
-    if log:
+    prior = read_prior_settings(data.prior, data.prior_profile, data.prior_weight, problems, f"data.train {data.train}",
+                                ("data.prior", "data.prior_profile", "data.prior_weight"))
+    if prior is not None and log:
         logger.info("scheduler %s; its offset to this policy is learned online (the groups' drift)", prior.summary())
     return prior
 

@@ -16,15 +16,25 @@ import json
 import logging
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
 import yaml
 
 from grpo_data import io
-from grpo_train.config import deep_merge
+from grpo_train.config import PRIOR_KEYS, deep_merge
+from pipelines.pipeline_priors import (
+    check_priors,
+    prior_fields,
+    prior_identity,
+    read_stage_prior,
+    split_prior,
+)
 
 logger = logging.getLogger(__name__)
+
+SHARDS_KEYS = ("edges", "format", *PRIOR_KEYS)  # what a pipeline's `shards:` section takes
 
 
 def load_spec(path: str | Path, quick: bool = False, seed: int | None = None) -> dict:
@@ -46,6 +56,10 @@ def load_spec(path: str | Path, quick: bool = False, seed: int | None = None) ->
         raise ValueError(f"{path}: unknown pipeline section(s) {unknown}; known: {sorted(known)}")
     if ("world" in spec) == ("data" in spec):
         raise ValueError(f"{path}: give exactly one of `world` (embedded default) or `data` (a dataset)")
+    unknown = sorted(set(spec.get("shards") or {}) - set(SHARDS_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: shards: unknown key(s) {unknown}; accepted: {', '.join(SHARDS_KEYS)}")
+    check_priors(spec, path)
     return spec
 
 
@@ -75,14 +89,19 @@ def data_stage(spec: dict, out: Path) -> dict[str, Path]:
     d = spec["data"]
     folder = out / "data"
     paths = {"train": folder / "train.parquet", "heldout": folder / "heldout.parquet", "config": folder / "data.json"}
-    if paths["config"].exists() and json.loads(paths["config"].read_text()) == d and paths["train"].exists():
+    keep = prior_fields(spec)  # as `grpo load --prior` keeps them: the stages read the prior from each row's meta
+    stamp = {**d, **({"prior_fields": list(keep)} if keep else {})}
+    if paths["config"].exists() and json.loads(paths["config"].read_text()) == stamp and paths["train"].exists():
         return paths
     extra = {}
     if "sources" in d:
-        result, report = build_mixture(parse_mixture({k: d[k] for k in ("sources", "total", "seed") if k in d}, "data"))
+        mix = parse_mixture({k: d[k] for k in ("sources", "total", "seed") if k in d}, "data")
+        mix = replace(mix, entries=tuple(replace(e, source=replace(e.source, preset=replace(e.source.preset, keep=keep)))
+                                         for e in mix.entries))
+        result, report = build_mixture(mix)
         extra["mixture"] = {"seed": d.get("seed", 0), "total": d.get("total"), "sources": report}
     else:
-        preset = resolve_preset(d.get("preset"), d.get("question_field"), d.get("answer_field"))
+        preset = replace(resolve_preset(d.get("preset"), d.get("question_field"), d.get("answer_field")), keep=keep)
         result = load_sources([Source.of(d["source"], preset, d.get("split", "train"), d.get("hub_config"))])
     write_load_result(result, folder / "problems.parquet", **extra)
     frac = float(d.get("heldout_fraction", 0.02))
@@ -91,7 +110,7 @@ def data_stage(spec: dict, out: Path) -> dict[str, Path]:
     io.write_parquet(paths["train"], table.filter(~pl.col("_held")).drop("_held"),
                      metadata={PROVENANCE_KEY: json.dumps(provenance(result, **extra), default=str)})
     io.write_parquet(paths["heldout"], table.filter(pl.col("_held")).drop("_held"))
-    io.write_json(paths["config"], d)
+    io.write_json(paths["config"], stamp)
     return paths
 
 
@@ -132,14 +151,15 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
     from grpo_data.verify import rules_hash, verdict_fingerprint
     from grpo_data.verify_pool import PoolConfig
 
-    cfg, _ = profile_options({"seed": seed, **pcfg})
+    settings, options = split_prior(pcfg)
+    cfg, _ = profile_options({"seed": seed, **options})
     rows = pl.read_parquet(train).height
     pool = PoolConfig()  # what profile_stage's VerifierPool() runs with
     versions = package_versions()
     judged = {"rules_hash": rules_hash(), "fingerprint": verdict_fingerprint(pool.pred_tail_chars),
               **pool.verdict_settings(), **{name: versions.get(name) for name in JUDGING_PACKAGES}}
     key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": min(rows, limit or rows),
-           "cfg": cfg.to_dict(), "judged": judged}
+           "cfg": cfg.to_dict(), "judged": judged, **({"prior": prior_identity(settings)} if settings else {})}
     return json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
 
 
@@ -156,10 +176,19 @@ def shards_key(profile: Path, shards_spec: dict) -> dict:
 def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
     from grpo_data.engines import engine_settings, make_engine
-    from grpo_data.profiler import merge_parts, parts_dir, profile_options, profile_problems, run_metadata
+    from grpo_data.prior_profile import REUSE, check_other_source
+    from grpo_data.profiler import (
+        merge_parts,
+        parts_dir,
+        profile_options,
+        profile_problems,
+        run_metadata,
+        weights_hash,
+    )
     from grpo_data.verify_pool import VerifierPool
 
-    cfg, choice = profile_options({"seed": seed, **pcfg})
+    settings, options = split_prior(pcfg)
+    cfg, choice = profile_options({"seed": seed, **options})
     problems = pl.read_parquet(train)
     if limit:
         problems = problems.sort("id").head(limit)
@@ -168,27 +197,74 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
         print(f"profile {out} is up to date")
         return out
+    prior = read_stage_prior("profile", settings, problems, train)
+    if prior is not None:  # the same weights' own counts are no prior: refused before the engine starts
+        check_other_source(prior, weights_hash(model), f"model {model}", REUSE)
+        print(prior.summary() + ("" if cfg.rule else " (not used: fixed k draws the same samples; see adaptive: true)"))
     if stamp.exists() and json.loads(stamp.read_text()) != key:  # other inputs: earlier parts are not ours
         shutil.rmtree(parts_dir(out), ignore_errors=True)
     io.write_json(stamp, key)
     engine = make_engine(choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
     with VerifierPool() as pool:
         meta = run_metadata(engine, cfg, str(train), pool.config.verdict_settings())
-        stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta)
+        stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta, prior=prior)
     engine.close()
     merge_parts(out, expected_ids=set(problems["id"].to_list()))
     print(f"profiled {stats['problems']} problems ({stats['skipped']} resumed, {stats['left_out']} left out: prompt "
-          f"does not fit the context), {stats['samples']} samples, {stats['seconds']:.0f}s")
+          f"does not fit the context), {stats['samples']} samples, {stats['seconds']:.0f}s"
+          + (f"; this model against the prior's: {stats['prior_offset']:+.2f} logits" if "prior_offset" in stats else ""))
     return out
+
+
+def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
+    """Shards of `train` under OUT/shards, bucketed on `profile` and the shards' prior (the `shards:`
+    section's own, else the profile's: `stage_prior`), rebuilt when the profile's content, the section
+    or the prior changed; and the card (OUT/card/NAME.md), which draws training's band. The profile's
+    left-out problems stay out of the set, prior or not. Returns the card's path."""
+    from grpo_data.cards import write_card
+    from grpo_data.loaders import read_provenance
+    from grpo_data.prior_profile import check_other_source
+    from grpo_data.priors import check_recorded_prior
+    from grpo_data.profiler import read_profile, read_rejects
+    from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
+    from grpo_train.config import RolloutConfig, SchedulerSection, stage_prior
+
+    shards_dir = out / "shards"
+    prof_table, prof_meta = read_profile(profile)
+    settings = stage_prior(spec.get("shards"), spec.get("profile"))
+    _, s = split_prior(spec.get("shards") or {})
+    shard_key = shards_key(profile, {**s, **({"prior": prior_identity(settings)} if settings else {})})
+    try:
+        current = read_manifest(shards_dir).get("pipeline_key")
+    except ShardIntegrityError:  # no complete set yet
+        current = None
+    if current != shard_key:
+        problems = pl.read_parquet(train)
+        prior = read_stage_prior("shards", settings, problems, train)
+        # a profile that stopped early on a prior is read with that prior only; one of its own weights is no prior
+        check_recorded_prior(prof_meta, prior, str(profile), "Set shards: {{{option}: {spec}, prior_weight: {weight}}}",
+                             ("prior", "prior_profile"))
+        check_other_source(prior, prof_meta.get("weights_hash"), f"the pipeline's profile {profile}",
+                           "give it as the pipeline's model's profile instead (two profiles of one model do not "
+                           "combine here)", profile)
+        if prior is not None:
+            print(prior.summary())
+        write_shards(problems, prof_table, shards_dir, s.get("edges", (0, .1, .3, .7, .9, 1)), s.get("format", "native"),
+                     source=str(train), profile_meta=prof_meta, prior=prior,
+                     left_out=set(read_rejects(profile)["id"].to_list()),
+                     extra={"pipeline_key": shard_key, "data": read_provenance(train)})
+    card_name = spec.get("card", {}).get("name", spec.get("name", "dataset"))
+    # the card draws the band training will use and counts all-same groups at its group size
+    train_spec = spec.get("train") or {}
+    sched, rollout = train_spec.get("scheduler") or {}, train_spec.get("rollout") or {}
+    return write_card(shards_dir, card_name, out / "card" / f"{card_name}.md",
+                      band=(float(sched.get("lo", SchedulerSection.lo)), float(sched.get("hi", SchedulerSection.hi))),
+                      group_size=int(rollout.get("group_size", RolloutConfig.group_size)), profile=profile)
 
 
 def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None) -> dict:
     """Run every stage; returns the summary dict (also written to OUT/summary.json)."""
-    from grpo_data.cards import write_card
-    from grpo_data.loaders import read_provenance
-    from grpo_data.profiler import read_profile
-    from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
-    from grpo_train.config import RolloutConfig, SchedulerSection, config_from_tree, dump_config, train_tree
+    from grpo_train.config import config_from_tree, dump_config, train_tree
     from pipelines.plots import write_plots
     from pipelines.report import write_report
 
@@ -221,25 +297,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     timings["profile"] = time.monotonic() - t
 
     t = _stage("shards + card")
-    shards_dir = out / "shards"
-    prof_table, prof_meta = read_profile(profile)
-    s = spec.get("shards", {})
-    shard_key = shards_key(profile, s)
-    try:
-        current = read_manifest(shards_dir).get("pipeline_key")
-    except ShardIntegrityError:  # no complete set yet
-        current = None
-    if current != shard_key:
-        write_shards(pl.read_parquet(paths["train"]), prof_table, shards_dir, s.get("edges", (0, .1, .3, .7, .9, 1)),
-                     s.get("format", "native"), source=str(paths["train"]), profile_meta=prof_meta,
-                     extra={"pipeline_key": shard_key, "data": read_provenance(paths["train"])})
-    card_name = spec.get("card", {}).get("name", spec.get("name", "dataset"))
-    # the card draws the band training will use and counts all-same groups at its group size
-    train_spec = spec.get("train") or {}
-    sched, rollout = train_spec.get("scheduler") or {}, train_spec.get("rollout") or {}
-    card = write_card(shards_dir, card_name, out / "card" / f"{card_name}.md",
-                      band=(float(sched.get("lo", SchedulerSection.lo)), float(sched.get("hi", SchedulerSection.hi))),
-                      group_size=int(rollout.get("group_size", RolloutConfig.group_size)), profile=profile)
+    card = shards_stage(spec, paths["train"], profile, out)
     timings["shards"] = time.monotonic() - t
 
     t = _stage("train (scheduled GRPO)")

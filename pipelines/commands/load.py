@@ -65,34 +65,27 @@ def load_from_args(args: argparse.Namespace):
 def check_prior_args(args) -> float:
     """The weight `--prior-weight` asks for (4 when left out; a 0 is kept, to be refused), checked
     before any data is read: a malformed `--prior` spec, a `--prior-profile` that is not a file,
-    both (one prior source at a time), or `--prior-weight` without either, is a PriorError."""
-    from grpo_data.prior_profile import check_path, one_source
-    from grpo_data.priors import parse_spec, prior_weight
+    both (one prior source at a time), or `--prior-weight` without either, is a PriorError
+    (`grpo_data.prior_profile.check_prior_settings`)."""
+    from grpo_data.prior_profile import check_prior_settings
 
-    spec, profile = getattr(args, "prior", None), getattr(args, "prior_profile", None)
-    one_source(spec, profile, ("--prior", "--prior-profile"))
-    flag = "--prior or --prior-profile" if hasattr(args, "prior_profile") else "--prior"
-    weight = prior_weight(spec or profile, getattr(args, "prior_weight", None), (flag, "--prior-weight"))
-    if spec:
-        parse_spec(spec)
-    if profile:
-        check_path(profile)
-    return weight
+    return check_prior_settings(getattr(args, "prior", None), getattr(args, "prior_profile", None),
+                                getattr(args, "prior_weight", None), prior_flags(args))
 
 
 def read_prior_from_args(args, table):
     """The prior `--prior` names, read from a loaded or canonical table, or the earlier profile
     `--prior-profile` names, joined to the table's ids (`--prior-weight` where the command has one);
     None without either. PriorError when it cannot be read."""
-    from grpo_data.prior_profile import read_profile_prior
-    from grpo_data.priors import frame_columns, read_prior
+    from grpo_data.prior_profile import read_prior_settings
 
-    weight = check_prior_args(args)
-    if getattr(args, "prior_profile", None):
-        return read_profile_prior(args.prior_profile, table["id"].to_list(), weight, where=args.data)
-    if not getattr(args, "prior", None):
-        return None
-    return read_prior(args.prior, frame_columns(table, args.data), weight, ids=table["id"].to_list())
+    return read_prior_settings(getattr(args, "prior", None), getattr(args, "prior_profile", None),
+                               getattr(args, "prior_weight", None), table, args.data, prior_flags(args))
+
+
+def prior_flags(args) -> tuple[str, str | None, str]:
+    """The prior flags as this command has them (`grpo load` has no --prior-profile)."""
+    return "--prior", "--prior-profile" if hasattr(args, "prior_profile") else None, "--prior-weight"
 
 
 def add_prior_profile_argument(parser: argparse.ArgumentParser) -> None:
