@@ -78,7 +78,14 @@ from grpo_data.answers import (
     two_boxed,
     unwrap,
 )
-from grpo_data.committed import _FIRST_CLAUSE, _LATER_ANSWER, box_unsettled, end_of_turn, followup_ok, without_closing
+from grpo_data.committed import (
+    _FIRST_CLAUSE,
+    _LATER_ANSWER,
+    box_unsettled,
+    end_of_turn,
+    followup_ok,
+    without_closing,
+)
 from grpo_data.counts import _COMPARATOR, count_refused, singular
 from grpo_data.prose import (
     _CONDITION,
@@ -465,7 +472,7 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
-    if ok and (_unsettled(text, " ".join(str(x) for x in pred_parsed[1:2]))
+    if ok and (_unsettled(text, " ".join([*(str(x) for x in pred_parsed[1:2]), *_decimal_form(pred_parsed[0])]))
                or _later_answer_disagrees(text, gold_parsed, clock)):
         return _unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
@@ -513,6 +520,18 @@ def _unsettled(text: str, extracted: str = "") -> bool:
         return box_unsettled(after_final_answer(text), "math", f"{last_boxed(text)} {extracted}")
     answer = final_answer_text(text)
     return answer is not None and (answer_taken_back(text) or not followup_ok(after_final_answer(text), "math", answer))
+
+
+def _decimal_form(value) -> list[str]:
+    """A rational answer's decimal form ("0.5" for \\frac12), so that a later "The final answer is
+    $0.5$." restates the box instead of naming another number; [] for anything else (1/3's
+    0.333333333333 matches no rounded decimal a model writes: those stay unsettled, conservatively)."""
+    try:
+        if getattr(value, "is_Rational", False) and not getattr(value, "is_Integer", True):
+            return [repr(round(float(value), 12))]
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return []
 
 
 _MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]{1,200})\$")

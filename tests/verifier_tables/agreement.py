@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import sys
 from pathlib import Path
 
@@ -56,7 +57,19 @@ def main() -> int:
           f"{false_ok} judged ok against the table, {sum(g == r['expected'] for g, r in zip(got, prose, strict=True))} "
           f"of {len(prose)} rows as expected; {sum('known_false_ok' in r for r in prose)} listed known false ok(s), "
           f"{sum('known_miss' in r for r in prose)} listed known miss(es)")
+    subset = [(g, r) for g, r in zip(got, prose, strict=True) if yes_no_or_none(r["gold"])]
+    readable = [(g, r) for g, r in subset if r["expected"] != "no_answer"]
+    print(f"  of which yes/no and none / no-such golds: {sum(g == 'no_answer' for g, _ in readable)} of {len(readable)} "
+          f"readable answers missed, {sum(g == 'ok' and r['expected'] != 'ok' for g, r in subset)} judged ok against "
+          f"the table ({len(subset)} rows)")
     return 0
+
+
+def yes_no_or_none(gold: str) -> bool:
+    """A gold that says yes, no, none or no such ... (the prose answers #38 is about), or the empty set."""
+    bare = re.sub(r"\\text\{([^}]*)\}|\\textbf\{([^}]*)\}", r"\1\2", gold).strip(" $().").lower()
+    return (re.match(r"(?:yes|no|none)\b", bare) is not None or "no such" in bare
+            or bare in ("\\emptyset", "\\varnothing", "\\{\\}", "{}", "\\{ \\}"))
 
 
 if __name__ == "__main__":
