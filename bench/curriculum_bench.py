@@ -11,7 +11,9 @@ Arms (every one through the same trainer, `grpo train`; only the sampler differs
 - A0: band scheduler with no profile (online estimates only) + resampling;
 - P:  prime-rl's difficulty pools (`scheduler.name=pools`) + resampling (their zero-advantage gate);
 - S:  SPEED's screen-then-continue (`rollout.sizing=screen`) over uniform sampling + resampling;
-- R:  GRESO's probabilistic skipping (`scheduler.name=greso`) + resampling.
+- R:  GRESO's probabilistic skipping (`scheduler.name=greso`) + resampling;
+- Aw: A's band scheduler and refresh started from another warm start's profile of the pool
+      (`data.prior_profile`, discounted; charged 0: the user already holds it; Amendment 6).
 
 Regimes: `multi` (primary): a 200-problem pool at 8,000 rollouts, 40 per problem (5 passes at
 G = 8), where a 4-sample profile is about 10% of the budget; `one_pass`: the world's 800-problem
@@ -45,6 +47,10 @@ ARMS: dict[str, dict] = {
     "Ap": {"overrides": ["scheduler.name=band", "scheduler.refresh_every=10", "scheduler.refresh_size=32",
                          "scheduler.refresh_k=4", "scheduler.refresh_drift=0.15", "scheduler.refresh_trigger=surprise",
                          "scheduler.epoch=pass", "scheduler.skip_below=0.2"], "profile": True},
+    # Amendment 6 (issue #34): A from another warm start's fixed k = 16 profile, read as a prior, not charged
+    "Aw": {"overrides": ["scheduler.name=band", "scheduler.refresh_every=10", "scheduler.refresh_size=32",
+                         "scheduler.refresh_k=4", "scheduler.refresh_drift=0.25"], "profile": False,
+           "prior_profile": True},
 }
 # shared by every arm; lr is the one setting chosen on validation (for B, applied to all: LR_CANDIDATES)
 TRAINING = ("rollout.group_size=8", "rollout.batch_groups=8", "rollout.max_rounds=4", "rollout.dynamic_resampling=true",
@@ -379,6 +385,15 @@ def _profile(setup: dict, workdir: Path, seed: int, regime: str) -> tuple[str, d
     return str(out), profile_cost(read_profile(out)[0]), time.monotonic() - start
 
 
+def _prior_profile(setup: dict, workdir: Path, regime: str) -> str:
+    """Arm Aw's prior: the other warm start's fixed k = 16 profile of the pool at the regime's
+    temperature (`bench.prior_bench.other_profile`), the same for every seed; charged 0."""
+    from bench.prior_bench import other_profile
+
+    out = workdir / f"prior-profile-{setup['pool'].stem}.parquet"
+    return str(other_profile(setup["pool"], out, REGIMES[regime].get("temperature", 1.0), PROFILE["max_tokens"]))
+
+
 def _per_problem(run_dir: Path, step: int, k: int) -> dict[str, float]:
     """id -> pass rate at the evaluation of `step` (its parquet), checked to be the k asked."""
     table = pl.read_parquet(run_dir / "evals" / f"step-{step:06d}.parquet")
@@ -415,10 +430,13 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
     cost, profile, profile_s = {"rollouts": 0, "tokens": 0}, "null", 0.0
     if ARMS[arm]["profile"]:
         profile, cost, profile_s = _profile(setup, workdir, seed, regime)
+    prior = _prior_profile(setup, workdir, regime) if ARMS[arm].get("prior_profile") else None
     args = [*arm_overrides(arm, regime), f"run.seed={seed}", f"data.profile={profile}",
+            *([f"data.prior_profile={prior}"] if prior else []),
             f"run.max_rollouts={training_budget(budget, cost)}", f"run.eval_first={'true' if eval_first else 'false'}"]
     heldout = next(a.split("=", 1)[1] for a in base if a.startswith("data.heldout="))
-    inputs = [str(setup["policy"]), str(setup["pool"]), heldout, *([profile] if profile != "null" else [])]
+    inputs = [str(setup["policy"]), str(setup["pool"]), heldout, *([profile] if profile != "null" else []),
+              *([prior] if prior else [])]
     name = f"{results_dir.name}/seed{seed}/{arm}"
     records, seconds = cached_train_run(name, args, base, workdir, inputs, training_budget(budget, cost))
     key = json.loads((workdir / name / "bench-key.json").read_text())["key"]

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, gsweep, "
-        "demo_lr, curriculum_lr, curriculum, "
+        "demo_lr, curriculum_lr, curriculum, prior, "
         "all); "
         "results to bench/results/")
 
 BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", "e2e", "memory", "trl", "variants",
-           "gsweep", "demo_lr", "curriculum_lr", "curriculum")
+           "gsweep", "demo_lr", "curriculum_lr", "curriculum", "prior")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -90,6 +90,10 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         from bench import profile_bench
 
         result = profile_bench.run(quick=quick)
+    elif name == "prior":  # issue #34: a profile from another warm start's, registered in bench/PREREGISTRATION.md
+        from bench import prior_bench
+
+        result = prior_bench.run(quick=quick)
     elif name == "memory":
         from bench import memory_bench
 

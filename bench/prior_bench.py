@@ -1,0 +1,158 @@
+"""Profile cost from another model's profile (`grpo bench prior`, issue #34 item 3; registered in
+bench/PREREGISTRATION.md, Amendment 6, before its run).
+
+A user often holds a profile of another checkpoint or model. `grpo profile --adaptive
+--prior-profile` reads it as a discounted prior (`grpo_data.prior_profile`) and stops early where it,
+moved by the fitted logit offset, already settles the band decision. Measured here on 800 problems
+of the world's pool (`level` removed, as in real training sets), T = 1.0, with the registered warm
+start (the curriculum benchmark's):
+
+- reference: a fixed k = 64 profile;
+- the prior: a fixed k = 16 profile of the same problems by **another warm start** (the same recipe
+  and SFT data, seed 1; `other_warm_start`), read at weight 4 (the default discount);
+- adaptive profiles (the profiler's default rule) from scratch and from that prior, with the default
+  2-sample screen (primary) and a 1-sample screen (secondary; scratch at 1 sample is its control).
+
+Reported per profile: samples spent and the agreement of its band decision with the reference's.
+A profile made from a prior is read as a scheduler reads it: its counts with the prior's pseudo-counts
+moved by the offset fitted on them (`grpo_data.priors.merge_offline`). Goal: the primary prior profile
+spends at most half the scratch one's samples at agreement no lower by more than 0.01.
+
+Arm Aw of the curriculum benchmark trains from the same other warm start's profile of its pool
+(`other_profile`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+OTHER_SEED = 1  # the other warm start: BootstrapConfig(seed=1), everything else the registered recipe
+PRIOR_K = 16  # the other warm start's profile: fixed k, as a sweep would share it
+PRIOR_WEIGHT = 4.0  # the default discount (grpo_data.priors.DEFAULT_WEIGHT), named so the result states it
+PROBLEMS = 800
+REFERENCE_K = 64
+REFERENCE_SEED = 64  # the reference's draws are independent of the adaptive profiles' (seed 0)
+MAX_TOKENS = 128
+SCREENS = (2, 1)  # the default screen (primary), then one sample (secondary)
+GOAL = {"samples_ratio": 2.0, "agreement_drop": 0.01}
+
+
+def other_warm_start(workdir: Path = Path("runs")) -> Path:
+    """The warm start another run would have profiled with: the registered recipe on the same SFT
+    table with seed OTHER_SEED (kernels pinned: every CPU builds the same weights). Built once
+    (about 4 minutes on 2 cores) and reused while its inputs are unchanged."""
+    from grpo_train.bootstrap import BootstrapConfig, bootstrap
+    from pipelines.stages import write_world
+
+    sft = pl.read_parquet(write_world("runs/world")["sft"])
+    return bootstrap(sft, Path(workdir) / f"policy-warm-seed{OTHER_SEED}", BootstrapConfig(seed=OTHER_SEED),
+                     progress=False)
+
+
+def other_profile(problems: Path, out: Path, temperature: float, max_tokens: int = MAX_TOKENS) -> Path:
+    """A fixed k = PRIOR_K profile of the table at `problems` by the other warm start (reused when its
+    inputs are unchanged): the earlier profile a user already holds."""
+    from pipelines import pipeline
+
+    return pipeline.profile_stage(str(other_warm_start()), Path(problems),
+                                  {"k": PRIOR_K, "max_tokens": max_tokens, "temperature": temperature,
+                                   "chunk_size": 512}, Path(out), seed=OTHER_SEED)
+
+
+def band_decision(profile: pl.DataFrame, rule, prior=None) -> np.ndarray:
+    """Each problem's band decision as a scheduler reads the profile (rows in the profile's order):
+    its counts, plus the prior's pseudo-counts moved by the offset fitted on them when the profile
+    was made from a prior, under the pool's empirical-Bayes prior fitted to them."""
+    from grpo_data.priors import merge_offline
+    from grpo_data.stats import row_priors
+
+    c, k = profile["n_correct"].to_numpy().astype(np.float64), profile["k"].to_numpy().astype(np.float64)
+    if prior is not None:
+        c, k = merge_offline((c, k), prior).offline
+    return rule.in_band(c, k, row_priors(c, k, None))
+
+
+def summarize(reference: np.ndarray, decisions: dict[str, np.ndarray], samples: dict[str, int]) -> dict:
+    """Samples and agreement with the reference's band decision per profile; the goal's ratios
+    (scratch over prior at the same screen) and agreement differences (prior - scratch)."""
+    out = {name: {"samples": int(samples[name]), "samples_per_problem": samples[name] / reference.size,
+                  "agreement_vs_reference": float(np.mean(decisions[name] == reference))} for name in decisions}
+    for screen in SCREENS:
+        scratch, prior = out.get(f"scratch_screen{screen}"), out.get(f"prior_screen{screen}")
+        if scratch and prior:
+            prior["samples_ratio_scratch_over_prior"] = scratch["samples"] / prior["samples"]
+            prior["agreement_minus_scratch"] = prior["agreement_vs_reference"] - scratch["agreement_vs_reference"]
+    primary = out.get(f"prior_screen{SCREENS[0]}")
+    if primary and "samples_ratio_scratch_over_prior" in primary:
+        out["goal_met"] = bool(primary["samples_ratio_scratch_over_prior"] >= GOAL["samples_ratio"]
+                               and primary["agreement_minus_scratch"] >= -GOAL["agreement_drop"])
+    return out
+
+
+def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
+    """The registered measurement (Amendment 6); `quick`: 160 problems, reference k = 16."""
+    from bench.curriculum_bench import pool_table
+    from bench.common import RESULTS
+    from bench.gsweep_bench import sweep_warm_start
+    from grpo_data import io
+    from grpo_data.prior_profile import read_profile_prior
+    from grpo_data.profiler import read_profile
+    from grpo_data.stats import StoppingRule
+    from pipelines import pipeline
+    from pipelines.stages import write_world
+
+    work = Path(workdir)
+    policy = sweep_warm_start(RESULTS)
+    n, ref_k = (160, 16) if quick else (PROBLEMS, REFERENCE_K)
+    problems = pool_table(pl.read_parquet(write_world("runs/world")["train"]), n, level=False)
+    table = work / f"problems-{n}.parquet"
+    if not table.exists() or not pl.read_parquet(table).equals(problems):
+        io.write_parquet(table, problems)
+    prior_path = other_profile(table, work / f"other-k{PRIOR_K}-{n}.parquet", temperature=1.0)
+    base = {"max_tokens": MAX_TOKENS, "temperature": 1.0, "chunk_size": 256}
+    # its own seed: the adaptive profiles' first samples are not the reference's
+    ref_path = pipeline.profile_stage(str(policy), table, {**base, "k": ref_k}, work / f"reference-k{ref_k}-{n}.parquet",
+                                      seed=REFERENCE_SEED)
+    rule = StoppingRule()
+    reference = read_profile(ref_path)[0].sort("id")
+    truth = (reference["pass_rate"] >= rule.lo).to_numpy() & (reference["pass_rate"] <= rule.hi).to_numpy()
+    decisions, samples, offsets = {}, {}, {}
+    ids = reference["id"].to_list()
+    prior = read_profile_prior(prior_path, ids, PRIOR_WEIGHT)
+    for screen in SCREENS:
+        for name, extra in ((f"scratch_screen{screen}", {}),
+                            (f"prior_screen{screen}", {"prior_profile": str(prior_path), "prior_weight": PRIOR_WEIGHT})):
+            path = pipeline.profile_stage(str(policy), table, {**base, "adaptive": True, "screen_k": screen, **extra},
+                                          work / f"{name}-{n}.parquet")
+            got, meta = read_profile(path)
+            got = got.sort("id")
+            if got["id"].to_list() != ids:
+                raise RuntimeError(f"{path}: its problems are not the reference's")
+            used = prior if extra else None
+            decisions[name] = band_decision(got, rule, used)
+            samples[name] = int(got["k"].sum())
+            if used is not None:
+                from grpo_data.priors import merge_offline
+
+                offsets[name] = merge_offline((got["n_correct"].to_numpy().astype(float),
+                                               got["k"].to_numpy().astype(float)), used).offset
+    result = summarize(truth, decisions, samples)
+    prior_table = read_profile(prior_path)[0].sort("id")
+    result.update({
+        "problems": n, "reference_k": ref_k, "reference_in_band_share": float(truth.mean()),
+        "reference_samples": int(reference["k"].sum()), "rule": {"lo": rule.lo, "hi": rule.hi,
+                                                                 "confidence": rule.confidence, "step_k": rule.step_k,
+                                                                 "max_k": rule.max_k},
+        "prior": {"warm_start_seed": OTHER_SEED, "k": PRIOR_K, "weight": PRIOR_WEIGHT,
+                  "weights_hash": read_profile(prior_path)[1].get("weights_hash"),
+                  "samples": int(prior_table["k"].sum()),
+                  "agreement_vs_reference": float(np.mean(
+                      ((prior_table["pass_rate"] >= rule.lo) & (prior_table["pass_rate"] <= rule.hi)).to_numpy()
+                      == truth)),
+                  "mean_pass_rate": float(prior_table["pass_rate"].mean())},
+        "offset_fitted": offsets, "mean_pass_rate_reference": float(reference["pass_rate"].mean()),
+        "warm_start": str(policy), "goal": GOAL})
+    return result
