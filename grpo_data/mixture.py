@@ -17,6 +17,10 @@ A mixture file (YAML):
         split: train
         weight: 0.7
         cap: 20000           # at most this many rows from this source
+      - data: SynthLabsAI/Big-Math-RL-Verified
+        preset: problem_answer
+        prior: bigmath       # keep the field this prior reads (grpo_data.priors), as `grpo load --prior`
+        weight: 0.2
 
 Each source is loaded (and deduplicated within itself) on its own. Its count is min(available, cap),
 or, with weights, weight_i / sum(weights) of the mixture: of `total` rows when given, else of the
@@ -27,12 +31,17 @@ problems actually taken from it, not every problem they share. A source that can
 gives all it has and the report says by how much it fell short. Rows are drawn without replacement
 (a pool of unique problems; the scheduler decides how often each is trained on); every row keeps its
 `source`.
+
+A source's `prior:` (a spec `grpo_data.priors` reads: a preset such as bigmath or polaris, or
+FIELD:SCALE:SAMPLES) keeps the fields it reads in each of that source's rows, as `grpo load --prior`
+does, so `grpo train data.prior=SPEC` (or `grpo profile --prior SPEC`) can read them from the mixed
+pool; rows of a source without those fields have no prior value (a NaN: they start unprofiled).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -40,10 +49,11 @@ import polars as pl
 import yaml
 
 from grpo_data.loaders import DataError, LoadLimits, LoadResult, Source, load_sources, resolve_preset
+from grpo_data.prior_sources import PriorError, keep_patterns
 from grpo_data.problems import prompt_text_expr
 
 SOURCE_KEYS = {"data", "preset", "question_field", "answer_field", "id_field", "level_field", "split", "hub_config",
-               "weight", "cap"}
+               "weight", "cap", "prior"}
 
 
 @dataclass(frozen=True)
@@ -95,6 +105,11 @@ def parse_mixture(raw: dict, where: str = "mixture") -> MixSpec:
                                     s.get("id_field"), s.get("level_field"))
         except DataError as exc:
             raise DataError(f"{at}: {str(exc).replace('--', '').replace('-field', '_field')}") from None
+        if s.get("prior") is not None:
+            try:
+                preset = replace(preset, keep=keep_patterns(str(s["prior"])))
+            except PriorError as exc:
+                raise DataError(f"{at}: prior: {exc}") from None
         weight = None if s.get("weight") is None else _number(s["weight"], at, "weight")
         cap = None if s.get("cap") is None else _number(s["cap"], at, "cap", int, strict=False)
         entries.append(MixEntry(Source.of(str(s["data"]), preset, s.get("split"), s.get("hub_config")), weight, cap))

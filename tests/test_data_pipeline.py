@@ -80,6 +80,31 @@ def test_overlap_with_an_earlier_small_share_costs_only_what_it_took(tmp_path, p
     assert result.table.height == 500 and [r["taken"] for r in report] == [50, 450]
 
 
+def test_a_sources_prior_field_survives_the_mixture(tmp_path, pool):
+    """`prior: bigmath` on a source keeps its llama8b_solve_rate in the mixed pool, where the prior
+    reads it; a source without the field gives NaN (unprofiled), and a bad spec names the entry."""
+    from grpo_data.priors import frame_columns, read_prior
+
+    rng = np.random.default_rng(2)
+    big = [{"problem": sentence(rng), "answer": str(i), "llama8b_solve_rate": i / 10} for i in range(10)]
+    plain = [{"problem": sentence(rng), "answer": f"-{i + 1}"} for i in range(5)]
+    spec = parse_mixture({"sources": [
+        {"data": write_jsonl(tmp_path / "big.jsonl", big), "preset": "problem_answer", "prior": "bigmath"},
+        {"data": write_jsonl(tmp_path / "plain.jsonl", plain), "preset": "problem_answer"}]})
+    result, _ = build_mixture(spec, verifier=pool)
+    prior = read_prior("bigmath", frame_columns(result.table), weight=4)
+    rate = dict(zip(result.table["answer"].to_list(), prior.rate.tolist()))
+    assert result.table.height == 15
+    assert [rate[str(i)] for i in range(10)] == pytest.approx([i / 10 for i in range(10)])
+    assert np.isnan(prior.rate[(result.table["source"] == "plain").to_numpy()]).all()
+    assert np.isfinite(prior.rate[(result.table["source"] == "big").to_numpy()]).all()
+    unkept = parse_mixture({"sources": [{"data": str(tmp_path / "big.jsonl"), "preset": "problem_answer"}]})
+    with pytest.raises(Exception, match="llama8b_solve_rate"):  # without `prior:` the field is not kept
+        read_prior("bigmath", frame_columns(build_mixture(unkept, verifier=pool)[0].table))
+    with pytest.raises(DataError, match=r"sources\[0\]: prior: prior 'rate:x'.*FIELD\[:SCALE"):
+        parse_mixture({"sources": [{"data": "a", "preset": "gsm8k", "prior": "rate:x"}]})
+
+
 def test_mixture_spec_errors_name_the_entry():
     with pytest.raises(DataError, match=r"sources\[1\]: unknown key\(s\) \['wieght'\]"):
         parse_mixture({"sources": [{"data": "a", "preset": "gsm8k"}, {"data": "b", "preset": "gsm8k", "wieght": 1}]})
