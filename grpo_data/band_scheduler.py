@@ -233,6 +233,8 @@ class BandScheduler:
         self.weights, self.pool_weights = starting_priors(offline, self.group, n_groups, cfg.shrink,
                                                           cfg.group_priors)  # (n_groups, G), (G,)
         self.drift = np.zeros(n_groups)  # each group's logit shift since its frame was last rebased
+        self.shifted = np.zeros(n_groups)  # each group's drift folded into its frame so far (`logit_shift`)
+        self.prior_rows: np.ndarray | None = None  # rows started from another model's view (`mark_prior_rows`)
         if offline is None:
             self.successes, self.failures = np.zeros(n), np.zeros(n)
         else:
@@ -330,6 +332,7 @@ class BandScheduler:
             self.successes[moved], self.failures[moved] = transport(self.successes[moved], self.failures[moved], shift)
         for g in np.flatnonzero(self.drift):
             self.weights[g] = push_forward(self.weights[g], self.drift[g])
+        self.shifted += self.drift
         self.drift[:] = 0.0
 
     def _recell(self) -> None:
@@ -538,17 +541,33 @@ class BandScheduler:
     def tick(self) -> None:
         self.step += 1
 
+    def mark_prior_rows(self, rows: np.ndarray) -> None:
+        """Say which problems started from another model's view (a (N,) boolean mask): `stats` then
+        reports their mean logit shift apart, the offset against that model learned online."""
+        rows = np.asarray(rows, dtype=bool)
+        if rows.shape != (self.n,):
+            raise ValueError(f"prior rows must be {self.n} booleans, one per problem, got shape {rows.shape}")
+        self.prior_rows = rows
+
+    def logit_shift(self) -> np.ndarray:
+        """(N,) each problem's group drift learned since the start, in logits (folded and current):
+        how much easier (> 0) the policy finds its group than the start said."""
+        return (self.shifted + self.drift)[self.group]
+
     def stats(self) -> dict:
+        shift = self.logit_shift()
+        prior = ({"prior_logit_shift": float(shift[self.prior_rows].mean())}
+                 if self.prior_rows is not None and self.prior_rows.any() else {})
         return {"band_lo": self.lo, "band_hi": self.hi, "widenings": self.widenings, "epoch": self.epoch,
                 "band_occupancy": self.last_batch_in_band, "likely_in_band": self.likely_total, "step": self.step,
-                "band_dry": float(self.dry), "dry_fills": self.dry_fills}
+                "band_dry": float(self.dry), "dry_fills": self.dry_fills, "logit_shift": float(shift.mean()), **prior}
 
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict:
         """Arrays (numpy) and JSON-able settings: everything `load_state_dict` needs for an exact resume."""
         arrays = {"successes": self.successes, "failures": self.failures, "last": self.last, "used": self.used,
                   "group": self.group, "weights": self.weights, "pool_weights": self.pool_weights,
-                  "drift": self.drift, **self.cells.state()}
+                  "drift": self.drift, "shifted": self.shifted, **self.cells.state()}
         meta = {"name": self.name, "n": self.n, "config": asdict(self.cfg), "step": self.step, "epoch": self.epoch,
                 "lo": self.lo, "hi": self.hi, "widenings": self.widenings, "scored_at": self.scored_at,
                 "refit_at": self.refit_at, "fresh": self.fresh, "last_batch_in_band": self.last_batch_in_band,
@@ -564,6 +583,7 @@ class BandScheduler:
                              "version cannot resume it: start the run's scheduler afresh")
         self.successes, self.failures, self.last, self.used = z["successes"], z["failures"], z["last"], z["used"]
         self.group, self.drift, self.weights, self.pool_weights = z["group"], z["drift"], z["weights"], z["pool_weights"]
+        self.shifted = z["shifted"] if "shifted" in z else np.zeros_like(self.drift)  # absent in older states
         self.cells = CellIndex.from_state(z)
         self._lik = np.zeros((0, GRID.size))
         self.n_used = int(np.count_nonzero(self.used))

@@ -248,7 +248,7 @@ def context_line(prof: dict) -> str:
             "budget (the profile's `max_tokens` column)")
 
 
-def samples_section(ks: np.ndarray, rule: dict | None) -> str:
+def samples_section(ks: np.ndarray, rule: dict | None, prior: bool = False) -> str:
     """Markdown: how many samples stand behind the estimates (k -> problems, and the mean)."""
     values, counts = np.unique(ks, return_counts=True)
     lines = "\n".join(f"| {int(v)} | {int(n)} |" for v, n in zip(values, counts, strict=True))
@@ -256,6 +256,9 @@ def samples_section(ks: np.ndarray, rule: dict | None) -> str:
            f"more at a time while its band decision ([{rule.get('lo')}, {rule.get('hi')}], confidence "
            f"{rule.get('confidence')}) stayed uncertain, up to {rule.get('max_k')}." if rule
            else "Every problem got the same number of samples.")
+    if rule and prior and rule.get("prior_screen_k", rule.get("screen_k")) < rule.get("screen_k"):
+        how += (f" Where the prior, moved by the offset fitted on the problems before, already decided a problem, "
+                f"its screen was {rule['prior_screen_k']}.")
     mean = float(ks.mean()) if ks.size else float("nan")
     return (f"{how} Mean samples per problem: {mean:.2f} ({int(ks.sum())} in all).\n\n"
             f"| samples (k) | problems |\n| --- | --- |\n{lines}")
@@ -430,7 +433,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     prior = ("one per level, fitted (EM on a 41-point grid of pass rates) to the counts of this set's problems of "
              "that level and shrunk toward the whole set's fit (a level of n problems keeps n / (n + 20) of its own)"
              if per_level else "one for the whole set, fitted (EM on a 41-point grid of pass rates) to its counts")
-    samples_text = (samples_section(ks[own], rule) if own.any()
+    samples_text = (samples_section(ks[own], rule, bool(prof.get("prior"))) if own.any()
                     else "No problem was profiled: every estimate rests on the prior below.")
     prior_text = prior_section(prior_info, int(own.sum())) + "\n\n" if prior_info else ""
     prior_limit = ("\n- Estimates that rest on the prior alone are another model's view, moved by an offset fitted "

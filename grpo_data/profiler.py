@@ -145,7 +145,7 @@ class ProfileConfig:
 # build the ProfileConfig).
 PROFILE_OPTIONS: dict[str, object] = {
     "engine": None, "vllm": {}, "k": 16, "adaptive": False, "band": (0.2, 0.8), "confidence": 0.8,
-    "screen_k": 2, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
+    "screen_k": 2, "prior_screen_k": 1, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
     "max_tokens": 256, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
     "chunk_size": 64, "seed": 0, "answer_format": "auto", "overlong_prompts": "skip",
     "min_clipped_tokens": MIN_CLIPPED_TOKENS,
@@ -162,7 +162,8 @@ def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
     band = o["band"].split(",") if isinstance(o["band"], str) else o["band"]
     lo, hi = (float(x) for x in band)
     rule = (StoppingRule(lo=lo, hi=hi, confidence=float(o["confidence"]), screen_k=int(o["screen_k"]),
-                         step_k=int(o["step_k"]), max_k=int(o["max_k"])) if o["adaptive"] else None)
+                         step_k=int(o["step_k"]), max_k=int(o["max_k"]),
+                         prior_screen_k=min(int(o["prior_screen_k"]), int(o["screen_k"]))) if o["adaptive"] else None)
     stop_ids = None if o["stop_token_ids"] is None else tuple(int(i) for i in o["stop_token_ids"])
     cfg = ProfileConfig(
         k=int(o["k"]), rule=rule, chunk_size=int(o["chunk_size"]), seed=int(o["seed"]),
@@ -382,12 +383,11 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
         samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies, seed_of(0))
     else:
         rule = cfg.rule
-        samples = _sample_round(sampler, prompts, golds, [rule.screen_k] * len(prompts), tallies, seed_of(0))
-        round_no = 0
-        while True:
-            c = np.array([t.correct for t in tallies])
-            k = np.array([t.k for t in tallies])
-            hc, hk, hg = history if history is not None else (np.zeros(0), np.zeros(0), np.zeros(0))
+        hc, hk, hg = history if history is not None else (np.zeros(0), np.zeros(0), np.zeros(0))
+
+        def evidence(c: np.ndarray, k: np.ndarray):
+            """The grid prior rows and the prior's pseudo-counts (None without one) for this chunk's
+            counts `c` of `k`, with the offset refitted on everything so far."""
             all_c, all_k = np.concatenate([hc, c]), np.concatenate([hk, k])
             s = f = 0.0
             if prior is not None:  # the other model's view, moved by how far off it has been so far
@@ -398,7 +398,19 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             # evidence it is a prior for); rows only for this chunk
             weights = row_priors(all_c + s, all_k + s + f,
                                  None if groups is None else np.concatenate([hg, groups]), rows=groups)
-            pseudo = None if prior is None else (s[hc.size:], f[hc.size:])
+            return weights, None if prior is None else (s[hc.size:], f[hc.size:])
+
+        first = np.full(len(prompts), rule.screen_k)
+        if prior is not None and prior.history_rate.size and rule.prior_screen_k < rule.screen_k:
+            # the offset fitted on the problems before this chunk (its own rows hold no samples yet)
+            none = np.zeros(len(prompts))
+            first = rule.first_round(~rule.undecided(none, none, *evidence(none, none)))
+        samples = _sample_round(sampler, prompts, golds, first.tolist(), tallies, seed_of(0))
+        round_no = 0
+        while True:
+            c = np.array([t.correct for t in tallies])
+            k = np.array([t.k for t in tallies])
+            weights, pseudo = evidence(c, k)
             more = rule.undecided(c, k, weights, pseudo)
             if not more.any():
                 break

@@ -193,6 +193,12 @@ class StoppingRule:
     Defaults chosen by simulation on the embedded world's pass rates (bench/profile_bench): with
     per-level priors, a 2-sample screen already settles most problems, and confidence 0.8 keeps
     band agreement with a k=64 reference close to fixed k=16's at under a third of its samples.
+
+    `prior_screen_k`: with another model's view (a column or an earlier profile, `grpo_data.priors`),
+    a problem that view already decides, moved by the offset fitted on the problems profiled before
+    it, is screened with this many samples instead of `screen_k` (`first_round`): the screen is
+    otherwise a floor no prior can lower (bench/prior_bench, Amendment 7). At least 1, so every row
+    holds this model's own samples and the offset keeps being fitted.
     """
 
     lo: float = 0.2
@@ -202,6 +208,7 @@ class StoppingRule:
     step_k: int = 2
     max_k: int = 32
     prior: tuple[float, float] = JEFFREYS
+    prior_screen_k: int = 1
 
     def __post_init__(self) -> None:
         if not 0 <= self.lo < self.hi <= 1:
@@ -210,6 +217,8 @@ class StoppingRule:
             raise ValueError(f"confidence must be in (0.5, 1), got {self.confidence}")
         if not 1 <= self.screen_k <= self.max_k or self.step_k < 1:
             raise ValueError("need 1 <= screen_k <= max_k and step_k >= 1")
+        if not 1 <= self.prior_screen_k <= self.screen_k:
+            raise ValueError(f"need 1 <= prior_screen_k <= screen_k ({self.screen_k}), got {self.prior_screen_k}")
 
     def band_prob(self, n_correct, k, weights: np.ndarray | None = None) -> np.ndarray:
         if weights is not None:
@@ -226,6 +235,11 @@ class StoppingRule:
         q = self.band_prob(np.asarray(n_correct) + s, np.asarray(k) + s + f, weights)
         k = np.asarray(k)
         return (q > 1 - self.confidence) & (q < self.confidence) & (k < self.max_k)
+
+    def first_round(self, settled: np.ndarray) -> np.ndarray:
+        """Samples in each problem's first round: `prior_screen_k` where a prior has already
+        `settled` its band decision (a boolean mask), `screen_k` elsewhere."""
+        return np.where(np.asarray(settled, dtype=bool), self.prior_screen_k, self.screen_k)
 
     def next_k(self, k) -> np.ndarray:
         return np.minimum(np.asarray(k) + self.step_k, self.max_k)

@@ -134,12 +134,15 @@ class SchedulerStart(NamedTuple):
               or None for one pool prior.
     prior:    the prior read from data.train or data.prior_profile (None without either).
     offset:   the logit offset of the profiling model against the prior's (0 without both).
+    from_prior: (N,) the rows only the prior covers (None without a prior): their groups' drift is the
+              offset against the prior learned online (`sched_prior_logit_shift` in the metrics).
     """
 
     offline: tuple[np.ndarray, np.ndarray] | None
     groups: np.ndarray | None
     prior: Prior | None
     offset: float
+    from_prior: np.ndarray | None = None
 
 
 def check_start(problems: pl.DataFrame, cfg) -> None:
@@ -161,7 +164,7 @@ def scheduler_start(problems: pl.DataFrame, cfg) -> SchedulerStart:
     groups = scheduler_groups(problems, offline, cfg.scheduler)
     if cfg.scheduler.name == "band":
         groups = origin_groups(groups, from_prior)
-    return SchedulerStart(offline, groups, prior, offset)
+    return SchedulerStart(offline, groups, prior, offset, from_prior)
 
 
 def build_scheduler(problems: pl.DataFrame, cfg, run_dir: Path | None = None) -> Scheduler:
@@ -173,5 +176,8 @@ def build_scheduler(problems: pl.DataFrame, cfg, run_dir: Path | None = None) ->
         io.write_json(Path(run_dir) / "prior.json", {**start.prior.describe(), "offset_from_profile": start.offset})
     sc = cfg.scheduler
     band_g = {"group_size": cfg.rollout.group_size} if sc.name == "band" else {}  # a dry band's fill scores at G
-    return make_scheduler(sc.name, problems.height, seed=cfg.run.seed, offline=start.offline, groups=start.groups,
-                          **scheduler_kwargs(sc, problems), **band_g)
+    scheduler = make_scheduler(sc.name, problems.height, seed=cfg.run.seed, offline=start.offline,
+                               groups=start.groups, **scheduler_kwargs(sc, problems), **band_g)
+    if start.from_prior is not None and hasattr(scheduler, "mark_prior_rows"):  # the online offset, logged apart
+        scheduler.mark_prior_rows(start.from_prior)
+    return scheduler

@@ -77,7 +77,9 @@ def test_a_profile_started_from_an_earlier_profile_decides_the_bands_with_fewer_
     fewest_right, (low, high), most_share = CASES[(earlier, scatter)]
     for confidence in (0.8, 0.9, 0.95):
         for seed in (0, 1):
-            result = profile_with_and_without(tmp_path, prior, StoppingRule(confidence=confidence), seed, true)
+            # every problem screened alike (the 1-sample screen of prior-settled problems: below)
+            rule = StoppingRule(confidence=confidence, prior_screen_k=2)
+            result = profile_with_and_without(tmp_path, prior, rule, seed, true)
             (with_stats, with_table, with_right), (without_stats, _, without_right) = result["with"], result["without"]
             assert with_right >= fewest_right
             assert with_right >= without_right - (0.0 if earlier == "fixed16" else 0.02)
@@ -298,6 +300,8 @@ def test_train_takes_a_prior_profile_and_starts_its_scheduler_from_it(tmp_path):
     (c, k), from_prior, offset = merge_offline(own, read_profile_prior(base, problems["id"].to_list(), 2))
     np.testing.assert_array_equal(from_prior, [False, False, False, True, True])
     np.testing.assert_allclose(np.c_[sched.successes, sched.failures], np.c_[offline_evidence(c, k)])
+    np.testing.assert_array_equal(sched.prior_rows, from_prior)  # their drift is logged apart
+    assert sched.stats()["prior_logit_shift"] == 0.0
     written = json.loads((tmp_path / "prior.json").read_text())
     assert written["spec"] == f"profile:{base}" and written["weight"] == 2 and written["problems"] == 4
     assert written["profile"]["model"] == "runs/base" and written["offset_from_profile"] == pytest.approx(offset)
@@ -364,3 +368,55 @@ def test_weights_are_hashed_once_until_a_file_changes(tmp_path, monkeypatch):
     (model / "model.safetensors").write_bytes(b"other")
     assert weights_hash(str(model)) != first and len(opened) == 2
     assert weights_hash("org/model") == "hub:org/model"
+
+
+@pytest.mark.parametrize("scatter", [0.0, 1.0])
+def test_problems_the_prior_settles_are_screened_with_one_sample(tmp_path, scatter):
+    """StoppingRule.prior_screen_k (default 1): after the first chunk (40 problems, no offset fitted
+    yet, screened at 2), a problem the earlier profile's view, moved by the offset fitted so far,
+    already decides gets a 1-sample screen. Against screening every problem at 2, on the fixed k = 16
+    earlier profile of a model 1 logit stronger (scatter 0 or 1 logit), two engine seeds, confidence
+    0.8 and 0.95: fewer samples (measured 13-30% fewer) with band decisions no worse by more than one
+    problem in a hundred (measured: -0.008 at worst) and never worse than without the prior."""
+    from test_profiler import scripted_problems
+
+    from grpo_data.profiler import ProfileConfig
+    from grpo_data.stats import StoppingRule
+
+    problems, rates = scripted_problems(120)
+    true = np.array([rates[f"q{int(i[2:])}"][1] for i in problems["id"]])
+    base = tmp_path / "base.parquet"
+    earlier_profile(base, problems, shifted(true, 1.0, scatter), ProfileConfig(k=16, chunk_size=40, prior_groups="none"))
+    prior = read_profile_prior(base, problems["id"].to_list(), weight=4)
+    assert StoppingRule().prior_screen_k == 1
+    for confidence in (0.8, 0.95):
+        for seed in (0, 1):
+            runs = {}
+            for screen in (2, 1):
+                folder = tmp_path / f"screen{screen}-{confidence}-{seed}"
+                folder.mkdir()
+                runs[screen] = profile_with_and_without(folder, prior, StoppingRule(confidence=confidence,
+                                                                                    prior_screen_k=screen), seed, true)
+            (one_stats, one_table, one_right), (_, _, without_right) = runs[1]["with"], runs[1]["without"]
+            two_stats, two_table, two_right = runs[2]["with"]
+            assert one_stats["samples"] < 0.9 * two_stats["samples"]
+            assert one_right >= two_right - 0.01 and one_right >= without_right
+            assert (two_table["k"] >= 2).all() and 0 < int((one_table["k"] == 1).sum()) <= 80
+            assert (one_table["k"] >= 1).all()
+    with pytest.raises(ValueError, match="prior_screen_k"):
+        StoppingRule(screen_k=2, prior_screen_k=3)
+
+
+def test_the_prior_screen_reaches_the_rule_from_the_command_line():
+    import argparse
+
+    from grpo_data.profiler import profile_options
+    from pipelines.commands import profile as command
+
+    parser = argparse.ArgumentParser()
+    command.add_arguments(parser)
+    args = parser.parse_args(["--data", "d.parquet", "--model", "m", "--out", "p.parquet", "--adaptive",
+                              "--prior-screen-k", "2"])
+    assert profile_options(command.options_from_args(args))[0].rule.prior_screen_k == 2
+    assert profile_options({"adaptive": True})[0].rule.prior_screen_k == 1  # the default
+    assert profile_options({"adaptive": True, "screen_k": 1})[0].rule.prior_screen_k == 1  # never above the screen

@@ -392,7 +392,10 @@ def test_the_adaptive_profiler_weighs_a_prior_moved_by_the_offset_it_fits(tmp_pa
     prior = read_prior("score:1:64", frame_columns(pl.DataFrame({"score": other})), weight=4)
     for confidence in (0.8, 0.9, 0.95):
         for seed in (0, 1):
-            result = profile_with_and_without(tmp_path, prior, StoppingRule(confidence=confidence), seed, true)
+            # every problem screened alike (prior_screen_k=2; the default's 1-sample screen of problems the
+            # prior settles: tests/test_prior_profile.py)
+            rule = StoppingRule(confidence=confidence, prior_screen_k=2)
+            result = profile_with_and_without(tmp_path, prior, rule, seed, true)
             (with_stats, with_table, with_right), (without_stats, _, without_right) = result["with"], result["without"]
             assert "prior_offset" not in without_stats and with_right >= without_right
             assert with_right == 1.0 if scatter == 0 else with_right >= 0.99

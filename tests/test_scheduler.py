@@ -255,6 +255,39 @@ def test_the_frontier_is_followed_in_the_level_that_learned():
     assert np.abs(learned.prob_in_band() - q).max() < 0.01 and np.abs(learned.pass_rate() - mean).max() < 0.1
 
 
+def test_the_learned_logit_shift_is_logged_across_rebases_and_apart_for_prior_rows(tmp_path):
+    """The discount learned online (#34): a start 1.5 logits too pessimistic about level 0 (another
+    model's view), none about level 1. The group drift that corrects it is reported as `logit_shift`
+    (mean over problems) and, for the rows marked as the prior's, as `prior_logit_shift`; folding it
+    into the frames (a re-filing) keeps the total, and a saved and loaded scheduler reports the same."""
+    n = 400
+    truth = np.where(np.arange(n) < n // 2, 0.6, 0.3)
+    said = 1 / (1 + np.exp(-(np.log(truth / (1 - truth)) - np.where(np.arange(n) < n // 2, 1.5, 0.0))))
+    offline = (said * 4, np.full(n, 4.0))
+    groups = (np.arange(n) >= n // 2).astype(np.int64)
+    sched = BandScheduler(n, BandConfig(), seed=0, offline=offline, groups=groups)
+    sched.mark_prior_rows(np.arange(n) < n // 2)
+    assert sched.stats()["logit_shift"] == 0.0 and sched.stats()["prior_logit_shift"] == 0.0
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        idx = rng.choice(n, 32, replace=False)
+        sched.update(idx, rng.binomial(8, truth[idx]), 8)
+        sched.tick()
+    before = sched.stats()
+    assert 0.5 < before["prior_logit_shift"] < 2.5  # toward +1.5 on the prior's rows
+    assert abs(sched.logit_shift()[n // 2:].mean()) < 0.5  # level 1 was right from the start
+    sched._rebase()
+    assert np.abs(sched.drift).max() == 0
+    assert sched.stats()["prior_logit_shift"] == pytest.approx(before["prior_logit_shift"])
+    sched.save(tmp_path)
+    again = BandScheduler(n, BandConfig(), seed=3, offline=offline, groups=groups)
+    again.load(tmp_path)
+    np.testing.assert_allclose(again.logit_shift(), sched.logit_shift())
+    assert "prior_logit_shift" not in again.stats()  # the marks come from the run's start, not the state
+    with pytest.raises(ValueError, match="400 booleans"):
+        sched.mark_prior_rows(np.ones(3, dtype=bool))
+
+
 def test_without_a_profile_the_level_priors_are_learned_online():
     """A0: flat priors at the start (every problem looks 61% likely in band); once outcomes show
     that level 0 is mostly hopeless and level 1 mostly in band, a refit says so about the problems

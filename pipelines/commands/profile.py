@@ -46,6 +46,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--band", default="0.2,0.8", help="target band lo,hi (default 0.2,0.8)")
     parser.add_argument("--confidence", type=float, default=0.8, help="adaptive decision confidence")
     parser.add_argument("--screen-k", type=int, default=2, help="adaptive: first samples per problem")
+    parser.add_argument("--prior-screen-k", type=int, default=1,
+                        help="adaptive with --prior/--prior-profile: first samples of a problem the prior, moved by "
+                             "the offset fitted on the problems before it, already decides (at most --screen-k; "
+                             "--prior-screen-k equal to --screen-k screens every problem alike)")
     parser.add_argument("--step-k", type=int, default=2, help="adaptive: samples added per round")
     parser.add_argument("--max-k", type=int, default=32, help="adaptive: most samples per problem")
     add_prior_profile_argument(parser)
@@ -108,7 +112,8 @@ def options_from_args(args: argparse.Namespace) -> dict:
                                           "max_num_seqs") if getattr(args, k) is not None}
     stop_ids = None if args.stop_token_ids is None else [int(x) for x in args.stop_token_ids.split(",") if x]
     return {"engine": args.engine, "vllm": vllm, "k": args.k, "adaptive": args.adaptive, "band": args.band,
-            "confidence": args.confidence, "screen_k": args.screen_k, "step_k": args.step_k, "max_k": args.max_k,
+            "confidence": args.confidence, "screen_k": args.screen_k, "prior_screen_k": args.prior_screen_k,
+            "step_k": args.step_k, "max_k": args.max_k,
             "prior_groups": args.prior_groups, "temperature": args.temperature, "top_p": args.top_p,
             "max_tokens": args.max_tokens, "stop": args.stop, "stop_token_ids": stop_ids,
             "system_prompt": args.system_prompt, "instruction_suffix": args.instruction_suffix,
