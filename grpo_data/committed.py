@@ -117,9 +117,9 @@ def without_closing(text: str) -> str:
 
 
 def _numbers(text: str) -> set[float]:
-    """The numbers a text states, their signs off (`number_values`); thousands separators
-    ("12,\\!000") are not read as two numbers."""
-    return {abs(v) for v in number_values(re.sub(r"(?<=\d),(?:\\!)?(?=\d{3}(?!\d))", "", text))}
+    """The numbers a text states, with their signs (`number_values`: "-0.5" is not a restatement of
+    1/2; "3-5" reads 3 and 5); thousands separators ("12,\\!000") are not read as two numbers."""
+    return {v for v in number_values(re.sub(r"(?<=\d),(?:\\!)?(?=\d{3}(?!\d))", "", text))}
 
 
 def _letters(text: str) -> set[str]:
@@ -225,17 +225,32 @@ def followup_ok(after: str, kind: str, answer: str) -> bool:
     return len(sentences) <= MAX_FOLLOWUPS and all(_sentence_ok(s, kind, answer) for s in sentences)
 
 
+# Words that turn a stretch of doubt naming the answer itself into a check that holds ("Wait, 5 is
+# indeed right.", "Hmm, so the answer is 5."); without one, doubt about the answer unsettles it
+# ("Hmm, 0.5 seems too big.", "I'm not sure about 4.", "Wait, maybe 0.5.").
+_CONFIRMING = re.compile(r"\b(?:indeed|correct|right|confirm\w*|checks? out|verif\w*|holds|consistent|matches"
+                         r"|(?:the|my|final) answer is|so|thus|therefore|hence|yes|same|agree\w*|as expected)\b", re.I)
+_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
+
+
+def _confirms(stretch: str) -> bool:
+    """A stretch of doubt that names the answer confirms it: a confirming word and no negation."""
+    return bool(_CONFIRMING.search(stretch)) and not _NEGATED.search(stretch)
+
+
 def retracted(after: str, kind: str = "math", answer: str = "") -> bool:
     """True when words of doubt unsettle a boxed answer (`_DOUBT`: "\\\\boxed{4}. Hmm, that seems off.",
     "\\\\boxed{2}. Edit: 3."): the last of them starts a stretch (to its sentence's end) that names no
-    candidate of `kind`, names another one, or rules out ("\\\\boxed{5}. Wait, 5 is wrong."); or a
+    candidate of `kind`, names another one, rules out ("\\\\boxed{5}. Wait, 5 is wrong."), or names the
+    answer without confirming it (`_confirms`: "Hmm, 5 seems too big." unsettles, "Wait, 5 is indeed
+    right." does not); or a
     sentence rules out (`_ELIMINATING`) without naming another candidate ("That was a mistake.")."""
     text = _MARKUP.sub("", end_of_turn(after))
     last = next(reversed(list(_DOUBT.finditer(text))), None)  # the last word of doubt
     if last is not None:
         stretch = _SENTENCE_END.split(text[last.start():], maxsplit=1)[0]
         same, other = _names(stretch, kind, answer)
-        if other or not same or _ELIMINATING.search(stretch):
+        if other or not same or _ELIMINATING.search(stretch) or not _confirms(stretch):
             return True
     for sentence in _SENTENCE_END.split(text):
         if _ELIMINATING.search(sentence):
@@ -268,7 +283,7 @@ def _sentences(text: str) -> list[str]:
 
 
 def _answer_numbers(answer: str) -> set[float]:
-    return _numbers(flatten_text(answer)) | {float(x) for x in re.findall(r"\d+(?:\.\d+)?", answer)}
+    return _numbers(flatten_text(answer)) | {float(x) for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", answer)}
 
 
 def _names(text: str, kind: str, answer: str) -> tuple[bool, bool]:

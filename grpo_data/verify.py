@@ -523,17 +523,31 @@ def _unsettled(text: str, extracted: str = "") -> bool:
 
 
 def _decimal_form(value) -> list[str]:
-    """A rational answer's decimal form ("0.5" for \\frac12), so that a later "The final answer is
-    $0.5$." restates the box instead of naming another number; [] for anything else (1/3's
-    0.333333333333 matches no rounded decimal a model writes: those stay unsettled, conservatively)."""
+    """A rational answer's exact decimal form ("0.5" for \\frac12, "-0.000075" for -3/40000), so that
+    a later "The final answer is $0.5$." restates the box instead of naming another number; [] for
+    anything else: a non-terminating decimal (1/3's matches no rounded decimal a model writes: those
+    stay unsettled, conservatively) or one of more than MAX_DECIMAL_PLACES places. Written out in
+    full, never in scientific notation, whose exponent digits would read as stray numbers."""
     try:
-        if getattr(value, "is_Rational", False) and not getattr(value, "is_Integer", True):
-            return [repr(round(float(value), 12))]
-    except (TypeError, ValueError, OverflowError):
-        pass
-    return []
+        if not getattr(value, "is_Rational", False) or getattr(value, "is_Integer", True):
+            return []
+        p, q = int(value.p), int(value.q)
+    except (TypeError, ValueError, AttributeError):
+        return []
+    twos, fives, rest = 0, 0, q
+    while rest % 2 == 0:
+        rest, twos = rest // 2, twos + 1
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    places = max(twos, fives)
+    if rest != 1 or places > MAX_DECIMAL_PLACES:
+        return []
+    scaled = abs(p) * (10 ** places // q)  # exact: q divides 10**places
+    whole, frac = divmod(scaled, 10 ** places)
+    return [f"{'-' if p < 0 else ''}{whole}.{frac:0{places}d}"]
 
 
+MAX_DECIMAL_PLACES = 12
 _MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]{1,200})\$")
 
 

@@ -111,6 +111,25 @@ def test_a_rational_box_restated_as_a_decimal_stays_right():
     assert verify_answer("\\frac{3}{2}", "\\boxed{\\frac32}. So the final answer is $1.5$.").reason == "ok"
 
 
+
+def test_a_restatement_is_the_same_exact_signed_value_and_doubt_about_it_unsettles():
+    """#38 review: the decimal form is exact and written out (1/100000 is 0.00001, not 1e-05, whose
+    digits read as candidates); a number of the other sign is another candidate; doubt naming the
+    answer itself unsettles it unless the stretch confirms it."""
+    ok, unread = "ok", "no_answer"
+    assert verify_answer("\\frac{1}{100000}", "\\boxed{\\frac{1}{100000}}\n\nThe final answer is $0.00001$.").reason == ok
+    assert verify_answer("\\frac{1}{100000}", "\\boxed{\\frac{1}{100000}}\n\nOr $5$.").reason == unread
+    assert verify_answer("\\frac{1}{65536}", "\\boxed{\\frac{1}{65536}}\n\nWait, it should be 5.").reason == unread
+    assert verify_answer("\\frac{1}{2}", "\\boxed{\\frac{1}{2}}\n\nOr $-0.5$.").reason == unread
+    assert verify_answer("-\\frac{1}{2}", "\\boxed{-\\frac12}\n\nWait, it should be 0.5.").reason == unread
+    assert verify_answer("-\\frac{1}{2}", "\\boxed{-\\frac12}\n\nThe final answer is $-0.5$.").reason == ok
+    assert verify_answer("4", "\\boxed{4}\n\nOr $-4$.").reason == unread
+    assert verify_answer("\\frac{1}{2}", "\\boxed{\\frac12}\n\nHmm, 0.5 seems too big.").reason == unread
+    assert verify_answer("4", "\\boxed{4}\n\nI'm not sure about 4.").reason == unread
+    assert verify_answer("5", "\\boxed{5}\n\nWait, 5 is indeed right.").reason == ok
+    assert verify_answer("-4", "\\boxed{-4}\n\nSo x = -4.").reason == ok
+
+
 # Held-out adversarial predictions: each is wrong or unreadable against its gold, never ok.
 ADVERSARIAL = [
     ("Yes", "Yes. Kidding, it is no."),

@@ -59,6 +59,8 @@ def test_tables_are_well_formed():
     endings = [r for r in fifth if "realistic correct ending" in r["source"]]
     assert len(endings) >= 75 and all(r["expected"] == "ok" for r in endings)  # explanations after a right answer
     assert len(fifth) - len(endings) >= 150  # the review's adversarial probes and the brief's examples
+    latest = [r for r in PROSE if r["source"].startswith("review 2026-12-04 (#38 review)")]
+    assert len(latest) >= 23 and sum(r["expected"] == "no_answer" for r in latest) >= 16  # signs, notation, doubt
     assert all(r["expected"] != "ok" for r in PROSE if "known_false_ok" in r or "departs_from_math_verify" in r)
     assert all(r["source"] for r in MATH_VERIFY + PROSE)
 
