@@ -401,10 +401,13 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             return weights, None if prior is None else (s[hc.size:], f[hc.size:])
 
         first = np.full(len(prompts), rule.screen_k)
-        if prior is not None and prior.history_rate.size and rule.prior_screen_k < rule.screen_k:
-            # the offset fitted on the problems before this chunk (its own rows hold no samples yet)
+        fitted_on = 0 if prior is None else int((np.isfinite(prior.history_rate) & (hk > 0)).sum())
+        if fitted_on and rule.prior_screen_k < rule.screen_k:
+            # the offset fitted on the problems before this chunk (its own rows hold no samples yet); only a
+            # row with a prior value can be settled by it (the pool's prior alone settles nothing here)
             none = np.zeros(len(prompts))
-            first = rule.first_round(~rule.undecided(none, none, *evidence(none, none)))
+            has = np.isfinite(prior.rate) & (np.nan_to_num(prior.k) > 0)
+            first = rule.first_round(has & ~rule.undecided(none, none, *evidence(none, none)))
         samples = _sample_round(sampler, prompts, golds, first.tolist(), tallies, seed_of(0))
         round_no = 0
         while True:

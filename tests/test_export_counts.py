@@ -18,7 +18,7 @@ from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems, rea
 from grpo_data.stats import StoppingRule
 
 N = 48
-RULE = StoppingRule(confidence=0.9, screen_k=2, step_k=2, max_k=12)
+RULE = StoppingRule(confidence=0.9, screen_k=2, step_k=2, max_k=12, prior_screen_k=2)  # rounds alike
 
 
 class Crash(Exception):

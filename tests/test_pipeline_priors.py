@@ -118,7 +118,10 @@ def test_a_pipeline_prior_reaches_the_profiler_the_shards_and_the_scheduler(tmp_
     assert meta["prior"]["problems"] == N - N // 10 and meta["prior"]["model"] == "Llama-3.1-8B"
     assert json.loads(profile.with_suffix(".inputs.json").read_text())["prior"] == {"prior": "bigmath"}
     table = pl.read_parquet(profile)
-    assert table.height == N and (table["k"] >= 2).all() and (table["k"] <= 8).all()  # own samples only
+    assert table.height == N and (table["k"] >= 1).all() and (table["k"] <= 8).all()  # own samples only
+    # a 1-sample screen only where the prior has a value (StoppingRule.prior_screen_k); the rest screened at 2
+    without = set(pl.read_parquet(paths["train"]).filter(pl.col("answer").cast(pl.Int64) % 10 == 0)["id"].to_list())
+    assert without and not table.filter(pl.col("id").is_in(list(without)) & (pl.col("k") < 2)).height
     assert table["k"].sum() == meta["samples"]
 
     card = shards_stage(spec, paths["train"], profile, out)
