@@ -230,12 +230,11 @@ def followup_ok(after: str, kind: str, answer: str) -> bool:
 # ("Hmm, 0.5 seems too big.", "I'm not sure about 4.", "Wait, maybe 0.5.").
 _CONFIRMING = re.compile(r"\b(?:indeed|correct|right|confirm\w*|checks? out|verif\w*|holds|consistent|matches"
                          r"|(?:the|my|final) answer is|so|thus|therefore|hence|yes|same|agree\w*|as expected)\b", re.I)
-_NEGATED = re.compile(r"\b(?:not|never|no)\b|n't\b", re.I)
 
 
 def _confirms(stretch: str) -> bool:
     """A stretch of doubt that names the answer confirms it: a confirming word and no negation."""
-    return bool(_CONFIRMING.search(stretch)) and not _NEGATED.search(stretch)
+    return bool(_CONFIRMING.search(stretch)) and not _NEGATING_WORD.search(stretch)
 
 
 def retracted(after: str, kind: str = "math", answer: str = "") -> bool:

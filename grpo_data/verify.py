@@ -522,6 +522,9 @@ def _unsettled(text: str, extracted: str = "") -> bool:
     return answer is not None and (answer_taken_back(text) or not followup_ok(after_final_answer(text), "math", answer))
 
 
+MAX_DECIMAL_PLACES = 12  # the longest decimal form `_decimal_form` writes
+
+
 def _decimal_form(value) -> list[str]:
     """A rational answer's exact decimal form ("0.5" for \\frac12, "-0.000075" for -3/40000), so that
     a later "The final answer is $0.5$." restates the box instead of naming another number; [] for
@@ -547,7 +550,6 @@ def _decimal_form(value) -> list[str]:
     return [f"{'-' if p < 0 else ''}{whole}.{frac:0{places}d}"]
 
 
-MAX_DECIMAL_PLACES = 12
 _MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]{1,200})\$")
 
 
