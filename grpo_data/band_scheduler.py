@@ -235,6 +235,7 @@ class BandScheduler:
         self.drift = np.zeros(n_groups)  # each group's logit shift since its frame was last rebased
         self.shifted = np.zeros(n_groups)  # each group's drift folded into its frame so far (`logit_shift`)
         self.prior_rows: np.ndarray | None = None  # rows started from another model's view (`mark_prior_rows`)
+        self._count_members()
         if offline is None:
             self.successes, self.failures = np.zeros(n), np.zeros(n)
         else:
@@ -548,6 +549,15 @@ class BandScheduler:
         if rows.shape != (self.n,):
             raise ValueError(f"prior rows must be {self.n} booleans, one per problem, got shape {rows.shape}")
         self.prior_rows = rows
+        self._count_members()
+
+    def _count_members(self) -> None:
+        """Members per group, of the pool and of the prior's rows: `stats` averages the groups' shifts
+        with them in O(groups) per step (the groups change only at construction and load)."""
+        size = self.drift.size
+        self._members = np.bincount(self.group, minlength=size)
+        self._prior_members = (None if self.prior_rows is None or not self.prior_rows.any()
+                               else np.bincount(self.group[self.prior_rows], minlength=size))
 
     def logit_shift(self) -> np.ndarray:
         """(N,) each problem's group drift learned since the start, in logits (folded and current):
@@ -555,12 +565,13 @@ class BandScheduler:
         return (self.shifted + self.drift)[self.group]
 
     def stats(self) -> dict:
-        shift = self.logit_shift()
-        prior = ({"prior_logit_shift": float(shift[self.prior_rows].mean())}
-                 if self.prior_rows is not None and self.prior_rows.any() else {})
+        shift = self.shifted + self.drift  # per group; `logit_shift` is the same per problem
+        prior = ({} if self._prior_members is None
+                 else {"prior_logit_shift": float(self._prior_members @ shift / self._prior_members.sum())})
         return {"band_lo": self.lo, "band_hi": self.hi, "widenings": self.widenings, "epoch": self.epoch,
                 "band_occupancy": self.last_batch_in_band, "likely_in_band": self.likely_total, "step": self.step,
-                "band_dry": float(self.dry), "dry_fills": self.dry_fills, "logit_shift": float(shift.mean()), **prior}
+                "band_dry": float(self.dry), "dry_fills": self.dry_fills,
+                "logit_shift": float(self._members @ shift / self.n), **prior}
 
     # ------------------------------------------------------------ state
     def state_dict(self) -> dict:
@@ -584,6 +595,7 @@ class BandScheduler:
         self.successes, self.failures, self.last, self.used = z["successes"], z["failures"], z["last"], z["used"]
         self.group, self.drift, self.weights, self.pool_weights = z["group"], z["drift"], z["weights"], z["pool_weights"]
         self.shifted = z["shifted"] if "shifted" in z else np.zeros_like(self.drift)  # absent in older states
+        self._count_members()
         self.cells = CellIndex.from_state(z)
         self._lik = np.zeros((0, GRID.size))
         self.n_used = int(np.count_nonzero(self.used))
