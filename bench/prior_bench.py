@@ -140,14 +140,15 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
                 offsets[name] = merge_offline((got["n_correct"].to_numpy().astype(float),
                                                got["k"].to_numpy().astype(float)), used).offset
     result = summarize(truth, decisions, samples)
-    prior_table = read_profile(prior_path)[0].sort("id")
+    prior_table, prior_meta = read_profile(prior_path)
+    prior_table = prior_table.sort("id")
     result.update({
         "problems": n, "reference_k": ref_k, "reference_in_band_share": float(truth.mean()),
         "reference_samples": int(reference["k"].sum()), "rule": {"lo": rule.lo, "hi": rule.hi,
                                                                  "confidence": rule.confidence, "step_k": rule.step_k,
                                                                  "max_k": rule.max_k},
         "prior": {"warm_start_seed": OTHER_SEED, "k": PRIOR_K, "weight": PRIOR_WEIGHT,
-                  "weights_hash": read_profile(prior_path)[1].get("weights_hash"),
+                  "weights_hash": prior_meta.get("weights_hash"),
                   "samples": int(prior_table["k"].sum()),
                   "agreement_vs_reference": float(np.mean(
                       ((prior_table["pass_rate"] >= rule.lo) & (prior_table["pass_rate"] <= rule.hi)).to_numpy()
