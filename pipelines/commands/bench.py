@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 HELP = ("run benchmarks (verify, data, scheduler, warmstart, profile, e2e, e2e_select, memory, trl, variants, gsweep, "
-        "demo_lr, curriculum_lr, curriculum, prior, "
+        "demo_lr, curriculum_lr, curriculum, prior, ray_profile, "
         "all); "
         "results to bench/results/")
 
 BENCHES = ("verify", "data", "scheduler", "warmstart", "profile", "e2e_select", "e2e", "memory", "trl", "variants",
-           "gsweep", "demo_lr", "curriculum_lr", "curriculum", "prior")
+           "gsweep", "demo_lr", "curriculum_lr", "curriculum", "prior", "ray_profile")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,6 +94,10 @@ def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str
         from bench import prior_bench
 
         result = prior_bench.run(quick=quick)
+    elif name == "ray_profile":  # issue #37: Ray overhead against one process, and a killed worker
+        from bench import ray_profile_bench
+
+        result = ray_profile_bench.run(quick=quick)
     elif name == "memory":
         from bench import memory_bench
 

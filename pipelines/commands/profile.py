@@ -249,7 +249,8 @@ def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -
             has_gpus = cluster.resources().get("GPU", 0) > 0
             gpus = args.ray_gpus_per_worker if args.ray_gpus_per_worker is not None else (1.0 if has_gpus else 0.0)
             cpus = args.ray_cpus_per_worker if args.ray_cpus_per_worker is not None else (1.0 if gpus else 2.0)
-            factory = partial(make_engine, engine_name, args.model, seed=args.seed, settings=settings,
+            model = str(Path(args.model).resolve()) if Path(args.model).exists() else args.model  # the workers' cwd differs
+            factory = partial(make_engine, engine_name, model, seed=args.seed, settings=settings,
                               trust_remote_code=args.trust_remote_code)
             stats = profile_problems_ray(problems, WorkerSpec(factory, pool_cfg, cpus=cpus, gpus=gpus), cfg, args.out,
                                          cluster, workers=args.ray_workers, shard=shard, data_spec=args.data, prior=prior)
