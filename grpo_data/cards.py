@@ -235,6 +235,16 @@ def seeding_note(seeding: str | None) -> str:
     return f", samples seeded {seeding}"
 
 
+def backend_note(prof: dict) -> str:
+    """The card's words on where the profile ran (metadata `backend`; absent in older profiles)."""
+    wave = (prof.get("config") or {}).get("wave")
+    waves = f", adaptive decisions in waves of {wave} chunks" if wave and wave > 1 else ""
+    if prof.get("backend") == "ray":
+        return (f", on {prof.get('ray_workers')} Ray workers{waves} (equal to a single-process profile with the same "
+                "seed and wave)")
+    return f", in one process{waves}" if prof.get("backend") == "local" else ""
+
+
 def context_line(prof: dict) -> str:
     """Markdown: the profiling engine's context and what became of prompts that did not fit it."""
     cfg = prof.get("config") or {}
@@ -449,7 +459,7 @@ Built with grpo-curriculum (`grpo shards`, format `{manifest['format']}`) from `
 ## How pass rates were measured
 
 - Profiling model: `{prof.get('model', 'unknown')}`, weights sha256 (first 16 hex) `{prof.get('weights_hash', 'unknown')}`
-- Engine: {prof.get('engine', 'unknown')}; samples per problem: {'adaptive ' + str(rule) if rule else 'k = ' + str(cfg.get('k', 'unknown'))}
+- Engine: {prof.get('engine', 'unknown')}{backend_note(prof)}; samples per problem: {'adaptive ' + str(rule) if rule else 'k = ' + str(cfg.get('k', 'unknown'))}
 - Sampling: temperature {sampling.get('temperature')}, top_p {sampling.get('top_p')}, max_tokens {sampling.get('max_tokens')}, stop strings {sampling.get('stop')}, stop token ids {sampling.get('stop_token_ids')}
 - Chat template hash: `{prof.get('template_hash', 'unknown')}`; prompt settings: {cfg.get('prompt', {})}
 - {context_line(prof)}

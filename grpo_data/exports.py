@@ -112,7 +112,7 @@ class ExportError(ValueError):
 
 def card_record(meta: dict) -> dict:
     """What produced a profile, from its run metadata (`grpo_data.profiler.run_metadata`): model,
-    weights hash, engine, sampling settings, seed and seeding scheme, samples per problem (k or the adaptive rule),
+    weights hash, engine, backend (local or ray, its workers, the adaptive wave), sampling settings, seed and seeding scheme, samples per problem (k or the adaptive rule),
     prompt template hash and prompt settings, context, verifier (library, its version and those of
     sympy and latex2sympy2_extended, this project's rules hash and version, the verdict fingerprint,
     every verdict-changing pool setting), the prior the adaptive profiler weighed (None without one),
@@ -122,6 +122,8 @@ def card_record(meta: dict) -> dict:
     versions = meta.get("versions") or {}
     return {
         "model": meta.get("model"), "weights_hash": meta.get("weights_hash"), "engine": meta.get("engine"),
+        "backend": {"name": meta.get("backend"), "workers": meta.get("ray_workers"),
+                    "wave": cfg.get("wave")},  # where it ran (`grpo_data.ray_profile`); None in older profiles
         "sampling": {**{name: sampling.get(name) for name in SAMPLING_FIELDS}, "seed": cfg.get("seed"),
                      "seeding": meta.get("seeding")},  # how samples were seeded (`grpo_data.profiler.SEEDING`)
         "samples": {"rule": cfg["rule"]} if cfg.get("rule") else {"k": cfg.get("k")},

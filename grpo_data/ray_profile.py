@@ -15,7 +15,7 @@ rerun's resume are the single-process ones.
 Faults: an actor or node lost mid-chunk (its process killed, its node gone) raises on the driver; that
 chunk goes back to the queue, the actor is replaced (Ray places the new one on any node with room) and
 nothing of the lost call was written, so nothing is counted twice. A killed driver resumes from the
-parts on disk. A chunk that fails on `max_attempts` actors in a row stops the run with its ids: a
+parts on disk. A chunk that takes down `max_attempts` actors stops the run with its ids: a
 problem that kills every engine is a bug to see, not to retry forever.
 
 Same answer: a chunk's samples depend on the seed, its ids and the round only; adaptive decisions
@@ -112,7 +112,11 @@ class RayCluster:
         else:
             kwargs["address"] = self.address
         if not ray.is_initialized():
-            ray.init(**kwargs)
+            try:
+                ray.init(**kwargs)
+            except ConnectionError as exc:  # "auto" with no cluster on this machine
+                raise ClusterError(f"no Ray cluster to join ({exc}): start one with `ray start --head`, give "
+                                   "--ray-address host:port, or leave --ray-address out to start a local one") from None
             self.started = True
         return self
 
@@ -241,15 +245,31 @@ def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileC
                        "counts of every earlier wave); set wave to %d or more to keep every worker busy",
                        cfg.wave, n, cfg.wave, n)
     pool = _Pool(spec, cfg, plan.fmt, n)
+    try:
+        return _drive(plan, pool, spec, cfg, out, data_spec, prior, progress, on_chunk, on_start, max_attempts, n)
+    finally:
+        for actor in pool.actors:  # also when the run stops: their resources go back to the cluster
+            ray.kill(actor)
+
+
+def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig, out, data_spec: str, prior,
+           progress: bool, on_chunk, on_start, max_attempts: int, n: int) -> dict:
+    """The driver's loop: chunks of each wave to free actors, results written as they come back."""
+    import ray
+
     first = pool.actors[0]
-    meta = ray.get(first.metadata.remote(data_spec, spec.pool.verdict_settings()))
+    try:
+        meta = ray.get(first.metadata.remote(data_spec, spec.pool.verdict_settings()))
+        ray.get([a.pid.remote() for a in pool.actors])  # every engine up before the clock starts
+    except Exception as exc:  # noqa: BLE001 - a worker that cannot start its engine
+        raise ClusterError(f"a profile worker did not start ({type(exc).__name__}): its engine or verifier failed on "
+                           "its node (the model path must exist on every node; the cause is below)") from exc
     meta |= {"backend": "ray", "ray_workers": n}
     prepare_parts(out, meta, cfg, prior)
     plan.apply(ray.get(first.fit.remote(plan)))
-    ray.get([a.pid.remote() for a in pool.actors])  # every engine up before the clock starts
     if on_start is not None:
         on_start(pool)
-    tally = RunTally(plan, progress, f"profile {shard[0]}/{shard[1]} on {n} Ray workers")
+    tally = RunTally(plan, progress, f"profile {plan.shard[0]}/{plan.shard[1]} on {n} Ray workers")
     retried, chunk_no = 0, 0
     failures: dict[int, int] = {}
     for wave in plan.waves():
@@ -271,7 +291,7 @@ def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileC
                 ids = plan.chunks[position]["id"]
                 if failures[position] >= max_attempts:
                     raise RuntimeError(f"profile chunk {ids[0]}..{ids[-1]} ({len(ids)} problems) lost {max_attempts} "
-                                       f"workers in a row (last: {type(exc).__name__}): see the workers' logs under "
+                                       f"workers (last: {type(exc).__name__}): see the workers' logs under "
                                        "/tmp/ray/session_latest/logs; the parts written so far stay, a rerun resumes"
                                        ) from exc
                 logger.warning("Ray worker lost on chunk %s..%s (%s); replacing it and running the chunk again",
@@ -287,8 +307,6 @@ def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileC
                 on_chunk(chunk_no)
             chunk_no += 1
     plan.finish()
-    for actor in pool.actors:
-        ray.kill(actor)
     return tally.close(workers=n, replaced=pool.replaced, retried=retried, backend="ray",
                        context_length=meta.get("context_length"))
 

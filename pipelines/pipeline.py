@@ -12,6 +12,7 @@ summary.md and plots (*.png).
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import shutil
@@ -143,6 +144,48 @@ def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
     return {**paths, "train": out}
 
 
+BACKEND_KEYS = ("backend", "ray")  # how a profile section runs, not what it computes
+
+
+def split_backend(pcfg: dict) -> tuple[dict, dict]:
+    """A profile section's backend settings (`backend`: local, ray or auto; `ray`: address, workers,
+    cpus_per_worker, gpus_per_worker) and the rest of it: the backend changes where the profile runs,
+    not what it holds (the Ray profile equals the local one), so it is no part of `profile_key`."""
+    return {k: pcfg[k] for k in BACKEND_KEYS if k in pcfg}, {k: v for k, v in pcfg.items() if k not in BACKEND_KEYS}
+
+
+RAY_SETTINGS = ("address", "workers", "cpus_per_worker", "gpus_per_worker")
+
+
+def profile_backend(backend: dict, gpus: int, ray_installed: bool) -> tuple[str, dict]:
+    """Where a pipeline profiles: ("ray", settings) or ("local", {}). `backend: auto` (the default) puts
+    one engine on each GPU of a machine with more than one (a local Ray cluster, one actor per GPU),
+    and runs in this process otherwise; "ray" uses the `ray:` settings (an address connects to a
+    cluster); "local" always runs here, on one device."""
+    name = backend.get("backend", "auto")
+    ray = dict(backend.get("ray") or {})
+    unknown = sorted(set(ray) - set(RAY_SETTINGS))
+    if name not in ("auto", "local", "ray") or unknown:
+        raise ValueError(f"profile: backend must be auto, local or ray (got {name!r}) and its ray: section takes "
+                         f"{', '.join(RAY_SETTINGS)} (got unknown {unknown})")
+    if name == "auto":
+        if gpus <= 1:
+            return "local", {}
+        if not ray_installed:
+            print(f"profile: {gpus} GPUs but Ray is not installed (pip install 'grpo-curriculum[ray]'): profiling on one")
+            return "local", {}
+        return "ray", {"workers": gpus, "gpus_per_worker": 1.0, **ray}
+    if name == "ray" and not ray_installed:
+        raise ValueError("profile: backend ray needs Ray: pip install 'grpo-curriculum[ray]'")
+    return name, ray if name == "ray" else {}
+
+
+def visible_gpus() -> int:
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
 def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int | None = None) -> dict:
     """What a profile depends on (stored beside it as OUT.inputs.json): the model and its weights,
     the data, the settings, and what judges the samples (rules hash, verdict fingerprint, pool
@@ -151,7 +194,7 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
     from grpo_data.verify import rules_hash, verdict_fingerprint
     from grpo_data.verify_pool import PoolConfig
 
-    settings, options = split_prior(pcfg)
+    settings, options = split_prior(split_backend(pcfg)[1])
     cfg, _ = profile_options({"seed": seed, **options})
     rows = pl.read_parquet(train).height
     pool = PoolConfig()  # what profile_stage's VerifierPool() runs with
@@ -161,6 +204,25 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
     key = {"model": model, "weights": weights_hash(model), "data": str(train), "rows": min(rows, limit or rows),
            "cfg": cfg.to_dict(), "judged": judged, **({"prior": prior_identity(settings)} if settings else {})}
     return json.loads(json.dumps(key))  # as it reads back from disk (tuples become lists)
+
+
+def _profile_on_ray(model: str, problems: pl.DataFrame, cfg, choice: dict, ray: dict, out: Path, data: str,
+                    prior) -> dict:
+    """The profile stage on Ray actors (`grpo_data.ray_profile`): one per GPU by default."""
+    from functools import partial
+
+    from grpo_data.engines import engine_settings, make_engine
+    from grpo_data.ray_profile import RayCluster, WorkerSpec, profile_problems_ray, worker_env
+    from grpo_data.verify_pool import PoolConfig
+
+    model = str(Path(model).resolve()) if Path(model).exists() else model  # workers start elsewhere
+    factory = partial(make_engine, choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
+    gpus = float(ray.get("gpus_per_worker", 0.0))
+    spec = WorkerSpec(factory, PoolConfig(workers=1), cpus=float(ray.get("cpus_per_worker", 1.0 if gpus else 2.0)),
+                      gpus=gpus)
+    with RayCluster(address=ray.get("address"), env=worker_env()) as cluster:
+        return profile_problems_ray(problems, spec, cfg, out, cluster, workers=ray.get("workers"), data_spec=data,
+                                    prior=prior)
 
 
 def shards_key(profile: Path, shards_spec: dict) -> dict:
@@ -187,8 +249,10 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     )
     from grpo_data.verify_pool import VerifierPool
 
-    settings, options = split_prior(pcfg)
+    backend_spec, rest = split_backend(pcfg)
+    settings, options = split_prior(rest)
     cfg, choice = profile_options({"seed": seed, **options})
+    backend, ray_settings = profile_backend(backend_spec, visible_gpus(), importlib.util.find_spec("ray") is not None)
     problems = pl.read_parquet(train)
     if limit:
         problems = problems.sort("id").head(limit)
@@ -204,11 +268,14 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     if stamp.exists() and json.loads(stamp.read_text()) != key:  # other inputs: earlier parts are not ours
         shutil.rmtree(parts_dir(out), ignore_errors=True)
     io.write_json(stamp, key)
-    engine = make_engine(choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
-    with VerifierPool() as pool:
-        meta = run_metadata(engine, cfg, str(train), pool.config.verdict_settings())
-        stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta, prior=prior)
-    engine.close()
+    if backend == "ray":
+        stats = _profile_on_ray(model, problems, cfg, choice, ray_settings, out, str(train), prior)
+    else:
+        engine = make_engine(choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
+        with VerifierPool() as pool:
+            meta = run_metadata(engine, cfg, str(train), pool.config.verdict_settings())
+            stats = profile_problems(problems, engine, pool, cfg, out, metadata=meta, prior=prior)
+        engine.close()
     merge_parts(out, expected_ids=set(problems["id"].to_list()))
     print(f"profiled {stats['problems']} problems ({stats['skipped']} resumed, {stats['left_out']} left out: prompt "
           f"does not fit the context), {stats['samples']} samples, {stats['seconds']:.0f}s"

@@ -9,8 +9,10 @@ import os
 import signal
 import socket
 import sys
+import time
 from functools import partial
 
+import polars as pl
 import pytest
 
 ray = pytest.importorskip("ray")
@@ -42,7 +44,8 @@ WORKER_POOL = PoolConfig(workers=1, deadline_s=4.0, timeout_s=1)
 
 @pytest.fixture(scope="module")
 def cluster():
-    ray.cloudpickle.register_pickle_by_value(test_profiler)  # the workers get the test double by value
+    ray.cloudpickle.register_pickle_by_value(test_profiler)  # the workers get the test doubles by value
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     sys.modules.setdefault("tests.test_profiler", test_profiler)
     with RayCluster(num_cpus=2, num_gpus=0) as c:
         yield c
@@ -156,6 +159,25 @@ def test_a_chunk_weighs_only_earlier_waves(tmp_path):
     assert fixed.waves() == [[0, 1, 2, 3, 4]] and fixed.job(4).history[1].size == 0
 
 
+def broken_engine():
+    raise FileNotFoundError("no model folder at /nowhere")
+
+
+def test_a_worker_that_cannot_start_its_engine_is_named(tmp_path, cluster):
+    """An engine that fails on the worker's node stops the run at once with what failed, not after
+    retrying chunks, and gives the worker's resources back."""
+    problems, _ = scripted_problems(8)
+    with pytest.raises(ClusterError, match="did not start.*every node") as info:
+        profile_problems_ray(problems, WorkerSpec(broken_engine, WORKER_POOL, cpus=1), ProfileConfig(k=2),
+                             tmp_path / "p.parquet", cluster, workers=2, progress=False)
+    assert "/nowhere" in str(info.value.__cause__)
+    assert not list(parts_dir(tmp_path / "p.parquet").glob("*.parquet"))
+    deadline = time.monotonic() + 20  # ray.kill returns before the cluster has the CPUs back
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2  # both actors killed
+
+
 def test_an_unreachable_address_is_named_with_what_to_do():
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
@@ -184,3 +206,59 @@ def test_worker_env_passes_the_engine_defaults(monkeypatch):
     monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
     env = worker_env({"X": "1"})
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "3" and env["X"] == "1" and "VLLM_CPU_OMP_THREADS_BIND" not in env
+
+
+def test_the_pipeline_puts_one_engine_on_each_gpu():
+    """`backend: auto` (the default): one Ray actor per GPU on a machine with several, in this process on
+    one GPU or none; an explicit backend wins; bad settings are named."""
+    from pipelines.pipeline import profile_backend
+
+    assert profile_backend({}, gpus=4, ray_installed=True) == ("ray", {"workers": 4, "gpus_per_worker": 1.0})
+    assert profile_backend({}, gpus=1, ray_installed=True) == ("local", {})
+    assert profile_backend({}, gpus=0, ray_installed=True) == ("local", {})
+    assert profile_backend({}, gpus=8, ray_installed=False) == ("local", {})
+    assert profile_backend({"backend": "local"}, gpus=8, ray_installed=True) == ("local", {})
+    assert profile_backend({"backend": "ray", "ray": {"address": "h:1"}}, 0, True) == ("ray", {"address": "h:1"})
+    with pytest.raises(ValueError, match="needs Ray"):
+        profile_backend({"backend": "ray"}, 0, ray_installed=False)
+    with pytest.raises(ValueError, match="unknown"):
+        profile_backend({"ray": {"nodes": 2}}, 2, True)
+
+
+def test_the_pipeline_profile_stage_shards_over_fake_gpus(tmp_path, monkeypatch):
+    """With 4 (fake) GPUs the stage hands the profile to 4 Ray actors holding one GPU each, and its
+    inputs key does not depend on the backend (the profiles are equal)."""
+    import pipelines.pipeline as pipeline
+    from grpo_data.problems import to_table, user_prompt
+
+    train = tmp_path / "train.parquet"
+    to_table([{"id": f"id{i}", "source": "t", "prompt": user_prompt(f"q{i}"), "answer": str(i), "level": None,
+               "meta": "{}"} for i in range(4)]).write_parquet(train)
+    seen = {}
+
+    def fake_ray(model, problems, cfg, choice, ray_settings, out, data, prior):
+        seen.update(ray_settings, rows=problems.height)
+        from grpo_data.profiler import PROFILE_COLUMNS, io, parts_dir, summarize_problem
+
+        parts_dir(out).mkdir(parents=True, exist_ok=True)
+        rows = pl.DataFrame([{"id": i, **summarize_problem(1, 2, [], 0, {})} for i in problems["id"]])
+        io.write_parquet(parts_dir(out) / "shard0000-of-0001-id0.parquet", rows.select(PROFILE_COLUMNS))
+        return {"problems": 4, "skipped": 0, "left_out": 0, "samples": 8, "seconds": 0.0}
+
+    monkeypatch.setattr(pipeline, "visible_gpus", lambda: 4)
+    monkeypatch.setattr(pipeline, "_profile_on_ray", fake_ray)
+    pipeline.profile_stage("scripted", train, {"k": 2}, tmp_path / "profile.parquet")
+    assert seen == {"workers": 4, "gpus_per_worker": 1.0, "rows": 4}
+    assert pipeline.profile_key("scripted", train, {"k": 2, "backend": "ray"}) == pipeline.profile_key("scripted", train, {"k": 2})
+
+
+def test_the_card_records_the_backend():
+    from grpo_data.cards import backend_note
+    from grpo_data.exports import card_record
+
+    ray_meta = {"backend": "ray", "ray_workers": 8, "config": {"wave": 16}}
+    assert card_record(ray_meta)["backend"] == {"name": "ray", "workers": 8, "wave": 16}
+    assert backend_note(ray_meta) == (", on 8 Ray workers, adaptive decisions in waves of 16 chunks (equal to a "
+                                      "single-process profile with the same seed and wave)")
+    assert backend_note({"backend": "local", "config": {"wave": 1}}) == ", in one process"
+    assert backend_note({}) == "" and card_record({})["backend"] == {"name": None, "workers": None, "wave": None}
