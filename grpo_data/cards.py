@@ -241,7 +241,7 @@ def backend_note(prof: dict) -> str:
     waves = f", adaptive decisions in waves of {wave} chunks" if wave and wave > 1 else ""
     if prof.get("backend") == "ray":
         return (f", on {prof.get('ray_workers')} Ray workers{waves} (equal to a single-process profile with the same "
-                "seed and wave)")
+                "seed and wave on CPU engines of one build; on GPUs kernels can break near-ties apart)")
     return f", in one process{waves}" if prof.get("backend") == "local" else ""
 
 

@@ -217,10 +217,11 @@ def _profile_on_ray(model: str, problems: pl.DataFrame, cfg, choice: dict, ray: 
 
     model = str(Path(model).resolve()) if Path(model).exists() else model  # workers start elsewhere
     factory = partial(make_engine, choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
-    gpus = float(ray.get("gpus_per_worker", 0.0))
-    spec = WorkerSpec(factory, PoolConfig(workers=1), cpus=float(ray.get("cpus_per_worker", 1.0 if gpus else 2.0)),
-                      gpus=gpus)
     with RayCluster(address=ray.get("address"), env=worker_env()) as cluster:
+        # as the CLI: one GPU per actor where the cluster has GPUs (Ray sets CUDA_VISIBLE_DEVICES only for those)
+        gpus = float(ray.get("gpus_per_worker", 1.0 if cluster.resources().get("GPU", 0) > 0 else 0.0))
+        spec = WorkerSpec(factory, PoolConfig(workers=1), cpus=float(ray.get("cpus_per_worker", 1.0 if gpus else 2.0)),
+                          gpus=gpus)
         return profile_problems_ray(problems, spec, cfg, out, cluster, workers=ray.get("workers"), data_spec=data,
                                     prior=prior)
 
@@ -252,7 +253,13 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     backend_spec, rest = split_backend(pcfg)
     settings, options = split_prior(rest)
     cfg, choice = profile_options({"seed": seed, **options})
-    backend, ray_settings = profile_backend(backend_spec, visible_gpus(), importlib.util.find_spec("ray") is not None)
+    gpus = visible_gpus()
+    if cfg.rule is not None and cfg.wave < 2 and backend_spec.get("backend", "auto") == "auto":
+        gpus = min(gpus, 1)  # adaptive with wave 1 decides one chunk at a time: more engines would idle
+        if visible_gpus() > 1:
+            print(f"profile: adaptive with wave 1 runs on one GPU; set profile.wave to {visible_gpus()} or more to "
+                  f"profile on all {visible_gpus()} (the wave is part of what the profile is)")
+    backend, ray_settings = profile_backend(backend_spec, gpus, importlib.util.find_spec("ray") is not None)
     problems = pl.read_parquet(train)
     if limit:
         problems = problems.sort("id").head(limit)
