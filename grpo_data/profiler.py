@@ -678,30 +678,38 @@ def prepare_parts(out: str | Path, metadata: dict | None, cfg: ProfileConfig, pr
 
 
 class RunTally:
-    """A run's counts and its progress bar (problems/s and samples/s over every worker)."""
+    """A run's counts and its progress bar (problems/s and samples/s over every worker); `done` is the
+    one step every backend takes for a finished chunk."""
 
-    def __init__(self, plan: ProfilePlan, progress: bool, desc: str) -> None:
+    def __init__(self, plan: ProfilePlan, progress: bool, desc: str,
+                 on_chunk: Callable[[int], None] | None = None) -> None:
         from tqdm import tqdm
 
-        self.plan = plan
+        self.plan, self.on_chunk = plan, on_chunk
         self.start = time.monotonic()
-        self.samples = self.completions = self.formatted = 0
+        self.chunks = self.samples = self.completions = self.formatted = 0
         self.unread: list[str] = []
-        self.offset, self.latest = 0.0, (-1, -1)  # the prior offset of the latest chunk in plan order
+        self.offset, self.latest = 0.0, -1  # the prior offset of the latest chunk in plan order, its position
         self.bar = tqdm(total=plan.todo.height, desc=desc, unit="problem", disable=not progress)
 
-    def add(self, result: ChunkResult) -> None:
+    def done(self, result: ChunkResult) -> None:
+        """Write a finished chunk's part (`ProfilePlan.record`), count it, move the bar, then call
+        `on_chunk` with the number of chunks finished before it in this run."""
+        self.plan.record(result)
         t = result.table
         self.samples += result.samples
         self.completions += int(t["k"].sum())
         if self.plan.fmt:
             self.formatted += int(t["n_formatted"].fill_null(0).sum())
-        if result.offset is not None and (self.plan.wave_of(result.position), result.position) >= self.latest:
-            self.latest, self.offset = (self.plan.wave_of(result.position), result.position), result.offset
+        if result.offset is not None and result.position >= self.latest:
+            self.latest, self.offset = result.position, result.offset
         keep_unread(self.unread, result.unread)
         self.bar.update(t.height)
         elapsed = max(1e-9, time.monotonic() - self.start)
         self.bar.set_postfix(samples_s=f"{self.samples / elapsed:.0f}", problems_s=f"{self.bar.n / elapsed:.1f}")
+        self.chunks += 1
+        if self.on_chunk is not None:
+            self.on_chunk(self.chunks - 1)
 
     def close(self, **extra) -> dict:
         self.bar.close()
@@ -726,16 +734,10 @@ def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfi
     prepare_parts(out, metadata, cfg, prior)
     sampler = make_sampler(engine, verifier, cfg, plan.fmt)
     plan.measure(sampler)
-    tally = RunTally(plan, progress, f"profile {shard[0]}/{shard[1]}")
-    chunk_no = 0
+    tally = RunTally(plan, progress, f"profile {shard[0]}/{shard[1]}", on_chunk)
     for wave in plan.waves():
         for position in wave:
-            result = run_chunk(sampler, plan.job(position), cfg)
-            plan.record(result)
-            tally.add(result)
-            if on_chunk is not None:
-                on_chunk(chunk_no)
-            chunk_no += 1
+            tally.done(run_chunk(sampler, plan.job(position), cfg))
     plan.finish()
     return tally.close()
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,7 +54,6 @@ from grpo_data.verify_pool import PoolConfig
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("local", "ray")
 MAX_ATTEMPTS = 3  # actors a chunk may take down before the run stops with its ids
 
 
@@ -143,6 +141,25 @@ class WorkerSpec:
     cpus: float = 1.0
     gpus: float = 0.0
     verifier_factory: Callable | None = None  # None: a VerifierPool(pool); tests may pass a plain verifier
+
+
+def engine_worker_spec(engine: str, model: str, resources: dict[str, float], pool: PoolConfig, seed: int = 0,
+                       settings=None, trust_remote_code: bool = False, cpus: float | None = None,
+                       gpus: float | None = None) -> WorkerSpec:
+    """The WorkerSpec of `make_engine(engine, model, ...)` actors on a cluster with `resources`: one GPU
+    each where it has GPUs (Ray sets CUDA_VISIBLE_DEVICES only for an actor that asks for one), else
+    none; 1 CPU beside a GPU, 2 without; a local model folder by its absolute path (the workers' cwd
+    is not the driver's)."""
+    from functools import partial
+
+    from grpo_data.engines import EngineSettings, make_engine
+
+    gpus = gpus if gpus is not None else (1.0 if resources.get("GPU", 0) > 0 else 0.0)
+    cpus = cpus if cpus is not None else (1.0 if gpus else 2.0)
+    model = str(Path(model).resolve()) if Path(model).exists() else model
+    factory = partial(make_engine, engine, model, seed=seed, settings=settings or EngineSettings(),
+                      trust_remote_code=trust_remote_code)
+    return WorkerSpec(factory, pool, cpus=float(cpus), gpus=float(gpus))
 
 
 def default_workers(resources: dict[str, float], spec: WorkerSpec) -> int:
@@ -269,8 +286,8 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
     plan.apply(ray.get(first.fit.remote(plan)))
     if on_start is not None:
         on_start(pool)
-    tally = RunTally(plan, progress, f"profile {plan.shard[0]}/{plan.shard[1]} on {n} Ray workers")
-    retried, chunk_no = 0, 0
+    tally = RunTally(plan, progress, f"profile {plan.shard[0]}/{plan.shard[1]} on {n} Ray workers", on_chunk)
+    retried = 0
     failures: dict[int, int] = {}
     for wave in plan.waves():
         queue = list(wave)
@@ -300,12 +317,8 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
                 queue.insert(0, position)
                 idle.append(pool.replace(actor))
                 continue
-            plan.record(result)
-            tally.add(result)
+            tally.done(result)
             idle.append(actor)
-            if on_chunk is not None:
-                on_chunk(chunk_no)
-            chunk_no += 1
     plan.finish()
     return tally.close(workers=n, replaced=pool.replaced, retried=retried, backend="ray",
                        context_length=meta.get("context_length"))
@@ -319,13 +332,3 @@ def worker_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: os.environ[k] for k in keys if k in os.environ}
     return {**env, **(extra or {})}
 
-
-def wait_for_nodes(n: int, timeout_s: float = 60.0) -> None:
-    """Block until the cluster has `n` alive nodes (a bench starting a second node process)."""
-    import ray
-
-    deadline = time.monotonic() + timeout_s
-    while sum(1 for node in ray.nodes() if node.get("Alive")) < n:
-        if time.monotonic() > deadline:
-            raise ClusterError(f"the Ray cluster did not reach {n} nodes within {timeout_s:.0f}s")
-        time.sleep(0.5)

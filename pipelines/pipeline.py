@@ -209,19 +209,14 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
 def _profile_on_ray(model: str, problems: pl.DataFrame, cfg, choice: dict, ray: dict, out: Path, data: str,
                     prior) -> dict:
     """The profile stage on Ray actors (`grpo_data.ray_profile`): one per GPU by default."""
-    from functools import partial
-
-    from grpo_data.engines import engine_settings, make_engine
-    from grpo_data.ray_profile import RayCluster, WorkerSpec, profile_problems_ray, worker_env
+    from grpo_data.engines import engine_settings
+    from grpo_data.ray_profile import RayCluster, engine_worker_spec, profile_problems_ray, worker_env
     from grpo_data.verify_pool import PoolConfig
 
-    model = str(Path(model).resolve()) if Path(model).exists() else model  # workers start elsewhere
-    factory = partial(make_engine, choice["engine"] or "vllm", model, seed=cfg.seed, settings=engine_settings(choice["vllm"]))
     with RayCluster(address=ray.get("address"), env=worker_env()) as cluster:
-        # as the CLI: one GPU per actor where the cluster has GPUs (Ray sets CUDA_VISIBLE_DEVICES only for those)
-        gpus = float(ray.get("gpus_per_worker", 1.0 if cluster.resources().get("GPU", 0) > 0 else 0.0))
-        spec = WorkerSpec(factory, PoolConfig(workers=1), cpus=float(ray.get("cpus_per_worker", 1.0 if gpus else 2.0)),
-                          gpus=gpus)
+        spec = engine_worker_spec(choice["engine"] or "vllm", model, cluster.resources(), PoolConfig(workers=1),
+                                  seed=cfg.seed, settings=engine_settings(choice["vllm"]),
+                                  cpus=ray.get("cpus_per_worker"), gpus=ray.get("gpus_per_worker"))
         return profile_problems_ray(problems, spec, cfg, out, cluster, workers=ray.get("workers"), data_spec=data,
                                     prior=prior)
 

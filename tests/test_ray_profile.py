@@ -306,3 +306,21 @@ def test_grpo_profile_on_ray_with_vllm_equals_the_local_profile(tmp_path, world_
     a, b = pl.read_parquet(tmp_path / "local.parquet"), pl.read_parquet(tmp_path / "ray.parquet")
     assert a.height == 40 and a.equals(b)
     assert (tmp_path / "ray.rejects.jsonl").read_text() == (tmp_path / "local.rejects.jsonl").read_text() != ""
+
+
+def test_engine_workers_take_a_gpu_where_the_cluster_has_them(tmp_path, monkeypatch):
+    """The CLI's and the pipeline's one rule: a GPU per actor on a cluster with GPUs (else Ray leaves
+    every GPU visible to every actor), 1 CPU beside it, 2 without; a local model folder by its
+    absolute path, a Hub name as given."""
+    from grpo_data.ray_profile import engine_worker_spec
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "policy").mkdir()
+    on_gpus = engine_worker_spec("vllm", "policy", {"CPU": 64.0, "GPU": 8.0}, WORKER_POOL)
+    assert (on_gpus.gpus, on_gpus.cpus) == (1.0, 1.0)
+    assert on_gpus.engine_factory.args == ("vllm", str(tmp_path / "policy"))
+    on_cpus = engine_worker_spec("vllm", "Qwen/Qwen2.5-0.5B", {"CPU": 8.0}, WORKER_POOL, seed=3)
+    assert (on_cpus.gpus, on_cpus.cpus) == (0.0, 2.0) and on_cpus.engine_factory.args[1] == "Qwen/Qwen2.5-0.5B"
+    assert on_cpus.engine_factory.keywords["seed"] == 3
+    given = engine_worker_spec("vllm", "m", {"GPU": 8.0}, WORKER_POOL, cpus=4, gpus=0.5)
+    assert (given.gpus, given.cpus) == (0.5, 4.0)

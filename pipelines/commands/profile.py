@@ -236,24 +236,24 @@ def _report_left_out(stats: dict, out: str, context: int | None, cfg) -> None:
 
 def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -> int:
     """The profile on a Ray cluster's engine actors (`grpo_data.ray_profile`), then the same merge."""
-    from functools import partial
-
-    from grpo_data.engines import make_engine
     from grpo_data.profiler import ResumeError
-    from grpo_data.ray_profile import ClusterError, RayCluster, WorkerSpec, profile_problems_ray, worker_env
+    from grpo_data.ray_profile import (
+        ClusterError,
+        RayCluster,
+        engine_worker_spec,
+        profile_problems_ray,
+        worker_env,
+    )
     from grpo_data.verify_pool import PoolConfig
 
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig(workers=1)
     try:
         with RayCluster(address=args.ray_address, env=worker_env()) as cluster:
-            has_gpus = cluster.resources().get("GPU", 0) > 0
-            gpus = args.ray_gpus_per_worker if args.ray_gpus_per_worker is not None else (1.0 if has_gpus else 0.0)
-            cpus = args.ray_cpus_per_worker if args.ray_cpus_per_worker is not None else (1.0 if gpus else 2.0)
-            model = str(Path(args.model).resolve()) if Path(args.model).exists() else args.model  # the workers' cwd differs
-            factory = partial(make_engine, engine_name, model, seed=args.seed, settings=settings,
-                              trust_remote_code=args.trust_remote_code)
-            stats = profile_problems_ray(problems, WorkerSpec(factory, pool_cfg, cpus=cpus, gpus=gpus), cfg, args.out,
-                                         cluster, workers=args.ray_workers, shard=shard, data_spec=args.data, prior=prior)
+            spec = engine_worker_spec(engine_name, args.model, cluster.resources(), pool_cfg, seed=args.seed,
+                                      settings=settings, trust_remote_code=args.trust_remote_code,
+                                      cpus=args.ray_cpus_per_worker, gpus=args.ray_gpus_per_worker)
+            stats = profile_problems_ray(problems, spec, cfg, args.out, cluster, workers=args.ray_workers, shard=shard,
+                                         data_spec=args.data, prior=prior)
     except (ClusterError, ResumeError, ValueError) as exc:
         print(f"grpo profile: {exc}", file=sys.stderr)
         return 2
