@@ -5,7 +5,8 @@ policy, real vLLM engines in Ray actors and math-verify in each actor's verifier
    cluster with one engine actor holding every core; profiling seconds of each (engines already up),
    interleaved repetitions, the ratio ray / local per repetition (goal: overhead <= 10%);
 2. faults: a cluster of a head and a second node process (one CPU each), one engine actor per node;
-   the second node's actor process killed with SIGKILL after the run's second chunk; the run finishes
+   the second node's actor process killed with SIGKILL when the run's second chunk returns, while that
+   actor is inside a chunk (each actor holds two, `prefetch`); the run finishes
    and its profile is compared with the single-process one problem by problem (goal: 0 problems lost,
    0 counted twice, counts equal).
 """
@@ -89,23 +90,26 @@ def run(quick: bool = False, workdir: str = "runs/bench-ray-profile", reps: int 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     second = cluster.add_node(num_cpus=1)
     killed: list[dict] = []
-    actors: list = []
+    victims: list[int] = []
+
+    def find_victim(pool) -> None:
+        # the second node's actor's pid, asked before any chunk runs (a call made later would queue behind its
+        # chunks), so the kill below lands while that actor is in the middle of one
+        for actor in pool.actors:
+            if ray.get(actor.node.remote()) == second.node_id:
+                victims.append(ray.get(actor.pid.remote()))
 
     def kill_second_node_actor(chunk_no: int) -> None:
-        if chunk_no != 1 or killed:
+        if chunk_no != 1 or killed or not victims:
             return
-        for actor in actors[0].actors:
-            if ray.get(actor.node.remote()) == second.node_id:
-                pid = ray.get(actor.pid.remote())
-                os.kill(pid, signal.SIGKILL)
-                killed.append({"pid": pid, "node": second.node_id, "after_chunk": chunk_no, "at": time.time()})
-                return
+        os.kill(victims[0], signal.SIGKILL)
+        killed.append({"pid": victims[0], "node": second.node_id, "after_chunk": chunk_no, "at": time.time()})
 
     with RayCluster(address=cluster.address) as rc:
         cluster.wait_for_nodes()
         out = work / "fault.parquet"
         stats = profile_problems_ray(problems, WorkerSpec(factory, POOL, cpus=1), cfg, out, rc, workers=2,
-                                     progress=False, on_start=actors.append, on_chunk=kill_second_node_actor)
+                                     progress=False, on_start=find_victim, on_chunk=kill_second_node_actor)
         nodes = len([n for n in ray.nodes() if n.get("Alive")])
     cluster.shutdown()
     fault = _compare(merge_parts(out), local_tables[0])

@@ -247,12 +247,13 @@ def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileC
                          cluster: RayCluster, workers: int | None = None, shard: tuple[int, int] = (0, 1),
                          data_spec: str = "", progress: bool = True, prior=None,
                          on_chunk: Callable[[int], None] | None = None, on_start: Callable | None = None,
-                         max_attempts: int = MAX_ATTEMPTS) -> dict:
+                         max_attempts: int = MAX_ATTEMPTS, prefetch: int = 2) -> dict:
     """Profile this shard's problems that `out` does not hold yet on `workers` actors of `cluster`
     (default: as many as it holds, `default_workers`); returns the counts `profile_problems` returns
     plus `workers`, `replaced` (actors lost and replaced) and `retried` (chunks run again). The run's
     metadata (the first actor's engine, `run_metadata`) records backend "ray" and the worker count.
-    `on_start(pool)` is called once every actor is up (the fault benchmark kills one from there)."""
+    `on_start(pool)` is called once every actor is up (the fault benchmark kills one from there).
+    `prefetch`: chunks each actor holds at once (a lost actor's queued chunks run again elsewhere)."""
     import ray
 
     n = workers or default_workers(cluster.resources(), spec)
@@ -263,14 +264,15 @@ def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileC
                        cfg.wave, n, cfg.wave, n)
     pool = _Pool(spec, cfg, plan.fmt, n)
     try:
-        return _drive(plan, pool, spec, cfg, out, data_spec, prior, progress, on_chunk, on_start, max_attempts, n)
+        return _drive(plan, pool, spec, cfg, out, data_spec, prior, progress, on_chunk, on_start, max_attempts, n,
+                      prefetch)
     finally:
         for actor in pool.actors:  # also when the run stops: their resources go back to the cluster
             ray.kill(actor)
 
 
 def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig, out, data_spec: str, prior,
-           progress: bool, on_chunk, on_start, max_attempts: int, n: int) -> dict:
+           progress: bool, on_chunk, on_start, max_attempts: int, n: int, prefetch: int) -> dict:
     """The driver's loop: chunks of each wave to free actors, results written as they come back."""
     import ray
 
@@ -289,36 +291,49 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
     tally = RunTally(plan, progress, f"profile {plan.shard[0]}/{plan.shard[1]} on {n} Ray workers", on_chunk)
     retried = 0
     failures: dict[int, int] = {}
+
+    def submit(queue: list[int], running: dict, inflight: list[int]) -> None:
+        # each actor holds up to `prefetch` chunks: the next one waits at the actor, so it starts the moment the
+        # last one returns instead of after the driver has written it and sent another
+        while queue:
+            slot = min(range(len(pool.actors)), key=inflight.__getitem__)
+            if inflight[slot] >= prefetch:
+                return
+            position, actor = queue.pop(0), pool.actors[slot]
+            running[actor.run.remote(plan.job(position))] = (slot, actor, position)
+            inflight[slot] += 1
+
     for wave in plan.waves():
         queue = list(wave)
-        running: dict = {}  # ref -> (actor, position)
-        idle = list(pool.actors)
-        while queue or running:
-            while queue and idle:
-                actor, position = idle.pop(0), queue.pop(0)
-                running[actor.run.remote(plan.job(position))] = (actor, position)
+        running: dict = {}  # ref -> (slot, actor, position)
+        inflight = [0] * len(pool.actors)
+        submit(queue, running, inflight)
+        while running:
             [ref], _ = ray.wait(list(running), num_returns=1)
-            actor, position = running.pop(ref)
+            slot, actor, position = running.pop(ref)
+            inflight[slot] -= 1
             try:
                 result = ray.get(ref)
             except Exception as exc:  # noqa: BLE001 - sorted by `lost` below
                 if not lost(exc):
                     raise
-                failures[position] = failures.get(position, 0) + 1
-                ids = plan.chunks[position]["id"]
-                if failures[position] >= max_attempts:
-                    raise RuntimeError(f"profile chunk {ids[0]}..{ids[-1]} ({len(ids)} problems) lost {max_attempts} "
-                                       f"workers (last: {type(exc).__name__}): see the workers' logs under "
-                                       "/tmp/ray/session_latest/logs; the parts written so far stay, a rerun resumes"
-                                       ) from exc
-                logger.warning("Ray worker lost on chunk %s..%s (%s); replacing it and running the chunk again",
-                               ids[0], ids[-1], type(exc).__name__)
                 retried += 1
                 queue.insert(0, position)
-                idle.append(pool.replace(actor))
+                if pool.actors[slot] is actor:  # the first of this actor's chunks to fail: it ran there, not queued
+                    failures[position] = failures.get(position, 0) + 1
+                    ids = plan.chunks[position]["id"]
+                    if failures[position] >= max_attempts:
+                        raise RuntimeError(f"profile chunk {ids[0]}..{ids[-1]} ({len(ids)} problems) lost "
+                                           f"{max_attempts} workers (last: {type(exc).__name__}): see the workers' "
+                                           "logs under /tmp/ray/session_latest/logs; the parts written so far stay, "
+                                           "a rerun resumes") from exc
+                    logger.warning("Ray worker lost on chunk %s..%s (%s); replacing it and running the chunk again",
+                                   ids[0], ids[-1], type(exc).__name__)
+                    pool.replace(actor)
+                submit(queue, running, inflight)
                 continue
             tally.done(result)
-            idle.append(actor)
+            submit(queue, running, inflight)
     plan.finish()
     return tally.close(workers=n, replaced=pool.replaced, retried=retried, backend="ray",
                        context_length=meta.get("context_length"))

@@ -80,24 +80,25 @@ def test_ray_profile_equals_the_single_process_one(tmp_path, pool, cluster, rule
 
 
 def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path, pool, cluster):
-    """kill -9 of one actor's process after its first chunk: its chunk in flight goes to a new actor;
-    the profile equals the single-process one, every id once."""
+    """kill -9 of one actor's process while it is inside a chunk (its pid asked before any chunk ran:
+    a later call would queue behind its chunks), with a second chunk waiting at it (prefetch 2): both go
+    to a new actor; the profile equals the single-process one, every id once."""
     problems, rates = scripted_problems(48)
     cfg = ProfileConfig(k=6, chunk_size=4, seed=2, prior_groups="none")
     want = single(tmp_path, problems, rates, cfg, pool)
-    killed = []
+    killed, victim = [], []
+
+    def find_victim(actor_pool):
+        victim.append(ray.get(actor_pool.actors[1].pid.remote()))
 
     def kill_one(chunk_no):
         if chunk_no == 1 and not killed:
-            victim = pools[0].actors[1]
-            pid = ray.get(victim.pid.remote())
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
+            os.kill(victim[0], signal.SIGKILL)
+            killed.append(victim[0])
 
-    pools = []
     out = tmp_path / "ray.parquet"
     stats = profile_problems_ray(problems, spec(rates), cfg, out, cluster, workers=2, progress=False,
-                                 on_start=pools.append, on_chunk=kill_one)
+                                 on_start=find_victim, on_chunk=kill_one)
     assert killed and stats["replaced"] >= 1
     got = merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
     assert got.equals(want) and got["id"].is_unique().all()
