@@ -44,7 +44,7 @@ def summary_lines(name: str, r: dict) -> list[str]:
                 f"{_fmt(o['ray_samples_per_s'])} samples/s; every Ray profile equal to the local one row for row: {equal}",
                 f"- fault: a head and a second node process (1 CPU each, one actor each), the second node's actor killed "
                 f"with SIGKILL after chunk {f['killed'][0]['after_chunk'] if f['killed'] else '-'}: {f['replaced']} actor "
-                f"replaced, {f['retried']} chunk run again; lost {f['lost']}, counted twice {f['duplicated']}, counts "
+                f"replaced, {f['retried']} chunk(s) run again; lost {f['lost']}, counted twice {f['duplicated']}, counts "
                 f"differing from the single-process profile {f['counts_differ']} of {f['problems']} (goal 0, 0, 0); "
                 f"rows equal: {f['rows_equal']}"]
     if name == "data":

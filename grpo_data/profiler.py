@@ -198,20 +198,35 @@ def judging(meta: dict) -> dict:
     return {**(meta.get("verifier") or {}), **{name: versions.get(name) for name in JUDGING_PACKAGES}}
 
 
+def drawing(meta: dict) -> dict:
+    """What drew a profile's samples, from its run metadata: the weights (their hash, else the path), the
+    engine, its seeding and context, the template, and every profile setting (k, stopping rule, sampling,
+    chunk size and seed, which seed each chunk's rounds; wave, which sets an adaptive chunk's history)."""
+    config = meta.get("config") or {}
+    return {"weights": meta.get("weights_hash") or meta.get("model"), "engine": meta.get("engine"),
+            "seeding": meta.get("seeding"), "context_length": meta.get("context_length"),
+            "template_hash": meta.get("template_hash"), **{f"config.{key}": value for key, value in config.items()}}
+
+
 def check_resumable(out: str | Path, metadata: dict) -> None:
-    """Refuse to add rows to parts under `out`.parts that were judged under other rules (the
+    """Refuse to add rows to parts under `out`.parts that were drawn or judged otherwise (the
     metadata.json an earlier run left there): counts judged by two rule sets under one rules hash
-    would be no one's. ResumeError names the profile, what changed and how to start over."""
+    would be no one's, and rows drawn under other settings would make a resumed profile differ from an
+    uninterrupted one. ResumeError names the profile, what changed and how to start over."""
     old_file = parts_dir(out) / "metadata.json"
     if not old_file.exists() or finished_parts(out).height == 0:
         return
-    old, new = judging(json.loads(old_file.read_text())), judging(metadata)
-    changed = [f"{name}: {old.get(name)!r} -> {new.get(name)!r}" for name in sorted(set(old) | set(new))
-               if old.get(name) != new.get(name)]
-    if changed:
-        raise ResumeError(f"{out}: its finished parts ({parts_dir(out)}) were judged under other rules than this run's "
-                          f"({'; '.join(changed)}); rerun with --restart to discard them and profile everything again, "
-                          "or resume with the verifier settings and libraries that judged them")
+    old_meta = json.loads(old_file.read_text())
+    metadata = json.loads(json.dumps(metadata, default=str))  # as it reads back from disk (tuples become lists)
+    for view, what, how in [(judging, "judged under other rules", "the verifier settings and libraries that judged them"),
+                            (drawing, "drawn under other settings", "the model and profile settings that drew them")]:
+        old, new = view(old_meta), view(metadata)
+        changed = [f"{name}: {old.get(name)!r} -> {new.get(name)!r}" for name in sorted(set(old) | set(new))
+                   if old.get(name) != new.get(name)]
+        if changed:
+            raise ResumeError(f"{out}: its finished parts ({parts_dir(out)}) were {what} than this run's "
+                              f"({'; '.join(changed)}); rerun with --restart to discard them and profile everything "
+                              f"again, or resume with {how}")
 
 
 def discard_parts(out: str | Path) -> None:

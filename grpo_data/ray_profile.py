@@ -34,6 +34,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +56,7 @@ from grpo_data.verify_pool import PoolConfig
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3  # actors a chunk may take down before the run stops with its ids
+START_TIMEOUT_S = 1800.0  # placing an actor and loading its engine (a 70B model from network storage: minutes)
 
 
 class ClusterError(RuntimeError):
@@ -222,6 +224,7 @@ class _Pool:
         self.args = (spec, cfg, answer_format)
         self.actors = [self.start() for _ in range(n)]
         self.replaced = 0
+        self.starting: dict = {}  # a replacement's readiness ref -> when it was asked for
 
     def start(self):
         return self.remote.remote(*self.args)
@@ -230,9 +233,38 @@ class _Pool:
         import ray
 
         ray.kill(actor, no_restart=True)
-        self.actors[self.actors.index(actor)] = new = self.start()
+        slot = self.actors.index(actor)
+        self.actors[slot] = new = self.start()
+        self.starting[new.pid.remote()] = (slot, time.monotonic())
         self.replaced += 1
         return new
+
+    def live(self) -> list[int]:
+        return [slot for slot, actor in enumerate(self.actors) if actor is not None]
+
+    def wait_s(self, start_timeout_s: float) -> float | None:
+        """How long the driver may wait for a chunk before it must look at the replacements again
+        (None: no replacement is starting, wait for the chunks)."""
+        if not self.starting:
+            return None
+        return max(1.0, min(asked for _, asked in self.starting.values()) + start_timeout_s - time.monotonic())
+
+    def give_up_stuck(self, start_timeout_s: float) -> list[int]:
+        """Forget replacements that are up; kill each one the cluster has not placed or started within
+        `start_timeout_s` (no node with its resources is left) and retire its slot, so the run goes on with
+        the actors it has instead of waiting forever. Returns the retired slots."""
+        import ray
+
+        retired = []
+        for ref, (slot, asked) in list(self.starting.items()):
+            ready, _ = ray.wait([ref], timeout=0)
+            if ready or time.monotonic() - asked > start_timeout_s:
+                del self.starting[ref]
+            if not ready and time.monotonic() - asked > start_timeout_s:
+                ray.kill(self.actors[slot], no_restart=True)
+                self.actors[slot] = None
+                retired.append(slot)
+        return retired
 
 
 def lost(exc: BaseException) -> bool:
@@ -247,13 +279,15 @@ def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileC
                          cluster: RayCluster, workers: int | None = None, shard: tuple[int, int] = (0, 1),
                          data_spec: str = "", progress: bool = True, prior=None,
                          on_chunk: Callable[[int], None] | None = None, on_start: Callable | None = None,
-                         max_attempts: int = MAX_ATTEMPTS, prefetch: int = 2) -> dict:
+                         max_attempts: int = MAX_ATTEMPTS, prefetch: int = 2,
+                         start_timeout_s: float = START_TIMEOUT_S) -> dict:
     """Profile this shard's problems that `out` does not hold yet on `workers` actors of `cluster`
     (default: as many as it holds, `default_workers`); returns the counts `profile_problems` returns
     plus `workers`, `replaced` (actors lost and replaced) and `retried` (chunks run again). The run's
     metadata (the first actor's engine, `run_metadata`) records backend "ray" and the worker count.
     `on_start(pool)` is called once every actor is up (the fault benchmark kills one from there).
-    `prefetch`: chunks each actor holds at once (a lost actor's queued chunks run again elsewhere)."""
+    `prefetch`: chunks each actor holds at once (a lost actor's queued chunks run again elsewhere).
+    `start_timeout_s`: the longest an actor may take to be placed and load its engine (ClusterError after)."""
     import ray
 
     n = workers or default_workers(cluster.resources(), spec)
@@ -265,21 +299,27 @@ def profile_problems_ray(problems: pl.DataFrame, spec: WorkerSpec, cfg: ProfileC
     pool = _Pool(spec, cfg, plan.fmt, n)
     try:
         return _drive(plan, pool, spec, cfg, out, data_spec, prior, progress, on_chunk, on_start, max_attempts, n,
-                      prefetch)
+                      prefetch, start_timeout_s)
     finally:
-        for actor in pool.actors:  # also when the run stops: their resources go back to the cluster
-            ray.kill(actor)
+        for slot in pool.live():  # also when the run stops: their resources go back to the cluster
+            ray.kill(pool.actors[slot])
 
 
 def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig, out, data_spec: str, prior,
-           progress: bool, on_chunk, on_start, max_attempts: int, n: int, prefetch: int) -> dict:
+           progress: bool, on_chunk, on_start, max_attempts: int, n: int, prefetch: int,
+           start_timeout_s: float) -> dict:
     """The driver's loop: chunks of each wave to free actors, results written as they come back."""
     import ray
 
     first = pool.actors[0]
     try:
-        meta = ray.get(first.metadata.remote(data_spec, spec.pool.verdict_settings()))
-        ray.get([a.pid.remote() for a in pool.actors])  # every engine up before the clock starts
+        meta = ray.get(first.metadata.remote(data_spec, spec.pool.verdict_settings()), timeout=start_timeout_s)
+        ray.get([a.pid.remote() for a in pool.actors], timeout=start_timeout_s)  # every engine up before the clock
+    except ray.exceptions.GetTimeoutError as exc:
+        raise ClusterError(f"{n} profile workers ({spec.cpus} CPUs, {spec.gpus} GPUs each) did not all start within "
+                           f"{start_timeout_s:.0f} s: the cluster cannot place that many (its resources: "
+                           f"{ray.cluster_resources()}), or their engines load slower; ask for fewer workers "
+                           "(--ray-workers) or raise the start timeout") from exc
     except Exception as exc:  # noqa: BLE001 - a worker that cannot start its engine
         raise ClusterError(f"a profile worker did not start ({type(exc).__name__}): its engine or verifier failed on "
                            "its node (the model path must exist on every node; the cause is below)") from exc
@@ -296,7 +336,7 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
         # each actor holds up to `prefetch` chunks: the next one waits at the actor, so it starts the moment the
         # last one returns instead of after the driver has written it and sent another
         while queue:
-            slot = min(range(len(pool.actors)), key=inflight.__getitem__)
+            slot = min(pool.live(), key=inflight.__getitem__)
             if inflight[slot] >= prefetch:
                 return
             position, actor = queue.pop(0), pool.actors[slot]
@@ -309,7 +349,22 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
         inflight = [0] * len(pool.actors)
         submit(queue, running, inflight)
         while running:
-            [ref], _ = ray.wait(list(running), num_returns=1)
+            ready, _ = ray.wait(list(running), num_returns=1, timeout=pool.wait_s(start_timeout_s))
+            for slot in pool.give_up_stuck(start_timeout_s):
+                stuck = [ref for ref, job in running.items() if job[0] == slot]
+                queue[:0] = sorted(running.pop(ref)[2] for ref in stuck)  # they never ran: no attempt counted
+                inflight[slot] = 0
+                if not pool.live():
+                    raise ClusterError(f"no profile worker left: a replacement ({spec.cpus} CPUs, {spec.gpus} GPUs) "
+                                       f"did not start within {start_timeout_s:.0f} s, so no node of the cluster has "
+                                       "those resources free now (a lost node took them); add a node and rerun (the "
+                                       "parts written so far stay, a rerun resumes)")
+                logger.warning("a replacement Ray worker did not start within %.0f s (no node has its resources "
+                               "free); going on with %d workers", start_timeout_s, len(pool.live()))
+                submit(queue, running, inflight)
+            if not ready or ready[0] not in running:  # nothing back yet, or a retired actor's
+                continue
+            [ref] = ready
             slot, actor, position = running.pop(ref)
             inflight[slot] -= 1
             try:

@@ -154,7 +154,7 @@ def split_backend(pcfg: dict) -> tuple[dict, dict]:
     return {k: pcfg[k] for k in BACKEND_KEYS if k in pcfg}, {k: v for k, v in pcfg.items() if k not in BACKEND_KEYS}
 
 
-RAY_SETTINGS = ("address", "workers", "cpus_per_worker", "gpus_per_worker")
+RAY_SETTINGS = ("address", "workers", "cpus_per_worker", "gpus_per_worker", "start_timeout_s")
 
 
 def profile_backend(backend: dict, gpus: int, ray_installed: bool) -> tuple[str, dict]:
@@ -217,8 +217,9 @@ def _profile_on_ray(model: str, problems: pl.DataFrame, cfg, choice: dict, ray: 
         spec = engine_worker_spec(choice["engine"] or "vllm", model, cluster.resources(), PoolConfig(workers=1),
                                   seed=cfg.seed, settings=engine_settings(choice["vllm"]),
                                   cpus=ray.get("cpus_per_worker"), gpus=ray.get("gpus_per_worker"))
+        timeout = {"start_timeout_s": ray["start_timeout_s"]} if ray.get("start_timeout_s") else {}
         return profile_problems_ray(problems, spec, cfg, out, cluster, workers=ray.get("workers"), data_spec=data,
-                                    prior=prior)
+                                    prior=prior, **timeout)
 
 
 def shards_key(profile: Path, shards_spec: dict) -> dict:

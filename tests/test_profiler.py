@@ -187,6 +187,32 @@ def test_a_rerun_under_other_judging_rules_is_refused(tmp_path, pool):
     assert profile_problems(problems, ScriptedEngine(rates), pool, cfg, out, metadata=other, progress=False)["problems"] == 8
 
 
+def test_a_rerun_under_other_drawing_settings_is_refused(tmp_path, pool):
+    """A resumed profile equals an uninterrupted one only when the same weights, seed and chunks drew it:
+    another seed, chunk size, temperature or model is refused and named, a moved model (same hash) is not."""
+    problems, rates = scripted_problems(8)
+    out, cfg = tmp_path / "p.parquet", ProfileConfig(k=2, chunk_size=4)
+
+    def meta(config, **top):
+        return {"model": "/m/a", "weights_hash": "w1", "engine": "scripted", "seeding": "per-request",
+                "context_length": 192, "template_hash": "t1", "config": config.to_dict(), **top}
+
+    profile_problems(problems.sort("id").head(4), ScriptedEngine(rates), pool, cfg, out, metadata=meta(cfg),
+                     progress=False)
+    hot = SamplingConfig(temperature=0.6)
+    for other, top, said in [(ProfileConfig(k=2, chunk_size=4, seed=1), {}, "config.seed: 0 -> 1"),
+                             (ProfileConfig(k=2, chunk_size=8), {}, "config.chunk_size: 4 -> 8"),
+                             (ProfileConfig(k=2, chunk_size=4, sampling=hot), {}, "'temperature': 1.0"),
+                             (cfg, {"weights_hash": "w2"}, "weights: 'w1' -> 'w2'"),
+                             (cfg, {"context_length": 256}, "context_length: 192 -> 256")]:
+        with pytest.raises(ResumeError, match=rf"p.parquet: its finished parts .*drawn under other settings"
+                                              rf".*{re.escape(said)}.*--restart"):
+            profile_problems(problems, ScriptedEngine(rates), pool, other, out, metadata=meta(other, **top),
+                             progress=False)
+    moved = meta(cfg, model="/elsewhere/a")  # same weights under another path: the run resumes
+    assert profile_problems(problems, ScriptedEngine(rates), pool, cfg, out, metadata=moved, progress=False)["problems"] == 4
+
+
 def test_the_pipelines_profile_key_names_what_judges_the_samples(tmp_path):
     from grpo_data.verify import rules_hash, verdict_fingerprint
     from pipelines.pipeline import profile_key

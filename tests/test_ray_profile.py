@@ -26,6 +26,7 @@ from grpo_data.profiler import (  # noqa: E402
 )
 from grpo_data.ray_profile import (  # noqa: E402
     ClusterError,
+    ProfileWorker,
     RayCluster,
     WorkerSpec,
     check_reachable,
@@ -102,6 +103,65 @@ def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path, pool, 
     assert killed and stats["replaced"] >= 1
     got = merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
     assert got.equals(want) and got["id"].is_unique().all()
+
+
+def kill_and_strand(slot: int):
+    """on_start / on_chunk pair and the pids killed: actor `slot` is killed inside chunk 1, and its
+    replacement asks for a resource no node has, as after a node is lost with no room left elsewhere."""
+    victim, killed = [], []
+
+    def find_victim(actor_pool):
+        victim.append(ray.get(actor_pool.actors[slot].pid.remote()))
+        actor_pool.remote = ray.remote(ProfileWorker).options(num_cpus=1, resources={"node_that_is_gone": 1},
+                                                              max_restarts=0, max_concurrency=1)
+
+    def kill_one(chunk_no):
+        if chunk_no == 1 and not killed:
+            os.kill(victim[0], signal.SIGKILL)
+            killed.append(victim[0])
+
+    return find_victim, kill_one, killed
+
+
+def test_a_replacement_no_node_can_place_is_given_up(tmp_path, pool, cluster):
+    """The lost actor's replacement cannot be placed: after the start timeout it is given up and its
+    chunks run on the actor left, instead of the run waiting forever; nothing lost or counted twice."""
+    problems, rates = scripted_problems(32)
+    cfg = ProfileConfig(k=6, chunk_size=4, seed=2, prior_groups="none")
+    want = single(tmp_path, problems, rates, cfg, pool)
+    find_victim, kill_one, killed = kill_and_strand(1)
+    out = tmp_path / "ray.parquet"
+    started = time.monotonic()
+    stats = profile_problems_ray(problems, spec(rates), cfg, out, cluster, workers=2, progress=False,
+                                 on_start=find_victim, on_chunk=kill_one, start_timeout_s=10)
+    assert killed and stats["replaced"] == 1 and time.monotonic() - started < 60
+    got = merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
+    assert got.equals(want) and got["id"].is_unique().all()
+
+
+def test_with_no_worker_left_the_run_stops_with_what_to_do(tmp_path, cluster):
+    """One actor, killed, and a replacement no node can place: ClusterError after the start timeout,
+    the chunks written before it stay for a rerun."""
+    problems, rates = scripted_problems(32)
+    cfg = ProfileConfig(k=6, chunk_size=4, seed=2, prior_groups="none")
+    find_victim, kill_one, killed = kill_and_strand(0)
+    out = tmp_path / "ray.parquet"
+    with pytest.raises(ClusterError, match="no profile worker left.*within 10 s.*add a node"):
+        profile_problems_ray(problems, spec(rates), cfg, out, cluster, workers=1, progress=False,
+                             on_start=find_victim, on_chunk=kill_one, start_timeout_s=10)
+    assert killed and len(list(parts_dir(out).glob("*.parquet"))) >= 1
+
+
+def test_more_workers_than_the_cluster_places_is_named(tmp_path, cluster):
+    """Three 1-CPU actors on a 2-CPU cluster: ClusterError naming the resources, not a hang."""
+    problems, rates = scripted_problems(8)
+    with pytest.raises(ClusterError, match="3 profile workers.*did not all start within 10 s.*--ray-workers"):
+        profile_problems_ray(problems, spec(rates), ProfileConfig(k=2), tmp_path / "p.parquet", cluster, workers=3,
+                             progress=False, start_timeout_s=10)
+    deadline = time.monotonic() + 20
+    while ray.available_resources().get("CPU", 0) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ray.available_resources().get("CPU", 0) == 2  # the two placed ones killed
 
 
 def test_a_killed_driver_resumes_from_the_parts(tmp_path, pool, cluster):

@@ -92,6 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="CPUs each actor holds (default 1 with GPUs, else 2)")
     ray.add_argument("--ray-gpus-per-worker", type=float, default=None,
                      help="GPUs each actor holds (default 1 when the cluster has GPUs, else 0)")
+    ray.add_argument("--ray-start-timeout", type=float, default=None,
+                     help="seconds an actor may take to be placed and load its engine before the run stops "
+                          "(default 1800)")
     parser.add_argument("--shard", default=None, help="i/n: profile one slice (default from RANK/WORLD_SIZE)")
     parser.add_argument("--merge", action="store_true", help="only merge finished shard parts into --out")
     parser.add_argument("--restart", action="store_true",
@@ -252,8 +255,9 @@ def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -
             spec = engine_worker_spec(engine_name, args.model, cluster.resources(), pool_cfg, seed=args.seed,
                                       settings=settings, trust_remote_code=args.trust_remote_code,
                                       cpus=args.ray_cpus_per_worker, gpus=args.ray_gpus_per_worker)
+            timeout = {"start_timeout_s": args.ray_start_timeout} if args.ray_start_timeout else {}
             stats = profile_problems_ray(problems, spec, cfg, args.out, cluster, workers=args.ray_workers, shard=shard,
-                                         data_spec=args.data, prior=prior)
+                                         data_spec=args.data, prior=prior, **timeout)
     except (ClusterError, ResumeError, ValueError) as exc:
         print(f"grpo profile: {exc}", file=sys.stderr)
         return 2
