@@ -36,11 +36,14 @@ def summary_lines(name: str, r: dict) -> list[str]:
         ratios = o["ratio_per_rep"]
         se = (sum((x - sum(ratios) / len(ratios)) ** 2 for x in ratios) / max(1, len(ratios) - 1) / len(ratios)) ** 0.5
         equal = all(c["rows_equal"] for c in r["ray_one_worker_vs_local"])
+        chunks = -(-r["problems"] // r["chunk_size"])
+        per_chunk = (sum(o["ray_seconds"]) - sum(o["local_seconds"])) / len(ratios) / chunks
         return [f"- {r['problems']} problems x k = {r['k']} ({o['samples']} samples, max_tokens {r['max_tokens']}), "
                 f"{r['cores']} cores, Ray {r['ray']}, real vLLM engines, math-verify in each engine's verifier process",
                 f"- overhead, one Ray actor holding every core against one process ({len(ratios)} interleaved repetitions, "
                 f"engines already up): ray/local seconds {', '.join(_fmt(x) for x in ratios)}; mean overhead "
-                f"{_fmt(o['overhead_mean'])} +- {_fmt(se)} (goal <= 0.10); {_fmt(o['local_samples_per_s'])} vs "
+                f"{_fmt(o['overhead_mean'])} +- {_fmt(se)} (goal <= 0.10), median {_fmt(sorted(ratios)[len(ratios) // 2] - 1)}; "
+                f"Ray minus local {_fmt(per_chunk)} s per chunk; {_fmt(o['local_samples_per_s'])} vs "
                 f"{_fmt(o['ray_samples_per_s'])} samples/s; every Ray profile equal to the local one row for row: {equal}",
                 f"- fault: a head and a second node process (1 CPU each, one actor each), the second node's actor killed "
                 f"with SIGKILL after chunk {f['killed'][0]['after_chunk'] if f['killed'] else '-'}: {f['replaced']} actor "

@@ -249,22 +249,52 @@ class _Pool:
             return None
         return max(1.0, min(asked for _, asked in self.starting.values()) + start_timeout_s - time.monotonic())
 
-    def give_up_stuck(self, start_timeout_s: float) -> list[int]:
+    def ready(self) -> list[int]:
+        """Live slots that can take chunks: not a replacement still being placed or loading its engine
+        (a chunk sent there would wait minutes while the others idle at the end of a wave)."""
+        starting = {slot for slot, _ in self.starting.values()}
+        return [slot for slot in self.live() if slot not in starting]
+
+    def give_up_stuck(self, start_timeout_s: float) -> list[tuple[int, str]]:
         """Forget replacements that are up; kill each one the cluster has not placed or started within
-        `start_timeout_s` (no node with its resources is left) and retire its slot, so the run goes on with
-        the actors it has instead of waiting forever. Returns the retired slots."""
+        `start_timeout_s` (no node with its resources is left), or whose engine failed to start (its node
+        cannot run it: a missing model path, a GPU still held), and retire its slot, so the run goes on
+        with the actors it has instead of waiting forever or charging the failure to a chunk. Returns the
+        retired slots with why."""
         import ray
 
         retired = []
         for ref, (slot, asked) in list(self.starting.items()):
             ready, _ = ray.wait([ref], timeout=0)
-            if ready or time.monotonic() - asked > start_timeout_s:
-                del self.starting[ref]
-            if not ready and time.monotonic() - asked > start_timeout_s:
+            why = ""
+            if ready:
+                try:
+                    ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - the replacement's engine or verifier did not start
+                    why = f"its engine did not start ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+            elif time.monotonic() - asked > start_timeout_s:
+                why = f"it did not start within {start_timeout_s:.0f} s (no node has its resources free)"
+            else:
+                continue
+            del self.starting[ref]
+            if why:
                 ray.kill(self.actors[slot], no_restart=True)
                 self.actors[slot] = None
-                retired.append(slot)
+                retired.append((slot, why))
         return retired
+
+
+# Errors inside a live actor that mean its engine or device is broken (retry on a new actor), not that
+# the chunk is bad: vLLM's dead engine, CUDA faults and device OOM, NCCL. Matched in the remote traceback.
+ENGINE_FAULTS = ("EngineDeadError", "EngineGenerateError", "CUDA error", "illegal memory access",
+                 "CUDA out of memory", "OutOfMemoryError", "NCCL error", "cudaErrorLaunchFailure")
+
+
+def engine_fault(exc: BaseException) -> bool:
+    """A task error raised by a broken engine or device on a live actor (see ENGINE_FAULTS)."""
+    import ray.exceptions as rex
+
+    return isinstance(exc, rex.RayTaskError) and any(mark in str(exc) for mark in ENGINE_FAULTS)
 
 
 def lost(exc: BaseException) -> bool:
@@ -335,8 +365,8 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
     def submit(queue: list[int], running: dict, inflight: list[int]) -> None:
         # each actor holds up to `prefetch` chunks: the next one waits at the actor, so it starts the moment the
         # last one returns instead of after the driver has written it and sent another
-        while queue:
-            slot = min(pool.live(), key=inflight.__getitem__)
+        while queue and pool.ready():
+            slot = min(pool.ready(), key=inflight.__getitem__)
             if inflight[slot] >= prefetch:
                 return
             position, actor = queue.pop(0), pool.actors[slot]
@@ -348,29 +378,32 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
         running: dict = {}  # ref -> (slot, actor, position)
         inflight = [0] * len(pool.actors)
         submit(queue, running, inflight)
-        while running:
-            ready, _ = ray.wait(list(running), num_returns=1, timeout=pool.wait_s(start_timeout_s))
-            for slot in pool.give_up_stuck(start_timeout_s):
+        while running or queue:  # a queue with nothing running: every actor left is a replacement starting
+            refs = list(running) or list(pool.starting)
+            if not refs:  # cannot happen while an actor lives (submit ran); guard against a busy loop
+                raise ClusterError("no profile worker can take the chunks left; rerun to resume")
+            ready, _ = ray.wait(refs, num_returns=1, timeout=pool.wait_s(start_timeout_s))
+            for slot, why in pool.give_up_stuck(start_timeout_s):
                 stuck = [ref for ref, job in running.items() if job[0] == slot]
                 queue[:0] = sorted(running.pop(ref)[2] for ref in stuck)  # they never ran: no attempt counted
                 inflight[slot] = 0
                 if not pool.live():
                     raise ClusterError(f"no profile worker left: a replacement ({spec.cpus} CPUs, {spec.gpus} GPUs) "
-                                       f"did not start within {start_timeout_s:.0f} s, so no node of the cluster has "
-                                       "those resources free now (a lost node took them); add a node and rerun (the "
-                                       "parts written so far stay, a rerun resumes)")
-                logger.warning("a replacement Ray worker did not start within %.0f s (no node has its resources "
-                               "free); going on with %d workers", start_timeout_s, len(pool.live()))
-                submit(queue, running, inflight)
-            if not ready or ready[0] not in running:  # nothing back yet, or a retired actor's
+                                       f"was given up: {why}; so no node of the cluster can run one now (a lost "
+                                       "node took its resources, or the model path is missing there); add a node "
+                                       "or fix it and rerun (the parts written so far stay, a rerun resumes)")
+                logger.warning("a replacement Ray worker was given up: %s; going on with %d workers", why,
+                               len(pool.live()))
+            submit(queue, running, inflight)  # a replacement that came up takes chunks from here
+            if not ready or ready[0] not in running:  # nothing back yet, a replacement's start, or a retired actor's
                 continue
             [ref] = ready
             slot, actor, position = running.pop(ref)
             inflight[slot] -= 1
             try:
                 result = ray.get(ref)
-            except Exception as exc:  # noqa: BLE001 - sorted by `lost` below
-                if not lost(exc):
+            except Exception as exc:  # noqa: BLE001 - sorted by `lost` and `engine_fault` below
+                if not (lost(exc) or engine_fault(exc)):
                     raise
                 retried += 1
                 queue.insert(0, position)
@@ -383,7 +416,7 @@ def _drive(plan: ProfilePlan, pool: _Pool, spec: WorkerSpec, cfg: ProfileConfig,
                                            "logs under /tmp/ray/session_latest/logs; the parts written so far stay, "
                                            "a rerun resumes") from exc
                     logger.warning("Ray worker lost on chunk %s..%s (%s); replacing it and running the chunk again",
-                                   ids[0], ids[-1], type(exc).__name__)
+                                   ids[0], ids[-1], "engine fault" if engine_fault(exc) else type(exc).__name__)
                     pool.replace(actor)
                 submit(queue, running, inflight)
                 continue

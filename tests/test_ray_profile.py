@@ -100,9 +100,61 @@ def test_a_killed_worker_loses_nothing_and_counts_nothing_twice(tmp_path, pool, 
     out = tmp_path / "ray.parquet"
     stats = profile_problems_ray(problems, spec(rates), cfg, out, cluster, workers=2, progress=False,
                                  on_start=find_victim, on_chunk=kill_one)
-    assert killed and stats["replaced"] >= 1
+    assert killed and stats["replaced"] >= 1 and stats["samples"] == int(want["k"].sum())  # no chunk counted twice
     got = merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
     assert got.equals(want) and got["id"].is_unique().all()
+
+
+class FaultOnceEngine(ReseedableEngine):
+    """Raises what a CUDA fault inside a live vLLM actor raises, on the first chunk of the first actor
+    to claim `flag` (a file, so only one actor of the run faults, once)."""
+
+    def __init__(self, rates, flag, message, seed=0):
+        super().__init__(rates, seed)
+        self.flag, self.message = flag, message
+
+    def generate(self, prompts, n, sampling):
+        try:
+            with open(self.flag, "x"):
+                pass
+        except FileExistsError:
+            return super().generate(prompts, n, sampling)
+        raise RuntimeError(self.message)
+
+
+def test_an_engine_fault_in_a_live_actor_replaces_it_and_reruns_the_chunk(tmp_path, pool, cluster):
+    """A CUDA error raised inside a live actor (the common GPU fault: the process lives, its engine is
+    dead) is a lost worker, not a bad chunk: replaced, the chunk run again; the profile equals the
+    single-process one. A plain exception from our code still stops the run."""
+    problems, rates = scripted_problems(32)
+    cfg = ProfileConfig(k=6, chunk_size=4, seed=2, prior_groups="none")
+    want = single(tmp_path, problems, rates, cfg, pool)
+    cuda = "CUDA error: an illegal memory access was encountered"
+    faulty = WorkerSpec(partial(FaultOnceEngine, rates, str(tmp_path / "fault"), cuda), WORKER_POOL, cpus=1)
+    out = tmp_path / "ray.parquet"
+    stats = profile_problems_ray(problems, faulty, cfg, out, cluster, workers=2, progress=False)
+    assert stats["replaced"] == 1 and stats["retried"] >= 1 and stats["samples"] == int(want["k"].sum())
+    got = merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
+    assert got.equals(want)
+    buggy = WorkerSpec(partial(FaultOnceEngine, rates, str(tmp_path / "bug"), "KeyError in our code"), WORKER_POOL,
+                       cpus=1)
+    with pytest.raises(ray.exceptions.RayTaskError, match="KeyError in our code"):
+        profile_problems_ray(problems, buggy, cfg, tmp_path / "bug.parquet", cluster, workers=2, progress=False)
+
+
+def test_engine_fault_is_read_from_the_remote_traceback():
+    from grpo_data.ray_profile import engine_fault
+
+    def task_error(message):
+        try:
+            raise RuntimeError(message)
+        except RuntimeError as exc:
+            return ray.exceptions.RayTaskError("run", "Traceback ...\n" + message, exc)
+
+    assert engine_fault(task_error("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue"))
+    assert engine_fault(task_error("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert not engine_fault(task_error("ValueError: prompt 'id7' has no answer"))
+    assert not engine_fault(RuntimeError("CUDA error"))  # raised on the driver, not by an actor
 
 
 def kill_and_strand(slot: int):
@@ -137,6 +189,30 @@ def test_a_replacement_no_node_can_place_is_given_up(tmp_path, pool, cluster):
     assert killed and stats["replaced"] == 1 and time.monotonic() - started < 60
     got = merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id")
     assert got.equals(want) and got["id"].is_unique().all()
+
+
+def no_engine(*_):
+    raise FileNotFoundError("/models/qwen-7b is not on this node")
+
+
+def test_a_replacement_whose_engine_cannot_start_is_retired_not_charged_to_a_chunk(tmp_path, pool, cluster):
+    """The replacement's engine fails to load (its node lacks the model): that slot is retired and the
+    chunks go on on the actor left; no chunk is charged the failure, nothing lost or counted twice."""
+    problems, rates = scripted_problems(32)
+    cfg = ProfileConfig(k=6, chunk_size=4, seed=2, prior_groups="none")
+    want = single(tmp_path, problems, rates, cfg, pool)
+    find_victim, kill_one, killed = kill_and_strand(1)
+
+    def broken_node(actor_pool):
+        find_victim(actor_pool)
+        actor_pool.remote = ray.remote(ProfileWorker).options(num_cpus=1, max_restarts=0, max_concurrency=1)
+        actor_pool.args = (WorkerSpec(no_engine, WORKER_POOL, cpus=1), *actor_pool.args[1:])
+
+    out = tmp_path / "ray.parquet"
+    stats = profile_problems_ray(problems, spec(rates), cfg, out, cluster, workers=2, progress=False,
+                                 on_start=broken_node, on_chunk=kill_one, start_timeout_s=30)
+    assert killed and stats["replaced"] == 1 and stats["samples"] == int(want["k"].sum())
+    assert merge_parts(out, expected_ids=set(problems["id"].to_list())).sort("id").equals(want)
 
 
 def test_with_no_worker_left_the_run_stops_with_what_to_do(tmp_path, cluster):

@@ -20,7 +20,9 @@ pseudo-samples and moved by the offset fitted to this model's own samples; rows 
 when the same weights drew it: reuse that profile instead).
 --backend ray runs the same plan on a Ray cluster (--ray-address, else a local one): one engine actor
 per GPU (or per --ray-cpus-per-worker CPUs), chunks to whichever is free, a lost actor replaced and its
-chunk run again; the profile equals the single-process one with the same --seed and --wave.
+chunk run again (also when its engine dies inside a live process: a CUDA fault, vLLM's dead engine); the
+profile equals the single-process one with the same --seed and --wave on engines of one build and device
+type (a retried chunk on another GPU type or vLLM build may draw other samples).
 A rerun resumes from OUT.parts unless its verifier (rules, settings, library versions) differs from
 the one that judged them: then it stops, and --restart discards them.
 """
