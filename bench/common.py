@@ -69,7 +69,7 @@ def train_run(name: str, overrides: list[str], base: list[str], out: Path) -> tu
         returncode = run_child([sys.executable, "-m", "pipelines.cli", "train", *args], fh)
     if returncode != 0:
         raise RuntimeError(f"run {name} failed (exit {returncode}); see {log}")
-    from grpo_train.trainer import read_metrics
+    from grpo_train.metrics import read_metrics
 
     return read_metrics(out / name), time.monotonic() - start
 
@@ -171,7 +171,7 @@ def completed(run_dir, key: dict, budget: int) -> tuple[list[dict], float] | Non
     import json
     from pathlib import Path
 
-    from grpo_train.trainer import read_metrics
+    from grpo_train.metrics import read_metrics
 
     run_dir = Path(run_dir)
     try:

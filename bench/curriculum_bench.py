@@ -420,7 +420,7 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
             print(f"{stored}: reusing the stored run", flush=True)
             run_dir = workdir / f"{results_dir.name}/seed{seed}/{arm}"
             if "coverage" not in found and (run_dir / "metrics.jsonl").exists():  # stored before coverage was kept
-                from grpo_train.trainer import read_metrics
+                from grpo_train.metrics import read_metrics
 
                 found["coverage"] = coverage([r for r in read_metrics(run_dir) if r["kind"] == "train"])
                 io.write_json(stored, found)

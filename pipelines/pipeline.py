@@ -377,7 +377,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     cfg = config_from_tree(tree)
     run_dir = Path(cfg.run.out)
     from grpo_data.profiler import weights_hash
-    from grpo_train.trainer import latest_checkpoint, run_complete
+    from grpo_train.metrics import latest_checkpoint, run_complete
 
     # resume only a run of the same inputs: a new warm start or profile under the same paths starts over
     key = {"config": dump_config(cfg), "weights": weights_hash(str(model)),
@@ -440,7 +440,7 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
     after: mean posterior estimate and the share estimated inside the band training used."""
     from grpo_data.estimates import profile_estimates
     from grpo_data.profiler import read_profile
-    from grpo_train.trainer import read_metrics
+    from grpo_train.metrics import read_metrics
 
     records = read_metrics(run_dir)
     evals = [r for r in records if r["kind"] == "eval"]
@@ -459,7 +459,7 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
     gain = None
     files = [run_dir / "evals" / f"step-{e['step']:06d}.parquet" for e in (first, last)]
     if first["step"] != last["step"] and all(f.exists() for f in files):
-        from grpo_train.trainer import paired_gain
+        from grpo_train.metrics import paired_gain
 
         gain = paired_gain(*(pl.read_parquet(f) for f in files))
     return {"paired_gain": gain,

@@ -18,7 +18,7 @@ def _plt():
 def write_plots(run_dir: Path, before: Path, after: Path, out: Path) -> list[Path]:
     """The three PNGs into `out`. The pass-rate histogram is the report's (`pass_rate_figure`):
     estimated pass rates and the band of the run's resolved config."""
-    from grpo_train.trainer import read_metrics
+    from grpo_train.metrics import read_metrics
     from pipelines.report import pass_rate_figure, pool_levels, run_config, training_band
 
     plt = _plt()

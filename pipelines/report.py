@@ -24,7 +24,7 @@ import polars as pl
 import yaml
 
 from grpo_data import io
-from grpo_train.trainer import read_metrics
+from grpo_train.metrics import read_metrics
 
 COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
 
@@ -51,29 +51,50 @@ def _series(records: list[dict], key: str, x: str = "step") -> tuple[list, list]
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
-def _lines(title: str, records: list[dict], keys: dict[str, str], x: str = "step", ylabel: str = "",
-           ylim: tuple[float, float] | None = None) -> str:
-    """One panel of lines, key -> label; missing keys are listed under the panel."""
+def lines_figure(title: str, records: list[dict], keys: dict[str, str], x: str = "step", ylabel: str = "",
+                 ylim: tuple[float, float] | None = None, right: dict[str, str] | None = None,
+                 right_label: str = ""):
+    """One panel of lines, key -> label, and the keys it found nothing for; `right` keys go on an axis
+    of their own at the right (a quantity of another scale, such as the learning rate beside the
+    gradient norm, would be a flat line at zero on the left one)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 3.2))
-    drawn, missing = 0, []
-    for (key, label), color in zip(keys.items(), COLORS, strict=False):
+    twin = ax.twinx() if right else None
+    drawn, missing, handles = 0, [], []
+    series = [(key, label, ax) for key, label in keys.items()] + [(key, label, twin) for key, label in (right or {}).items()]
+    for (key, label, axis), color in zip(series, COLORS, strict=False):
         xs, ys = _series(records, key, x)
         if xs:
-            ax.plot(xs, ys, label=label, color=color, lw=1.4)
+            handles += axis.plot(xs, ys, label=label, color=color, lw=1.4, ls="--" if axis is twin else "-")
             drawn += 1
         else:
             missing.append(key)
     ax.set_title(title, fontsize=10)
     ax.set_xlabel("rollouts generated" if x == "rollouts_generated" else x)
     ax.set_ylabel(ylabel)
+    if twin is not None:
+        twin.set_ylabel(right_label)
     if ylim:
         ax.set_ylim(*ylim)
     if drawn:
-        ax.legend(fontsize=7)
+        ax.legend(handles=handles, fontsize=7)
     fig.tight_layout()
+    return fig, drawn, missing
+
+
+def _lines(title: str, records: list[dict], keys: dict[str, str], x: str = "step", ylabel: str = "",
+           ylim: tuple[float, float] | None = None, right: dict[str, str] | None = None,
+           right_label: str = "") -> str:
+    """One panel of lines (`lines_figure`) as HTML; missing keys are listed under the panel."""
+    fig, drawn, missing = lines_figure(title, records, keys, x, ylabel, ylim, right, right_label)
     note = f'<p class="note">not logged by this run: {", ".join(missing)}</p>' if missing else ""
+    if not drawn:
+        _plt().close(fig)
     return (_png(fig) if drawn else f'<p class="note">{html.escape(title)}: nothing logged</p>') + note
+
+
+OPTIMIZER_PANEL = {"keys": {"grad_norm": "gradient norm", "clip_fraction": "clip fraction"},
+                   "right": {"lr": "learning rate"}, "right_label": "learning rate"}
 
 
 def accuracy_panel(evals: list[dict]) -> str:
@@ -231,8 +252,7 @@ def write_report(run_dir: str | Path, before: str | Path | None = None, after: s
                      _lines("completion length (tokens)", trains, {"completion_len_mean": "mean", "completion_len_max": "max"})
                      + _lines("truncation and format", trains, {"truncated_fraction": "truncated (hit max_tokens)",
                                                                 "format_rate": "in the requested format"}, ylim=(-0.02, 1.02))))
-    sections.append(("Optimizer", _lines("optimizer", trains, {"grad_norm": "gradient norm", "clip_fraction": "clip fraction",
-                                                              "lr": "learning rate"})))
+    sections.append(("Optimizer", _lines("optimizer", trains, **OPTIMIZER_PANEL)))
     sections.append(("Health warnings", warnings_panel(sorted(trains + evals, key=lambda r: r["step"]))))
     sections.append(("Resolved config", f"<pre>{html.escape(config_text)}</pre>"))
     body = "".join(f'<section><h2>{html.escape(title)}</h2>{content}</section>' for title, content in sections)

@@ -120,7 +120,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
 
 
 def test_a_cut_off_last_metrics_line_is_dropped_and_a_damaged_file_refused(tmp_path):
-    from grpo_train.trainer import read_metrics
+    from grpo_train.metrics import read_metrics
 
     run = fake_run(tmp_path / "train")
     text = (run / "metrics.jsonl").read_text()
@@ -167,3 +167,33 @@ def test_pass_rate_plots_draw_estimates_and_the_runs_training_band(tmp_path):
     plt.close(fig)
     paths = write_plots(run, before, after, tmp_path / "demo")
     assert [p.name for p in paths][0] == "pass_rate_before_after.png" and paths[0].stat().st_size > 1000
+
+
+def test_the_learning_rate_has_an_axis_of_its_own():
+    """lr (3e-5) beside gradient norms (~1): on the left axis it would be a flat line at zero."""
+    import matplotlib.pyplot as plt
+
+    from pipelines.report import OPTIMIZER_PANEL, lines_figure
+
+    records = [{"kind": "train", "step": s, "grad_norm": 1.0 + s, "clip_fraction": 0.1, "lr": 3e-5 * s / 4}
+               for s in range(1, 5)]
+    fig, drawn, missing = lines_figure("optimizer", records, **OPTIMIZER_PANEL)
+    try:
+        left, right = fig.axes
+        assert drawn == 3 and missing == []
+        assert [line.get_label() for line in left.get_lines()] == ["gradient norm", "clip fraction"]
+        [lr] = right.get_lines()
+        assert lr.get_label() == "learning rate" and right.get_ylabel() == "learning rate"
+        assert right.get_ylim()[1] < 1e-4 < left.get_ylim()[1]  # each on its own scale
+        assert {t.get_text() for t in left.get_legend().get_texts()} == {"gradient norm", "clip fraction",
+                                                                         "learning rate"}
+    finally:
+        plt.close(fig)
+
+
+def test_reading_a_run_loads_no_torch():
+    """The report, the plots and the metrics readers read a run without the learner's engines."""
+    code = ("import sys; import pipelines.report, pipelines.plots, grpo_train.metrics; "
+            "print(sorted(m for m in ('torch', 'deepspeed', 'vllm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -13,8 +13,8 @@ import yaml
 
 from grpo_train.config import dump_config, load_config
 from grpo_train.learner import build_tensors
+from grpo_train.metrics import coverage
 from grpo_train.rollout import Group, RolloutBatcher
-from grpo_train.trainer import coverage
 
 
 def test_config_overrides_unknown_keys_and_bad_combinations(tmp_path):
@@ -535,7 +535,7 @@ def test_zero3_bf16_step_and_full_export(tmp_path, warm_policy):
 
 
 def test_keep_last_prunes_the_oldest_and_zero_keeps_every_checkpoint(tmp_path):
-    from grpo_train.trainer import checkpoints_to_prune
+    from grpo_train.metrics import checkpoints_to_prune
 
     ckpts = [tmp_path / f"step-{i:06d}" for i in (30, 10, 20)]
     assert checkpoints_to_prune(ckpts, 2) == [tmp_path / "step-000010"]
@@ -544,7 +544,7 @@ def test_keep_last_prunes_the_oldest_and_zero_keeps_every_checkpoint(tmp_path):
 
 
 def test_evaluations_are_due_by_steps_or_by_rollouts_crossed():
-    from grpo_train.trainer import eval_due
+    from grpo_train.metrics import eval_due
 
     assert eval_due(10, 900, 1000, every_steps=10, every_rollouts=0)
     assert not eval_due(9, 900, 1000, every_steps=10, every_rollouts=0)
@@ -893,8 +893,8 @@ def test_screen_needs_a_smaller_screen_than_g_and_resampling():
 
 
 def test_group_kinds_and_step_trace_add_up():
+    from grpo_train.metrics import step_trace
     from grpo_train.rollout import Group, group_kind
-    from grpo_train.trainer import step_trace
 
     right, wrong, mixed = Group(0, [1], [None] * 4, np.ones(4)), Group(1, [1], [None] * 4, np.zeros(4)), \
         Group(2, [1], [None] * 4, np.array([1.0, 0, 0, 1]))
@@ -932,7 +932,7 @@ def test_the_trace_keys_levels_and_survives_problems_without_one():
 def test_paired_gain_by_hand_and_refuses_other_problems():
     import polars as pl
 
-    from grpo_train.trainer import paired_gain
+    from grpo_train.metrics import paired_gain
 
     first = pl.DataFrame({"id": ["a", "b", "c"], "n_correct": [8, 16, 0], "k": [32, 32, 32]})
     last = pl.DataFrame({"id": ["c", "a", "b"], "n_correct": [8, 16, 16], "k": [32, 32, 32]})  # any row order
@@ -972,13 +972,13 @@ def test_the_batch_carries_the_schedulers_prediction_made_before_the_outcomes():
     ("surprise", {"n_correct": 64, "generated_rollouts": 64, "predicted_correct": 0.0, "predicted_rollouts": 0}, False),
 ])
 def test_refresh_trigger_centre_against_surprise(trigger, counts, fires):
-    from grpo_train.trainer import refresh_triggered
+    from grpo_train.metrics import refresh_triggered
 
     assert refresh_triggered(trigger, 0.25, counts, 0.5) is fires
 
 
 def test_refresh_trigger_refuses_an_unknown_name():
-    from grpo_train.trainer import refresh_triggered
+    from grpo_train.metrics import refresh_triggered
 
     with pytest.raises(ValueError, match="centre or surprise"):
         refresh_triggered("drift", 0.25, {"n_correct": 0, "generated_rollouts": 1}, 0.5)
