@@ -6,8 +6,12 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grpo_data import io
+
+if TYPE_CHECKING:
+    import polars as pl
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -204,3 +208,15 @@ def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inp
     records, seconds = train_run(name, args, base, out)
     io.write_json(out / name / "bench-key.json", {"key": key, "seconds": seconds})
     return records, seconds
+
+
+def pool_table(train: pl.DataFrame, size: int, level: bool, seed: int = 0) -> pl.DataFrame:
+    """The regime's training pool: `size` problems drawn once from the world's pool (the same for
+    every arm and seed), with the `level` column removed in the no-level condition (the curriculum
+    and prior benchmarks share it)."""
+    import numpy as np
+    if size > train.height:
+        raise ValueError(f"a pool of {size} problems asked from {train.height}")
+    rows = np.sort(np.random.default_rng(seed).choice(train.height, size=size, replace=False))
+    table = train[rows.tolist()]
+    return table if level else table.drop("level", strict=False)

@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from bench.common import pool_table  # noqa: F401 - the regime's pool, shared with the prior benchmark
+
 ARMS: dict[str, dict] = {
     "B": {"overrides": ["scheduler.name=uniform"], "profile": False},
     "A": {"overrides": ["scheduler.name=band", "scheduler.refresh_every=10", "scheduler.refresh_size=32",
@@ -87,16 +89,6 @@ def training_budget(budget: int, cost: dict) -> int:
     if cost["rollouts"] >= budget:
         raise ValueError(f"the profile's {cost['rollouts']} rollouts use up the budget of {budget}")
     return budget - cost["rollouts"]
-
-
-def pool_table(train: pl.DataFrame, size: int, level: bool, seed: int = 0) -> pl.DataFrame:
-    """The regime's training pool: `size` problems drawn once from the world's pool (the same for
-    every arm and seed), with the `level` column removed in the no-level condition."""
-    if size > train.height:
-        raise ValueError(f"a pool of {size} problems asked from {train.height}")
-    rows = np.sort(np.random.default_rng(seed).choice(train.height, size=size, replace=False))
-    table = train[rows.tolist()]
-    return table if level else table.drop("level", strict=False)
 
 
 def profile_cost(profile: pl.DataFrame) -> dict:

@@ -94,8 +94,7 @@ def summarize(reference: np.ndarray, decisions: dict[str, np.ndarray], samples: 
 
 def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
     """The registered measurement (Amendment 6); `quick`: 160 problems, reference k = 16."""
-    from bench.common import RESULTS
-    from bench.curriculum_bench import pool_table
+    from bench.common import RESULTS, pool_table
     from bench.gsweep_bench import sweep_warm_start
     from grpo_data import io
     from grpo_data.prior_profile import read_profile_prior

@@ -22,7 +22,7 @@ import math
 import os
 import time
 
-from grpo_data.engines import Completion, EngineSettings, check_sampling, set_vllm_env_defaults
+from grpo_data.engine_base import Completion, EngineSettings, check_sampling, set_vllm_env_defaults
 from grpo_data.prompting import SamplingConfig
 
 logger = logging.getLogger(__name__)

@@ -32,6 +32,22 @@ def write_world(out: str | Path, seed: int = 0, scale: float = 1.0) -> dict[str,
     return {**paths, "heldout": paths["test"]}
 
 
+def load_from_args(args):
+    """The load result the data flags of `grpo load` (or profile/train's --data flags) ask for."""
+    from dataclasses import replace
+
+    from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
+    from grpo_data.priors import keep_patterns
+
+    preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
+    preset = replace(preset, keep=keep_patterns(getattr(args, "prior", None)))
+    limits = LoadLimits(args.max_prompt_chars, args.max_prompt_tokens, args.tokenizer)
+    if getattr(args, "context_length", None) is not None:  # `grpo load` only; profile and train measure their own
+        limits = replace(limits, context_length=args.context_length, max_tokens=args.max_tokens,
+                         overlong_prompts=args.overlong_prompts, min_clipped_tokens=args.min_clipped_tokens)
+    return load_problems(args.data, preset, limits, split=args.split, hub_config=args.hub_config)
+
+
 def read_problems(args, loaded_to: Path | None = None):
     """The canonical problem table named by --data: read directly when it already is one (no
     --preset given), else loaded through the loaders with the data flags, and then written to
@@ -40,7 +56,6 @@ def read_problems(args, loaded_to: Path | None = None):
 
     from grpo_data.loaders import DataError, write_load_result
     from grpo_data.problems import SCHEMA, validate_table
-    from pipelines.commands.load import load_from_args
 
     path = Path(args.data)
     if args.preset is None and not args.question_field and path.suffix == ".parquet" and path.is_file():

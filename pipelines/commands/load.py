@@ -47,21 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--min-clipped-tokens", type=int, default=32)
 
 
-def load_from_args(args: argparse.Namespace):
-    from dataclasses import replace
-
-    from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
-    from grpo_data.priors import keep_patterns
-
-    preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
-    preset = replace(preset, keep=keep_patterns(getattr(args, "prior", None)))
-    limits = LoadLimits(args.max_prompt_chars, args.max_prompt_tokens, args.tokenizer)
-    if getattr(args, "context_length", None) is not None:  # `grpo load` only; profile and train measure their own
-        limits = replace(limits, context_length=args.context_length, max_tokens=args.max_tokens,
-                         overlong_prompts=args.overlong_prompts, min_clipped_tokens=args.min_clipped_tokens)
-    return load_problems(args.data, preset, limits, split=args.split, hub_config=args.hub_config)
-
-
 def check_prior_args(args) -> float:
     """The weight `--prior-weight` asks for (4 when left out; a 0 is kept, to be refused), checked
     before any data is read: a malformed `--prior` spec, a `--prior-profile` that is not a file,
@@ -102,6 +87,7 @@ def add_prior_profile_argument(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from grpo_data.loaders import DataError, write_load_result
     from grpo_data.priors import PriorError
+    from pipelines.stages import load_from_args
 
     try:
         result = load_from_args(args)

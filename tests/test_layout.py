@@ -1,0 +1,73 @@
+"""Issue #36: imports run one way, CLI -> bench -> pipelines -> grpo_train -> grpo_data, and no module
+imports itself back through another (lazy imports inside functions count: they fail the same way
+when two modules need each other's names)."""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("grpo_data", "grpo_train", "pipelines", "bench")
+
+
+def layer(module: str) -> int:
+    """0 the library's base, up to 4 the command line (`grpo`: pipelines.cli and pipelines.commands)."""
+    if module == "pipelines.cli" or module.startswith("pipelines.commands"):
+        return 4
+    return {"bench": 3, "pipelines": 2, "grpo_train": 1, "grpo_data": 0}[module.split(".")[0]]
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            deps = set()
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    deps.add(node.module)  # and `from pkg import module` names the module itself:
+                    deps.update(f"{node.module}.{alias.name}" for alias in node.names)
+                elif isinstance(node, ast.Import):
+                    deps.update(alias.name for alias in node.names)
+            graph[module] = {d for d in deps if d.split(".")[0] in PACKAGES}
+    return {module: {d for d in deps if d in graph} for module, deps in graph.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found, state = [], {}
+
+    def visit(node, path):
+        state[node] = "open"
+        path.append(node)
+        for dep in sorted(graph.get(node, ())):
+            if dep not in graph:
+                continue
+            if state.get(dep) == "open":
+                found.append(path[path.index(dep):] + [dep])
+            elif dep not in state:
+                visit(dep, path)
+        path.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [])
+    return found
+
+
+def test_the_checker_finds_a_circle_and_an_upward_arrow():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    assert layer("pipelines.commands.bench") > layer("bench.e2e_bench") > layer("pipelines.stages") > layer("grpo_train.trainer")
+
+
+def test_no_module_imports_itself_back():
+    graph = import_graph()
+    assert "grpo_data.engines" in graph and "grpo_data.engine_base" in graph["grpo_data.vllm_engine"]
+    assert cycles(graph) == []
+
+
+def test_every_import_points_down_the_layers():
+    graph = import_graph()
+    upward = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
+                    if d in graph and layer(d) > layer(m))
+    assert upward == []
