@@ -56,10 +56,10 @@ test: setup verl-env docs-build
 # The documentation site (mkdocs.yml, docs/): built with warnings as errors, so a dead link, a page
 # missing from the navigation or a stale reference fails `make test`. `make docs` serves it locally.
 docs-build: setup
-	$(VENV)/bin/mkdocs build --strict --site-dir runs/site
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir runs/site
 
 docs: setup
-	$(VENV)/bin/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 test-fast: setup
 	$(PY) -m pytest -m "not gpu and not slow" $(PYTEST_ARGS)

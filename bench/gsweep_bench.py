@@ -276,7 +276,7 @@ MODEL_ARG = "model=<the warm start, inputs.policy>"  # the model's place in a st
 def sweep_warm_start(results: Path) -> Path:
     """The warm start the sweep trains from: the one stored under `results` (WARM_START, committed),
     else the one this machine builds, which is then stored there. An Intel and an AMD CPU build other
-    warm starts (README, "One warm start across CPUs") and a full sweep takes several sessions on
+    warm starts (docs/concepts/embedded-world.md, "One warm start across CPUs") and a full sweep takes several sessions on
     whatever CPU each gets, so every session continues from the stored copy."""
     import shutil
 
@@ -308,7 +308,7 @@ def sweep_warm_start(results: Path) -> Path:
 def run_path(results: Path, budget: int, seed: int, name: str, warm_start: str) -> Path:
     """Where one finished run's summary is stored (committed with the results: run folders under
     runs/ do not outlive a machine, and a full sweep takes several sessions), under the warm start's
-    weights hash: an Intel and an AMD CPU build other warm starts (README, "One warm start across
+    weights hash: an Intel and an AMD CPU build other warm starts (docs/concepts/embedded-world.md, "One warm start across
     CPUs"), so each keeps its own sweep and a session continues the one its CPU builds."""
     folder = "gsweep-runs" if budget == BUDGET else f"gsweep-runs-{budget}"
     return Path(results) / folder / f"warm-{warm_start}" / f"seed{seed}" / f"{name}.json"

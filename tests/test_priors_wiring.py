@@ -401,7 +401,7 @@ def test_readme_adds_every_data_sampler_key_but_the_class_with_a_plus():
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parent.parent / "docs" / "guides" / "verl.md").read_text()
     keys = [(m.group(1), m.group(2)) for m in re.finditer(r"(\+?)data\.sampler\.([a-z_]+)=", readme)]
     assert ("", "class_path") in keys and ("+", "prior") in keys and ("+", "prior_weight") in keys
     assert [key for plus, key in keys if not plus and key not in ("class_path", "class_name")] == []

@@ -20,7 +20,7 @@ What verl allows, by version (read in each release's source):
   `trainer.use_v1=False` path) with changes made inside its Ray actor: the sampler is this one, and
   the trainer's `_update_actor` first hands the scored batch to it, and its checkpoints carry the
   scheduler in `global_step_N/curriculum.pt` (verl does not restore its dataloader state at an epoch
-  boundary). Driver: see README "Use with verl".
+  boundary). Driver: see docs/guides/verl.md.
 - 0.9 V1 trainer (the default): `grpo_data.integrations.verl_v1`, through its dataset and replay
   buffer hooks.
 - Not supported: 0.8.0's runner (its TaskRunner lives elsewhere), and recipes with their own `fit`
@@ -396,7 +396,7 @@ def run_with_curriculum(config) -> None:
     if config.trainer.get("use_v1", False):
         raise ValueError("trainer.use_v1=True: run_with_curriculum drives verl's legacy trainer; for V1 use verl's own "
                          "main_ppo with data.custom_cls and trainer.v1.sampler.custom_sampler from "
-                         "grpo_data.integrations.verl_v1 (README 'Use with verl'), or set trainer.use_v1=False")
+                         "grpo_data.integrations.verl_v1 (docs/guides/verl.md), or set trainer.use_v1=False")
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     run_ppo(config, task_runner_class=curriculum_task_runner())
