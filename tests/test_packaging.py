@@ -6,6 +6,7 @@ versions changes none of them (pyproject.toml states ranges; constraints.txt the
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -27,8 +28,13 @@ def _run(cmd: list[str], cwd: Path, **kw) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)], cwd=ROOT)
+    # built from a copy of the tracked files, so the build leaves no build/ or *.egg-info in the checkout
+    src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("dist")
+    for name in _run(["git", "ls-files"], cwd=ROOT).stdout.splitlines():
+        if (ROOT / name).is_file():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, src / name)
+    _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)], cwd=src)
     (built,) = out.glob("grpo_curriculum-*.whl")
     return built
 
