@@ -89,7 +89,7 @@ from grpo_data.band_math import (
 )
 from grpo_data.cell_index import CellIndex
 from grpo_data.scheduler_state import check_state_matches, load_state, save_state
-from grpo_data.stats import GRID, grid_likelihood, grid_posterior
+from grpo_data.stats import DEFAULT_BAND, GRID, grid_likelihood, grid_posterior
 
 logger = logging.getLogger(__name__)
 
@@ -152,8 +152,8 @@ class BandConfig:
                          fill scores expected informativeness.
     """
 
-    lo: float = 0.2
-    hi: float = 0.8
+    lo: float = DEFAULT_BAND[0]
+    hi: float = DEFAULT_BAND[1]
     decay: float = 0.99
     max_prior_k: float | None = None
     oversample: int = 8

@@ -52,6 +52,7 @@ import polars as pl
 from grpo_data import io
 from grpo_data.answers import answer_kind, last_boxed
 from grpo_data.problems import SCHEMA, normalize_expr, problem_ids, problem_text_expr, prompt_text_expr
+from grpo_data.prompting import SamplingConfig
 from grpo_data.readers import DataError, Fields, Part
 from grpo_data.sources import parse_configs, parse_splits, read_parts
 
@@ -157,7 +158,7 @@ class LoadLimits:
     max_prompt_tokens: int | None = None
     tokenizer: str | None = None
     context_length: int | None = None
-    max_tokens: int = 256
+    max_tokens: int = SamplingConfig.max_tokens
     overlong_prompts: str = "skip"
     min_clipped_tokens: int = 32
 

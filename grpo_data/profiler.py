@@ -73,6 +73,7 @@ from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, res
 from grpo_data.rewards import Answer, correctness
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.stats import (
+    DEFAULT_BAND,
     JEFFREYS,
     StoppingRule,
     beta_mean,
@@ -148,12 +149,16 @@ class ProfileConfig:
 # `profile:` section both go through `profile_options` (engine and vllm pick the engine, the rest
 # build the ProfileConfig).
 PROFILE_OPTIONS: dict[str, object] = {
-    "engine": None, "vllm": {}, "k": 16, "adaptive": False, "band": (0.2, 0.8), "confidence": 0.8,
-    "screen_k": 2, "prior_screen_k": 1, "step_k": 2, "max_k": 32, "prior_groups": "level", "temperature": 1.0, "top_p": 1.0,
-    "max_tokens": 256, "stop": (), "stop_token_ids": None, "system_prompt": None, "instruction_suffix": "",
-    "chunk_size": 64, "seed": 0, "answer_format": "auto", "overlong_prompts": "skip",
-    "min_clipped_tokens": MIN_CLIPPED_TOKENS, "wave": 1,
-}
+    "engine": None, "vllm": {}, "k": ProfileConfig.k, "adaptive": False, "band": DEFAULT_BAND,
+    "confidence": StoppingRule.confidence, "screen_k": StoppingRule.screen_k, "prior_screen_k": StoppingRule.prior_screen_k,
+    "step_k": StoppingRule.step_k, "max_k": StoppingRule.max_k, "prior_groups": ProfileConfig.prior_groups,
+    "temperature": SamplingConfig.temperature, "top_p": SamplingConfig.top_p, "max_tokens": SamplingConfig.max_tokens,
+    "stop": SamplingConfig.stop, "stop_token_ids": SamplingConfig.stop_token_ids,
+    "system_prompt": PromptConfig.system_prompt, "instruction_suffix": PromptConfig.instruction_suffix,
+    "chunk_size": ProfileConfig.chunk_size, "seed": ProfileConfig.seed, "answer_format": ProfileConfig.answer_format,
+    "overlong_prompts": ProfileConfig.overlong_prompts, "min_clipped_tokens": ProfileConfig.min_clipped_tokens,
+    "wave": ProfileConfig.wave,
+}  # each default read from the dataclass that owns it
 
 
 def profile_options(options: dict) -> tuple[ProfileConfig, dict]:

@@ -65,7 +65,7 @@ class UniformScheduler:
 
     name = "uniform"
 
-    def __init__(self, n: int, seed: int = 0, without_replacement: bool = True, **_ignored) -> None:
+    def __init__(self, n: int, seed: int = 0, without_replacement: bool = True) -> None:
         if n < 1:
             raise ValueError("the problem pool is empty")
         self.n = n
@@ -121,7 +121,7 @@ class OfflineBandScheduler(UniformScheduler):
     name = "offline_band"
 
     def __init__(self, n: int, seed: int = 0, offline: tuple[np.ndarray, np.ndarray] | None = None,
-                 lo: float = 0.2, hi: float = 0.8, **kwargs) -> None:
+                 lo: float = BandConfig.lo, hi: float = BandConfig.hi, **kwargs) -> None:
         if offline is None:
             raise ValueError("offline_band needs an offline profile (n_correct, k per problem)")
         c, k = (np.asarray(x, dtype=np.float64) for x in offline)
@@ -168,6 +168,10 @@ def make_scheduler(name: str, n: int, seed: int = 0, offline=None, groups=None, 
         if offline is not None:
             logger.info("%s scheduler: the offline profile is not used (the peer's sampler starts from none)", name)
         return PEER_SCHEDULERS[name].from_settings(n, seed=seed, **kwargs)
+    accepted = ("lo", "hi", "without_replacement") if name == "offline_band" else ("without_replacement",)
+    unknown = sorted(set(kwargs) - set(accepted))
+    if unknown:
+        raise ValueError(f"unknown {name} scheduler setting(s) {unknown}; accepted: {', '.join(accepted)}")
     if name == "offline_band":
         return OfflineBandScheduler(n, seed=seed, offline=offline, **kwargs)
     return UniformScheduler(n, seed=seed, **kwargs)

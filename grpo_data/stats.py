@@ -181,6 +181,11 @@ def grid_all_same(post: np.ndarray, group_size: int, grid: np.ndarray = GRID) ->
     return post @ (grid ** group_size + (1.0 - grid) ** group_size)
 
 
+# The target band for a pass rate, written once: BandConfig, the stopping rule, the trainer's scheduler
+# section, the profile command and the plug-ins all default to it.
+DEFAULT_BAND: tuple[float, float] = (0.2, 0.8)
+
+
 @dataclass(frozen=True)
 class StoppingRule:
     """Sequential sampling toward a decision on band membership.
@@ -201,8 +206,8 @@ class StoppingRule:
     holds this model's own samples and the offset keeps being fitted.
     """
 
-    lo: float = 0.2
-    hi: float = 0.8
+    lo: float = DEFAULT_BAND[0]
+    hi: float = DEFAULT_BAND[1]
     confidence: float = 0.8
     screen_k: int = 2
     step_k: int = 2

@@ -21,9 +21,12 @@ from pathlib import Path
 import yaml
 
 from grpo_data.allocation import Sizing, VarianceSchedule
-from grpo_data.engines import EngineSettings
+from grpo_data.band_scheduler import BandConfig
+from grpo_data.engine_base import EngineSettings
+from grpo_data.engines import ENGINES
 from grpo_data.peer_schedulers import PEER_SCHEDULERS, peer_config
-from grpo_data.scheduler import PRIOR_SCHEDULERS, prior_refusal
+from grpo_data.prompting import SamplingConfig
+from grpo_data.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, prior_refusal
 from grpo_train.diagnostics import DiagnosticsConfig
 
 logger = logging.getLogger(__name__)
@@ -89,26 +92,34 @@ class SchedulerSection:
     widens the band step by step (the former rule, which drew all-wrong problems once the band ran
     dry over several passes)."""
 
+    # The band scheduler's settings default to BandConfig's (their one home), except
+    # without_replacement: a trainer offers each problem once per epoch, as a dataloader does.
     name: str = "band"
-    lo: float = 0.2
-    hi: float = 0.8  # see the docstring: chosen on the validation split
-    decay: float = 0.99
-    max_prior_k: float | None = None
+    lo: float = BandConfig.lo
+    hi: float = BandConfig.hi  # see the docstring: chosen on the validation split
+    decay: float = BandConfig.decay
+    max_prior_k: float | None = BandConfig.max_prior_k
     refresh_every: int = 0
     refresh_drift: float = 0.25
     refresh_size: int = 64
     refresh_k: int = 4
     groups: str = "level"
-    explore: float = 0.0
+    explore: float = BandConfig.explore
     without_replacement: bool = True
-    epoch: str = "band"
-    skip_below: float = 0.2
+    epoch: str = BandConfig.epoch
+    skip_below: float = BandConfig.skip_below
     refresh_trigger: str = "centre"
-    dry: str = "informative"
+    dry: str = BandConfig.dry
     settings: dict = field(default_factory=dict)
 
 
 OVERLONG = ("keep", "mask", "penalty")
+
+
+def _either(names) -> str:
+    """`a, b or c`: the names a registry accepts, for a refusal's message."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 @dataclass(frozen=True)
@@ -151,11 +162,12 @@ class RolloutConfig:
     max_rounds: int = 4
     dynamic_resampling: bool = True
     oversample: float = 1.25
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int = 256
-    stop: tuple[str, ...] = ()
-    stop_token_ids: tuple[int, ...] | None = None
+    # sampling: SamplingConfig's defaults and checks (`sampling()`)
+    temperature: float = SamplingConfig.temperature
+    top_p: float = SamplingConfig.top_p
+    max_tokens: int = SamplingConfig.max_tokens
+    stop: tuple[str, ...] = SamplingConfig.stop
+    stop_token_ids: tuple[int, ...] | None = SamplingConfig.stop_token_ids
     overlong: str = "keep"
     overlong_buffer: int = 0
     overlong_penalty: float = 1.0
@@ -179,6 +191,7 @@ class RolloutConfig:
     g_high: float = 0.20
 
     def __post_init__(self) -> None:
+        self.sampling()  # SamplingConfig refuses a bad temperature, top_p or max_tokens
         self.group_sizing()  # refuses a bad combination with its message
         if self.overlong_prompts not in ("skip", "clip") or self.min_clipped_tokens < 1:
             raise ValueError(f"rollout.overlong_prompts must be skip or clip (got {self.overlong_prompts!r}) and "
@@ -198,6 +211,11 @@ class RolloutConfig:
             if bad:
                 raise ValueError(f"rollout.g_schedule=variance keeps batch_groups x group_size = {answers} answers per "
                                  f"step, which G = {bad} does not divide; pick g_min/g_max/batch_groups so it does")
+
+    def sampling(self, logprobs: bool = False) -> SamplingConfig:
+        """The sampling settings rollouts and evaluation draw with (one definition with the profiler's)."""
+        return SamplingConfig(temperature=self.temperature, top_p=self.top_p, max_tokens=self.max_tokens,
+                              stop=tuple(self.stop), stop_token_ids=self.stop_token_ids, logprobs=logprobs)
 
     def group_sizing(self) -> Sizing:
         return Sizing(self.sizing, self.size_target, self.size_min, self.size_max, self.size_round,
@@ -375,7 +393,7 @@ class TrainConfig:
         object.__setattr__(self, "reward", RewardConfig(check_terms(self.reward.terms)))
 
         checks = [
-            (self.rollout.engine in ("vllm", "hf"), f"rollout.engine must be vllm or hf, got {self.rollout.engine!r}"),
+            (self.rollout.engine in ENGINES, f"rollout.engine must be {_either(ENGINES)}, got {self.rollout.engine!r}"),
             (self.rollout.group_size >= 2, "rollout.group_size must be >= 2: GRPO learns from differences in a group"),
             (self.rollout.batch_groups >= 1, "rollout.batch_groups must be >= 1"),
             (self.rollout.max_rounds >= 1, "rollout.max_rounds must be >= 1"),
@@ -384,8 +402,8 @@ class TrainConfig:
             (0 <= self.algo.clip_low < 1 and self.algo.clip_high >= 0, "need 0 <= algo.clip_low < 1 and clip_high >= 0"),
             (self.deepspeed.zero_stage in (0, 1, 2, 3), "deepspeed.zero_stage must be 0, 1, 2 or 3"),
             (self.optim.minibatches >= 1, "optim.minibatches must be >= 1"),
-            (self.scheduler.name in ("band", "uniform", "offline_band", *PEER_SCHEDULERS),
-             f"scheduler.name must be band, uniform, offline_band, pools or greso, got {self.scheduler.name!r}"),
+            (self.scheduler.name in SCHEDULERS,
+             f"scheduler.name must be {_either(SCHEDULERS)}, got {self.scheduler.name!r}"),
             (self.scheduler.name in PEER_SCHEDULERS or not self.scheduler.settings,
              f"scheduler.settings is for pools and greso; {self.scheduler.name}'s settings are the scheduler "
              "section's own fields"),

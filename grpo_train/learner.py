@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from grpo_data.prompting import SamplingConfig
 from grpo_train.config import AlgoConfig, DeepSpeedSection, OptimConfig
 from grpo_train.controllers import AdaptiveKL, RewardWindow, lr_factor
 from grpo_train.core_algos import AdvantageInputs, LossNorm, compute_advantages, policy_loss, tis_weights
@@ -268,7 +269,7 @@ class DeepSpeedLearner:
     learning-rate schedule's horizon)."""
 
     def __init__(self, model_path: str, optim: OptimConfig, ds: DeepSpeedSection, algo: AlgoConfig, seed: int = 0,
-                 trust_remote_code: bool = False, temperature: float = 1.0, max_tokens: int = 1024,
+                 trust_remote_code: bool = False, temperature: float = SamplingConfig.temperature, max_tokens: int = 1024,
                  total_steps: int = 1) -> None:
         ensure_distributed_env()
         import deepspeed

@@ -30,8 +30,10 @@ import torch
 
 from grpo_data.allocation import Sizing, expected_informative, needs_more
 from grpo_data.engines import Completion
+from grpo_data.prompting import SamplingConfig
 from grpo_data.rewards import Answer, build_reward
 from grpo_data.rollouts import RolloutSampler, ScoredGroup
+from grpo_data.stats import DEFAULT_BAND
 from grpo_train.core_algos import overlong_penalty
 
 logger = logging.getLogger(__name__)
@@ -42,7 +44,7 @@ class Overlong:
     """What happens to answers that hit max_tokens (see RolloutConfig.overlong)."""
 
     mode: str = "keep"
-    max_tokens: int = 16
+    max_tokens: int = SamplingConfig.max_tokens
     buffer: int = 0
     penalty: float = 1.0
 
@@ -171,7 +173,7 @@ class RolloutBatcher:
     def __init__(self, sampler: RolloutSampler, scheduler, prompts: list[list[dict]], answers: list[str],
                  group_size: int, batch_groups: int, max_rounds: int, dynamic_resampling: bool,
                  overlong: Overlong = Overlong(), oversample: float = 1.25, rank: int = 0, world_size: int = 1,
-                 all_gather=None, reward=CORRECTNESS, sizing: Sizing = Sizing(), band: tuple[float, float] = (0.2, 0.8),
+                 all_gather=None, reward=CORRECTNESS, sizing: Sizing = Sizing(), band: tuple[float, float] = DEFAULT_BAND,
                  levels: np.ndarray | None = None) -> None:
         self.sampler, self.scheduler = sampler, scheduler
         self.answers = answers

@@ -30,7 +30,7 @@ import torch
 
 from grpo_data import io
 from grpo_data.problems import level_array, spread_prompts
-from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format
+from grpo_data.prompting import PromptConfig, detect_format
 from grpo_data.rewards import build_reward
 from grpo_data.rollouts import RolloutSampler
 from grpo_data.stats import majority_correct
@@ -178,8 +178,7 @@ class Trainer:
         if ckpt is not None:
             self.engine.load_weights(self.learner.named_weights())
         self.verifier = VerifierPool(workers=max(1, cfg.run.threads // self.world))
-        sampling = SamplingConfig(temperature=ro.temperature, top_p=ro.top_p, max_tokens=ro.max_tokens, stop=ro.stop,
-                                  stop_token_ids=ro.stop_token_ids, logprobs=True)
+        sampling = ro.sampling(logprobs=True)
         prompt_cfg = PromptConfig(system_prompt=ro.system_prompt, instruction_suffix=ro.instruction_suffix)
         tok = self.learner.tokenizer
         fmt = detect_format(prompt_cfg, spread_prompts(self.problems["prompt"]))

@@ -36,6 +36,9 @@ import sys
 import time
 from pathlib import Path
 
+from grpo_data.prompting import SamplingConfig
+from grpo_data.stats import DEFAULT_BAND, StoppingRule
+
 HELP = "profile pass rates: k samples per problem through vLLM (or HF), judged by math-verify"
 
 logger = logging.getLogger(__name__)
@@ -48,26 +51,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model folder (save_pretrained) or Hub name")
     parser.add_argument("--out", required=True, help="profile parquet to write (parts go to OUT.parts/)")
     parser.add_argument("--engine", default=None, help="vllm (default where it imports) or hf")
-    parser.add_argument("--k", type=int, default=16, help="samples per problem (fixed mode)")
+    parser.add_argument("--k", type=int, default=None, help="samples per problem (fixed mode; default 16)")
     parser.add_argument("--adaptive", action="store_true", help="sequential sampling toward the band")
-    parser.add_argument("--band", default="0.2,0.8", help="target band lo,hi (default 0.2,0.8)")
-    parser.add_argument("--confidence", type=float, default=0.8, help="adaptive decision confidence")
-    parser.add_argument("--screen-k", type=int, default=2, help="adaptive: first samples per problem")
-    parser.add_argument("--prior-screen-k", type=int, default=1,
+    parser.add_argument("--band", default=None, help=f"target band lo,hi (default {DEFAULT_BAND[0]},{DEFAULT_BAND[1]})")
+    parser.add_argument("--confidence", type=float, default=None,
+                        help=f"adaptive decision confidence (default {StoppingRule.confidence})")
+    parser.add_argument("--screen-k", type=int, default=None,
+                        help=f"adaptive: first samples per problem (default {StoppingRule.screen_k})")
+    parser.add_argument("--prior-screen-k", type=int, default=None,
                         help="adaptive with --prior/--prior-profile: first samples of a problem the prior, moved by "
                              "the offset fitted on the problems before it, already decides (at most --screen-k; "
-                             "--prior-screen-k equal to --screen-k screens every problem alike)")
-    parser.add_argument("--step-k", type=int, default=2, help="adaptive: samples added per round")
-    parser.add_argument("--max-k", type=int, default=32, help="adaptive: most samples per problem")
+                             "--prior-screen-k equal to --screen-k screens every problem alike; default 1)")
+    parser.add_argument("--step-k", type=int, default=None,
+                        help=f"adaptive: samples added per round (default {StoppingRule.step_k})")
+    parser.add_argument("--max-k", type=int, default=None,
+                        help=f"adaptive: most samples per problem (default {StoppingRule.max_k})")
     add_prior_profile_argument(parser)
     parser.add_argument("--prior-groups", choices=("level", "none"), default="level",
                         help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once")
     parser.add_argument("--answer-format", choices=("auto", "boxed", "none"), default="auto",
                         help="format whose rate is counted per problem (auto: the one the instruction or the "
                         "problems' own prompts ask for)")
-    parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--top-p", type=float, default=1.0)
-    parser.add_argument("--max-tokens", type=int, default=None, help="completion budget (default 256)")
+    parser.add_argument("--temperature", type=float, default=None,
+                        help=f"sampling temperature (default {SamplingConfig.temperature})")
+    parser.add_argument("--top-p", type=float, default=None, help=f"nucleus mass kept (default {SamplingConfig.top_p})")
+    parser.add_argument("--max-tokens", type=int, default=None,
+                        help=f"completion budget (default {SamplingConfig.max_tokens})")
     parser.add_argument("--overlong-prompts", choices=("skip", "clip"), default=None,
                         help="a prompt that cannot fit the context with --max-tokens: left out (skip, the default) "
                         "or profiled with the room left (clip; its row's max_tokens records the budget)")
@@ -79,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tokens that end generation (default: the chat template's end-of-turn token and EOS)")
     parser.add_argument("--system-prompt", default=None)
     parser.add_argument("--instruction-suffix", default="", help="appended to the question, e.g. a \\boxed{} instruction")
-    parser.add_argument("--chunk-size", type=int, default=64, help="problems per flushed chunk")
+    parser.add_argument("--chunk-size", type=int, default=None, help="problems per flushed chunk (default 64)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--wave", type=int, default=1,
                         help="adaptive: chunks whose decisions weigh the same history (every earlier wave's counts), "
