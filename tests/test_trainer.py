@@ -11,57 +11,7 @@ import pytest
 import torch
 import yaml
 
-from grpo_train.rollout import RolloutBatcher
-
-
-class FixedEngine:
-    """Test double: group i answers correctly `pattern[i]` times out of G."""
-
-    def __init__(self, patterns):
-        self.patterns = patterns
-        self.calls = 0
-
-    def generate(self, prompts, n, sampling):
-        from grpo_data.engines import Completion
-
-        out = []
-        for _ in prompts:
-            k = self.patterns[self.calls % len(self.patterns)]
-            self.calls += 1
-            out.append([Completion("\\boxed{1}" if j < k else "\\boxed{2}", (5, 6), "stop") for j in range(n)])
-        return out
-
-
-class RecordingScheduler:
-    def __init__(self, n):
-        self.n, self.updates, self.next = n, [], 0
-
-    def sample(self, b):
-        idx = (np.arange(b) + self.next) % self.n
-        self.next += b
-        return idx
-
-    def update(self, idx, c, g):
-        self.updates.append((idx.copy(), np.asarray(c).copy()))
-
-
-def make_batcher(patterns, dynamic=True, batch_groups=4, max_rounds=3):
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.rollouts import RolloutSampler
-    from grpo_train.tiny_policy import build_tokenizer
-
-    tok = build_tokenizer()
-    n = 50
-    prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(n)]
-    sched = RecordingScheduler(n)
-    from grpo_data.verify import Verdict
-
-    def judge(golds, preds):
-        return [Verdict(True, "ok") if x == "\\boxed{1}" else Verdict(False, "wrong") for x in preds]
-
-    pool_stub = type("V", (), {"verify": staticmethod(judge)})
-    sampler = RolloutSampler(FixedEngine(patterns), pool_stub, tok, PromptConfig(), SamplingConfig())
-    return RolloutBatcher(sampler, sched, prompts, ["1"] * n, 4, batch_groups, max_rounds, dynamic), sched
+from tests.test_rollout import make_batcher  # the batcher and its fakes live beside their tests
 
 
 def _safetensors(path):
