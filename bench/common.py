@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grpo_data import io
+from grpo_data.tables import io
 
 if TYPE_CHECKING:
     import polars as pl
@@ -198,7 +198,7 @@ def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inp
                      budget: int) -> tuple[list[dict], float]:
     """`train_run`, or the finished run already in out/NAME when it was made with the same config,
     code and inputs (`run_key`): a stopped benchmark picks up where it stopped."""
-    from grpo_data import io
+    from grpo_data.tables import io
 
     key = run_key(base + args, inputs)
     found = completed(out / name, key, budget)

@@ -133,7 +133,7 @@ def paired_difference(a: dict[str, float], b: dict[str, float]) -> dict:
     cancels, so what is left is sampling and training noise."""
     if set(a) != set(b):
         raise ValueError(f"paired difference over different problems: {len(set(a) ^ set(b))} not in both")
-    from grpo_data.stats import paired_mean_se
+    from grpo_data.curriculum.stats import paired_mean_se
 
     d = np.array([a[i] - b[i] for i in sorted(a)])
     mean, se = paired_mean_se(d)
@@ -350,7 +350,7 @@ def base_args(policy: Path, heldout: Path, pool: Path, lr: float) -> list[str]:
 def _setup(workdir: Path, regime: str, condition: str, results: Path) -> dict:
     """The warm start (the one stored in results, shared with gsweep), the world and the regime's pool."""
     from bench.gsweep_bench import sweep_warm_start
-    from grpo_data import io
+    from grpo_data.tables import io
     from pipelines.stages import write_world
 
     if regime not in REGIMES or condition not in CONDITIONS:
@@ -402,7 +402,7 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
     import json
 
     from bench.common import cached_train_run, machine, same_as_stored
-    from grpo_data import io
+    from grpo_data.tables import io
 
     stored = results_dir / f"seed{seed}" / f"{arm}.json"
     if stored.exists():
@@ -487,7 +487,7 @@ def select_lr(workdir: str = "runs/bench-curriculum-lr", results: Path | None = 
     best = max(runs, key=lambda k: runs[k]["final_val_accuracy"])
     result = {"split": "val", "arm": "B", "regime": "multi", "condition": "nolevel", "seed": seed,
               "candidates": list(LR_CANDIDATES), "training": list(TRAINING), "runs": runs, "chosen": float(best)}
-    from grpo_data import io
+    from grpo_data.tables import io
 
     io.write_json(results / LR_FILE, result)
     return result
@@ -524,7 +524,7 @@ def run(regime: str = "multi", condition: str = "nolevel", seeds: tuple[int, ...
             first = seed == seeds[0] and i == 0 and not (folder / "start.json").exists()
             res = run_arm(arm, seed, setup, base, workdir, folder, regime, first, lr)
             if first:
-                from grpo_data import io
+                from grpo_data.tables import io
 
                 io.write_json(folder / "start.json", {"eval": res["evals"][0], "per_problem": res["per_problem_start"]})
             print(f"curriculum {name} seed {seed} {arm}: final {res['evals'][-1]['heldout_accuracy']:.3f} "

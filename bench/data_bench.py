@@ -76,7 +76,7 @@ def _answers(rng: np.random.Generator, n: int) -> list[str]:
 
 def latex_gold_rate(n: int = LATEX_GOLDS) -> dict:
     """Distinct LaTeX gold answers checked per second by `check_golds` (verifier pool start included)."""
-    from grpo_data.loaders import check_golds
+    from grpo_data.tables.loaders import check_golds
 
     forms = ["\\sqrt{{{v}}}", "{v}\\pi", "x^2+{v}", "\\frac{{\\sqrt{{{v}}}}}{{2}}", "({v}, \\infty)"]
     golds = pl.Series([forms[i % len(forms)].format(v=i // len(forms) + 2) for i in range(n)])
@@ -152,9 +152,9 @@ def make_data(folder: Path, n: int, seed: int = 0) -> dict:
 
 def run_pipeline(pool: str, evals: str, out: str) -> dict:
     """load -> decontaminate -> write shards; returns the seconds of each step and counts."""
-    from grpo_data import io
-    from grpo_data.decontam import DecontamConfig, decontaminate, removed_as_rejects
-    from grpo_data.loaders import load_problems, read_eval_rows, resolve_preset
+    from grpo_data.tables import io
+    from grpo_data.tables.decontam import DecontamConfig, decontaminate, removed_as_rejects
+    from grpo_data.tables.loaders import load_problems, read_eval_rows, resolve_preset
 
     t0 = time.monotonic()
     loaded = load_problems(pool, resolve_preset("gsm8k"))

@@ -1,6 +1,6 @@
 """Headline benchmark (`grpo bench e2e`): the curriculum against uniform sampling, every rollout counted.
 
-On the embedded world (chains of written steps, grpo_data/world.py), from the same warm-started
+On the embedded world (chains of written steps, grpo_data/tables/world.py), from the same warm-started
 policy, with the same G, batch size, learning rate and total budget, real GRPO training (vLLM
 rollouts, DeepSpeed updates), four arms:
 - A:  offline profile + band scheduler + dynamic resampling;
@@ -421,8 +421,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     import time
 
     from bench.common import RESULTS, input_hashes, machine
-    from grpo_data import io
     from grpo_data.profiler import read_profile
+    from grpo_data.tables import io
     from pipelines.stages import warm_policy, write_world
 
     budget = budget or (5_000 if quick else BUDGET)

@@ -280,8 +280,8 @@ def sweep_warm_start(results: Path) -> Path:
     whatever CPU each gets, so every session continues from the stored copy."""
     import shutil
 
-    from grpo_data import io
     from grpo_data.profiler import weights_hash
+    from grpo_data.tables import io
     from pipelines.stages import warm_policy
 
     stored = Path(results) / WARM_START
@@ -415,7 +415,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     import time
 
     from bench.common import RESULTS, cached_train_run, input_hashes, machine
-    from grpo_data import io
+    from grpo_data.tables import io
     from pipelines.stages import write_world
 
     if len(set(seeds)) != len(seeds):

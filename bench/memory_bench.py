@@ -58,7 +58,7 @@ def build_model(folder: Path, hidden: int = 64, layers: int = 2, seed: int = 0) 
 def synthetic_groups(sequences: int, completion_tokens: int, seed: int = 0) -> list:
     """sequences / 8 groups of 8 answers: random prompt and completion ids over the whole vocabulary,
     rewards alternating 0/1 so every advantage is non-zero."""
-    from grpo_data.engines import Completion
+    from grpo_data.generation.engines import Completion
     from grpo_train.rollout import Group
 
     rng = np.random.default_rng(seed)

@@ -2,7 +2,7 @@
 bench/PREREGISTRATION.md, Amendment 6, before its run).
 
 A user often holds a profile of another checkpoint or model. `grpo profile --adaptive
---prior-profile` reads it as a discounted prior (`grpo_data.prior_profile`) and stops early where it,
+--prior-profile` reads it as a discounted prior (`grpo_data.curriculum.prior_profile`) and stops early where it,
 moved by the fitted logit offset, already settles the band decision. Measured here on 800 problems
 of the world's pool (`level` removed, as in real training sets), T = 1.0, with the registered warm
 start (the curriculum benchmark's):
@@ -15,7 +15,7 @@ start (the curriculum benchmark's):
 
 Reported per profile: samples spent and the agreement of its band decision with the reference's.
 A profile made from a prior is read as a scheduler reads it: its counts with the prior's pseudo-counts
-moved by the offset fitted on them (`grpo_data.priors.merge_offline`). Goal: the primary prior profile
+moved by the offset fitted on them (`grpo_data.curriculum.priors.merge_offline`). Goal: the primary prior profile
 spends at most half the scratch one's samples at agreement no lower by more than 0.01.
 
 Arm Aw of the curriculum benchmark trains from the same other warm start's profile of its pool
@@ -31,7 +31,7 @@ import polars as pl
 
 OTHER_SEED = 1  # the other warm start: BootstrapConfig(seed=1), everything else the registered recipe
 PRIOR_K = 16  # the other warm start's profile: fixed k, as a sweep would share it
-PRIOR_WEIGHT = 4.0  # the default discount (grpo_data.priors.DEFAULT_WEIGHT), named so the result states it
+PRIOR_WEIGHT = 4.0  # the default discount (grpo_data.curriculum.priors.DEFAULT_WEIGHT), named so the result states it
 PROBLEMS = 800
 REFERENCE_K = 64
 REFERENCE_SEED = 64  # the reference's draws are independent of the adaptive profiles' (seed 0)
@@ -66,8 +66,8 @@ def band_decision(profile: pl.DataFrame, rule, prior=None) -> np.ndarray:
     """Each problem's band decision as a scheduler reads the profile (rows in the profile's order):
     its counts, plus the prior's pseudo-counts moved by the offset fitted on them when the profile
     was made from a prior, under the pool's empirical-Bayes prior fitted to them."""
-    from grpo_data.priors import merge_offline
-    from grpo_data.stats import row_priors
+    from grpo_data.curriculum.priors import merge_offline
+    from grpo_data.curriculum.stats import row_priors
 
     c, k = profile["n_correct"].to_numpy().astype(np.float64), profile["k"].to_numpy().astype(np.float64)
     if prior is not None:
@@ -96,10 +96,10 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
     """The registered measurement (Amendment 6); `quick`: 160 problems, reference k = 16."""
     from bench.common import RESULTS, pool_table
     from bench.gsweep_bench import sweep_warm_start
-    from grpo_data import io
-    from grpo_data.prior_profile import read_profile_prior
+    from grpo_data.curriculum.prior_profile import read_profile_prior
+    from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import read_profile
-    from grpo_data.stats import StoppingRule
+    from grpo_data.tables import io
     from pipelines import pipeline
     from pipelines.stages import write_world
 
@@ -134,7 +134,7 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
             decisions[name] = band_decision(got, rule, used)
             samples[name] = int(got["k"].sum())
             if used is not None:
-                from grpo_data.priors import merge_offline
+                from grpo_data.curriculum.priors import merge_offline
 
                 offsets[name] = merge_offline((got["n_correct"].to_numpy().astype(float),
                                                got["k"].to_numpy().astype(float)), used).offset

@@ -19,11 +19,11 @@ import time
 import numpy as np
 import polars as pl
 
-from grpo_data.engines import make_engine
+from grpo_data.curriculum.stats import StoppingRule
+from grpo_data.generation.engines import make_engine
+from grpo_data.generation.prompting import SamplingConfig
 from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
-from grpo_data.prompting import SamplingConfig
-from grpo_data.stats import StoppingRule
-from grpo_data.verify_pool import VerifierPool
+from grpo_data.verify.pool import VerifierPool
 
 
 def _profile(problems, engine, pool, cfg, out) -> tuple[pl.DataFrame, float, int]:
@@ -46,8 +46,8 @@ def run(quick: bool = False, workdir: str = "runs/bench-profile") -> dict:
     n_tp = 64 if quick else 256
     tp_problems = train.sample(n=n_tp, seed=1)
     out = {"policy": str(policy)}
-    from grpo_data.engines import EngineSettings
-    from grpo_data.prompting import encode_prompt, resolve_stops
+    from grpo_data.generation.engines import EngineSettings
+    from grpo_data.generation.prompting import encode_prompt, resolve_stops
 
     def gen_only(engine) -> float:
         """Generation alone (no verification): samples/s of engine.generate on the same prompts,
@@ -93,7 +93,7 @@ def run(quick: bool = False, workdir: str = "runs/bench-profile") -> dict:
 def adaptive_summary(problems: pl.DataFrame, rule: StoppingRule, ref, fixed, adapt, flat, samples) -> dict:
     from scipy.stats import binom
 
-    from grpo_data.stats import credible_interval, posterior, row_priors
+    from grpo_data.curriculum.stats import credible_interval, posterior, row_priors
 
     ref_n, fixed_n, adapt_n, flat_n = samples
     level = problems.select("id", "level").sort("id")["level"].to_numpy()

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import polars as pl
 
-from grpo_data.engines import make_engine
+from grpo_data.generation.engines import make_engine
+from grpo_data.generation.prompting import SamplingConfig
 from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
-from grpo_data.prompting import SamplingConfig
-from grpo_data.verify_pool import PoolConfig, VerifierPool
+from grpo_data.verify.pool import PoolConfig, VerifierPool
 
 POOL = PoolConfig(workers=1)  # one verifier process per engine, in both paths
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import RESULTS
-from grpo_data import io
+from grpo_data.tables import io
 
 
 def _fmt(x) -> str:

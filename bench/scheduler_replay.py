@@ -14,7 +14,7 @@ import argparse
 import numpy as np
 import polars as pl
 
-from grpo_data.band_scheduler import BandConfig, BandScheduler
+from grpo_data.curriculum.band_scheduler import BandConfig, BandScheduler
 
 SAMPLERS = {  # the curriculum benchmark's band arms, as BandConfig settings (bench/curriculum_bench.py ARMS)
     "pool (uniform passes)": {"epoch": "pool"},

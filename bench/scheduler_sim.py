@@ -43,8 +43,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
-from grpo_data.scheduler import difficulty_groups, make_scheduler
-from grpo_data.stats import StoppingRule, simulate
+from grpo_data.curriculum.scheduler import difficulty_groups, make_scheduler
+from grpo_data.curriculum.stats import StoppingRule, simulate
 from grpo_train.config import RolloutConfig, SchedulerSection
 
 ROLLOUT = RolloutConfig()

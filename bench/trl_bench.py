@@ -64,10 +64,10 @@ def train_arm(arm: str, seed: int, out: Path, policy: str, train_path: str, step
 def heldout_accuracy(model: str, heldout_path: Path, k: int, seed: int) -> dict:
     import polars as pl
 
-    from grpo_data.engines import make_engine
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.rollouts import RolloutSampler
-    from grpo_data.verify_pool import VerifierPool
+    from grpo_data.generation.engines import make_engine
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
+    from grpo_data.generation.rollouts import RolloutSampler
+    from grpo_data.verify.pool import VerifierPool
     from grpo_train.trainer import evaluate
 
     heldout = pl.read_parquet(heldout_path)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import time
 
-from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize
+from grpo_data.verify.pool import PoolConfig, VerifierPool, summarize
 
 ADVERSARIAL = [
     "\\boxed{9^9^9^9}", "\\boxed{9^{9^{9^{9}}}}", "\\boxed{10^{10^{9}}}", "(" * 10_000 + "1" + ")" * 10_000,

@@ -1,5 +1,14 @@
-"""Data side of grpo-curriculum: the canonical problem table, loaders, the answer verifier,
-the embedded arithmetic world, the pass-rate profiler, curriculum shards and the scheduler.
+"""Data side of grpo-curriculum: everything up to the batch the trainer gets.
 
-Nothing here imports grpo_train or pipelines.
+    tables        the canonical problem table: loaders, mixtures, decontamination, shards, cards,
+                  exports, the embedded world, atomic writes
+    verify        math-verify verdicts in killable workers, reading final answers, rewards
+    generation    prompts and sampling, the vLLM and transformers engines, scored rollouts
+    curriculum    pass-rate posteriors, the band scheduler and the peers' samplers, priors, allocation
+    profiler      the offline pass-rate estimator (one process or torchrun ranks); ray_profile on Ray
+    integrations  the scheduler inside TRL's and verl's trainers
+
+The rooms group modules by what they are about; they are not layers (a shard card reads posteriors,
+a profile prior reads shards). Modules import each other without a circle (tests/test_layout.py),
+and nothing here imports grpo_train or pipelines.
 """

@@ -8,14 +8,14 @@ truncation rate, a count per verifier reason, `n_formatted`: completions that ca
 answer in the format the prompt asks for (a `\\boxed{}`; null when the prompt asks for none), and
 `k_rounds`/`n_correct_rounds`: samples and successes of each sampling round the problem took part
 in, in order (one round in fixed mode; the screen, then each step it was sampled in, in adaptive
-mode: ragged lists, `grpo_data.exports`), which sum to `k` and `n_correct`. When
+mode: ragged lists, `grpo_data.tables.exports`), which sum to `k` and `n_correct`. When
 few do, the pass rate measures formatting, not difficulty: the run logs a warning and records the
 rate in its metadata (`format`). Run metadata (model and weights hash, sampling,
 template hash, verifier, its rules hash and package versions, seed, rule) goes into the parquet footer (key
 `grpo_profile`) and a sidecar `NAME.json`.
 
 Prompts that do not fit: before generation every rendered prompt is measured against the engine's
-context (`grpo_data.context`). One that cannot fit with max_tokens is left out with its reason
+context (`grpo_data.generation.context`). One that cannot fit with max_tokens is left out with its reason
 (`cfg.overlong_prompts` "skip", the default) or, with "clip", profiled with the room left: its row's
 `max_tokens` says the budget it was measured under. Left-out problems go to `NAME.rejects.jsonl`
 (id, reason, detail, prompt and budget tokens, context) and their counts to the metadata
@@ -23,11 +23,11 @@ context (`grpo_data.context`). One that cannot fit with max_tokens is left out w
 
 Fixed mode samples k per problem. Adaptive mode (`cfg.rule`) screens every problem with a few
 samples and keeps sampling only those whose in-band/out-of-band decision is still uncertain. With
-a `prior` (another model's published difficulty, `grpo_data.priors`), those decisions also weigh its
+a `prior` (another model's published difficulty, `grpo_data.curriculum.priors`), those decisions also weigh its
 discounted pseudo-counts, moved by the logit offset between that model and this one as fitted to
 every count drawn so far (`fit_logit_offset`); the rows written are this model's own samples only,
 and the metadata names the prior. An earlier profile of another checkpoint or model is such a prior
-too (`grpo_data.prior_profile`); one the same weights drew is refused (`check_other_source`).
+too (`grpo_data.curriculum.prior_profile`); one the same weights drew is refused (`check_other_source`).
 
 Resumable: problems are processed in chunks; each finished chunk is written atomically to
 `NAME.parquet.parts/`. A rerun with the same `out` skips ids already there, so a kill -9 loses at
@@ -56,23 +56,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from grpo_data import io
-from grpo_data.context import (
-    LEFT_OUT_SCHEMA,
-    MIN_CLIPPED_TOKENS,
-    ContextPolicy,
-    FitResult,
-    count_reasons,
-    measure_problems,
-)
-from grpo_data.exports import METADATA_KEY, ROUND_SCHEMA
-from grpo_data.prior_profile import REUSE, check_other_source
-from grpo_data.priors import Prior, fit_logit_offset, offset_evidence
-from grpo_data.problems import level_array, spread_prompts
-from grpo_data.prompting import PromptConfig, SamplingConfig, detect_format, resolve_stops, template_hash
-from grpo_data.rewards import Answer, correctness
-from grpo_data.rollouts import RolloutSampler
-from grpo_data.stats import (
+from grpo_data.curriculum.prior_profile import REUSE, check_other_source
+from grpo_data.curriculum.priors import Prior, fit_logit_offset, offset_evidence
+from grpo_data.curriculum.stats import (
     DEFAULT_BAND,
     JEFFREYS,
     StoppingRule,
@@ -81,7 +67,27 @@ from grpo_data.stats import (
     posterior,
     row_priors,
 )
-from grpo_data.verify import REASONS, rules_hash, verdict_fingerprint
+from grpo_data.generation.context import (
+    LEFT_OUT_SCHEMA,
+    MIN_CLIPPED_TOKENS,
+    ContextPolicy,
+    FitResult,
+    count_reasons,
+    measure_problems,
+)
+from grpo_data.generation.prompting import (
+    PromptConfig,
+    SamplingConfig,
+    detect_format,
+    resolve_stops,
+    template_hash,
+)
+from grpo_data.generation.rollouts import RolloutSampler
+from grpo_data.tables import io
+from grpo_data.tables.exports import METADATA_KEY, ROUND_SCHEMA
+from grpo_data.tables.problems import level_array, spread_prompts
+from grpo_data.verify.judge import REASONS, rules_hash, verdict_fingerprint
+from grpo_data.verify.rewards import Answer, correctness
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +110,7 @@ class ProfileConfig:
 
     k:          samples per problem in fixed mode.
     rule:       adaptive stopping rule; None means fixed k.
-    sampling / prompt: the shared generation definition (grpo_data.prompting).
+    sampling / prompt: the shared generation definition (grpo_data.generation.prompting).
     chunk_size: problems per flushed chunk (the most a crash can lose).
     seed:       the run's seed: each chunk's sampling rounds are seeded from it (`round_seed`).
     prior_groups: adaptive mode's empirical-Bayes prior: "level" fits one per level (when the
@@ -112,7 +118,7 @@ class ProfileConfig:
     answer_format: whose rate `n_formatted` counts: "boxed", "none", or "auto" (the prompt config's
                 request, else the problems' own instruction; `prompting.detect_format`).
     overlong_prompts: a prompt that cannot fit the engine's context with max_tokens is left out
-                ("skip") or profiled with the room left ("clip"; `grpo_data.context`).
+                ("skip") or profiled with the room left ("clip"; `grpo_data.generation.context`).
     min_clipped_tokens: the smallest clipped budget; a prompt leaving less room is left out anyway.
     wave:       adaptive mode: chunks whose decisions weigh the same history (every chunk of an earlier
                 wave; `ProfilePlan`), so that many can be profiled at once; 1 weighs every chunk before.
@@ -502,7 +508,7 @@ def package_versions() -> dict[str, str]:
 def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: dict) -> dict:
     """What produced a profile. `verifier_config`: the pool's `PoolConfig.verdict_settings()`; with
     them the verifier's entry holds this project's rules hash and the verdict fingerprint under the
-    pool's pred_tail_chars (`grpo_data.verify`), and `versions` those of the judging libraries."""
+    pool's pred_tail_chars (`grpo_data.verify.judge`), and `versions` those of the judging libraries."""
     sampling = resolve_stops(cfg.sampling, engine.tokenizer)  # the stops the run really uses
     fingerprint = verdict_fingerprint(int(verifier_config.get("pred_tail_chars", 2000)))
     return {

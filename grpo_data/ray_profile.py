@@ -6,7 +6,7 @@
 The driver holds the plan (`grpo_data.profiler.ProfilePlan`): chunks cut from the shard's id-sorted
 problems, each one's history, the parts already written. Each actor (`ProfileWorker`, one per GPU or
 per `cpus_per_worker` CPUs) builds the project's own engine with the run's settings, its own killable
-verifier pool (`grpo_data.verify_pool`) and the same rollout path as a single-process run, and profiles
+verifier pool (`grpo_data.verify.pool`) and the same rollout path as a single-process run, and profiles
 one whole chunk per call (`run_chunk`: the chunk's rounds seeded from the seed and its ids). Chunks go
 to whichever actor is free, so a slow node takes fewer. The driver writes each returned chunk as the
 same atomic part a single-process run writes, named by its first id: the merge, the metadata and a
@@ -51,7 +51,7 @@ from grpo_data.profiler import (
     run_chunk,
     run_metadata,
 )
-from grpo_data.verify_pool import PoolConfig
+from grpo_data.verify.pool import PoolConfig
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def engine_worker_spec(engine: str, model: str, resources: dict[str, float], poo
     is not the driver's)."""
     from functools import partial
 
-    from grpo_data.engines import EngineSettings, make_engine
+    from grpo_data.generation.engines import EngineSettings, make_engine
 
     gpus = gpus if gpus is not None else (1.0 if resources.get("GPU", 0) > 0 else 0.0)
     cpus = cpus if cpus is not None else (1.0 if gpus else 2.0)
@@ -186,7 +186,7 @@ class ProfileWorker:
         if spec.verifier_factory is not None:
             self.verifier, self._pool = spec.verifier_factory(), None
         else:
-            from grpo_data.verify_pool import VerifierPool
+            from grpo_data.verify.pool import VerifierPool
 
             self._pool = VerifierPool(spec.pool)
             self.verifier = self._pool.__enter__()

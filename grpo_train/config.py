@@ -20,13 +20,13 @@ from pathlib import Path
 
 import yaml
 
-from grpo_data.allocation import Sizing, VarianceSchedule
-from grpo_data.band_scheduler import BandConfig
-from grpo_data.engine_base import EngineSettings
-from grpo_data.engines import ENGINES
-from grpo_data.peer_schedulers import PEER_SCHEDULERS, peer_config
-from grpo_data.prompting import SamplingConfig
-from grpo_data.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, prior_refusal
+from grpo_data.curriculum.allocation import Sizing, VarianceSchedule
+from grpo_data.curriculum.band_scheduler import BandConfig
+from grpo_data.curriculum.peer_schedulers import PEER_SCHEDULERS, peer_config
+from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, prior_refusal
+from grpo_data.generation.engine_base import EngineSettings
+from grpo_data.generation.engines import ENGINES
+from grpo_data.generation.prompting import SamplingConfig
 from grpo_train.diagnostics import DiagnosticsConfig
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class DataConfig:
     """train: canonical problem table to train on; heldout: table for evaluation (optional);
     profile: offline profile of `train` (optional; the band scheduler's prior);
     prior: another model's difficulty read from `train`'s own columns (band scheduler only;
-    `grpo_data.priors`: a preset
+    `grpo_data.curriculum.priors`: a preset
     such as bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES; a table written by
     `grpo load` keeps the field when loaded with `--prior`): its pseudo-counts join the profile's
     counts, moved by the logit offset fitted on the problems both cover (`priors.merge_offline`), and
@@ -46,11 +46,11 @@ class DataConfig:
     --prior` needs the same prior and weight here (it stopped early where that prior agreed), and
     is refused otherwise, naming them;
     prior_profile: an earlier profile of `train` by another checkpoint or model, as the prior instead
-    of `prior` (one source at a time; `grpo_data.prior_profile`): joined by id, each problem's rate
+    of `prior` (one source at a time; `grpo_data.curriculum.prior_profile`): joined by id, each problem's rate
     from its k samples; refused when the same weights as `model` or `profile` drew it (reuse it as
     `profile` instead);
     prior_weight: the most pseudo-samples one of its values counts for (the discount; null means 4,
-    `grpo_data.priors.DEFAULT_WEIGHT`; at least 1; refused without `prior` or `prior_profile`)."""
+    `grpo_data.curriculum.priors.DEFAULT_WEIGHT`; at least 1; refused without `prior` or `prior_profile`)."""
 
     train: str = "runs/world/train.parquet"
     heldout: str | None = "runs/world/test.parquet"
@@ -63,7 +63,7 @@ class DataConfig:
 @dataclass(frozen=True)
 class SchedulerSection:
     """name: band | uniform | offline_band | pools | greso (pools: prime-rl's difficulty pools, greso:
-    GRESO's selective rollouts, `grpo_data.peer_schedulers`); settings: pools and greso only, their
+    GRESO's selective rollouts, `grpo_data.curriculum.peer_schedulers`); settings: pools and greso only, their
     settings by name (e.g. `scheduler.settings.p_easy=0.4`; names and sourced defaults in
     PoolsConfig and GresoConfig there; unknown names are refused); lo/hi: target band (default 0.2-0.8; `grpo bench
     e2e_select` on the chain world's validation split has chosen it over 0.2-0.95 once, tied once,
@@ -82,7 +82,7 @@ class SchedulerSection:
     problems not yet offered hold fewer than a batch likely in band, `pass` when they hold fewer
     than a batch worth generating: a pass over the pool that skips the problems whose expected
     chance of a mixed group is below skip_below (not generated, not charged) and trains every
-    other one once (`grpo_data.band_scheduler`, "Epochs"); refresh_trigger: what else, besides
+    other one once (`grpo_data.curriculum.band_scheduler`, "Epochs"); refresh_trigger: what else, besides
     every refresh_every steps, starts a refresh: `centre` a batch pass rate further than
     refresh_drift from the band centre, `surprise` one further than refresh_drift from the
     scheduler's own prediction for the problems it generated (stale estimates, not a dry band);
@@ -135,14 +135,14 @@ class RolloutConfig:
     filtering), `penalty` (DAPO's soft overlong punishment: reward minus up to overlong_penalty,
     ramping linearly over the last overlong_buffer tokens of the budget);
     instruction_suffix/system_prompt: prompt construction; vllm: engine settings
-    (grpo_data.engines.EngineSettings: gpu_memory_utilization, max_model_len, enforce_eager, dtype,
+    (grpo_data.generation.engines.EngineSettings: gpu_memory_utilization, max_model_len, enforce_eager, dtype,
     max_num_seqs, enable_sleep_mode; null means the device kind's default);
     overlong_prompts: a problem whose prompt cannot fit the engine's context (vllm.max_model_len, else
     the model's) with max_tokens is left out of the pool and the held-out set before the scheduler is
     built (`skip`, listed with its reason in the run's left_out.jsonl), or generated with the room
-    left (`clip`) unless that is under min_clipped_tokens (`grpo_data.context`).
+    left (`clip`) unless that is under min_clipped_tokens (`grpo_data.generation.context`).
 
-    Group sizes (`grpo_data.allocation.Sizing`): sizing `fixed` gives every problem G answers;
+    Group sizes (`grpo_data.curriculum.allocation.Sizing`): sizing `fixed` gives every problem G answers;
     `allocate` sizes each problem from the scheduler's posterior, within [size_min, size_max], among
     size_candidates x batch_groups offered problems: size_objective `marginal` (default) maximizes
     the expected number of groups holding a right and a wrong answer; `target` gives each problem
@@ -295,7 +295,7 @@ class AlgoConfig:
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """The training reward: a weighted sum of registered rewards (grpo_data.rewards: correctness |
+    """The training reward: a weighted sum of registered rewards (grpo_data.verify.rewards: correctness |
     format | length_penalty), each term a mapping {name, weight, and that reward's options}. An
     answer any term cannot score (its gold answer cannot be read; a verifier timeout or error too
     under `{name: correctness, undecided: none}`) gets no reward: it is kept out of the loss and out
@@ -386,7 +386,7 @@ class TrainConfig:
     diagnostics: DiagnosticsConfig = field(default_factory=DiagnosticsConfig)
 
     def __post_init__(self) -> None:
-        from grpo_data.rewards import check_terms
+        from grpo_data.verify.rewards import check_terms
         from grpo_train.controllers import LR_SCHEDULES
         from grpo_train.core_algos import ADVANTAGES, AGGREGATIONS
 
@@ -465,7 +465,7 @@ class TrainConfig:
         if self.scheduler.name in PEER_SCHEDULERS:
             peer_config(self.scheduler.name, self.scheduler.settings)  # refuses unknown or bad settings
         if self.data.prior:
-            from grpo_data.priors import PriorError, parse_spec
+            from grpo_data.curriculum.priors import PriorError, parse_spec
 
             try:
                 parse_spec(self.data.prior)  # a malformed spec is refused before any engine starts
@@ -623,7 +623,7 @@ def stage_prior(own: dict | None, profile: dict | None) -> dict:
     """The prior settings (PRIOR_KEYS) a pipeline's shards or train stage uses: those of its own
     section (`own`; train's `data:`) when it names any of them (`prior: null` names none), else the
     `profile:` section's. A profile that stopped early on a prior is read with that prior only
-    (`grpo_data.priors.check_recorded_prior`), so the stages after it take it by default."""
+    (`grpo_data.curriculum.priors.check_recorded_prior`), so the stages after it take it by default."""
     own, profile = own or {}, profile or {}
     source = own if any(k in own for k in PRIOR_KEYS) else profile
     return {k: source[k] for k in PRIOR_KEYS if source.get(k) is not None}

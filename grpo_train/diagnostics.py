@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grpo_data.stats import paired_mean_se
+from grpo_data.curriculum.stats import paired_mean_se
 
 DETECTORS: dict[str, Callable[[list[dict], DiagnosticsConfig], str | None]] = {}
 

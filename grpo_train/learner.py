@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grpo_data.prompting import SamplingConfig
+from grpo_data.generation.prompting import SamplingConfig
 from grpo_train.config import AlgoConfig, DeepSpeedSection, OptimConfig
 from grpo_train.controllers import AdaptiveKL, RewardWindow, lr_factor
 from grpo_train.core_algos import AdvantageInputs, LossNorm, compute_advantages, policy_loss, tis_weights

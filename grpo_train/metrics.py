@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from grpo_data import io
-from grpo_data.stats import paired_mean_se, pass_at_k
+from grpo_data.curriculum.stats import paired_mean_se, pass_at_k
+from grpo_data.tables import io
 
 logger = logging.getLogger(__name__)
 

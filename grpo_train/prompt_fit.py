@@ -1,8 +1,8 @@
-"""Training's side of `grpo_data.context`: problems whose prompt cannot fit the engine's context.
+"""Training's side of `grpo_data.generation.context`: problems whose prompt cannot fit the engine's context.
 
 The trainer builds its scheduler over the problem table before the engine starts (the engine's seed
 depends on the resumed step), so the context is taken from the model config or
-`rollout.vllm.max_model_len` (`grpo_data.engines.model_context_length`) and checked against the
+`rollout.vllm.max_model_len` (`grpo_data.generation.engines.model_context_length`) and checked against the
 started engine (`check_engine_context`). Problems that cannot fit are removed from the training
 pool before the scheduler is built (never drawn) and from the held-out set (its accuracy is over
 the problems it kept: `heldout_problems`, beside `heldout_left_out`); both are listed with their
@@ -17,10 +17,10 @@ from pathlib import Path
 
 import polars as pl
 
-from grpo_data import io
-from grpo_data.context import ContextPolicy, measure_problems
-from grpo_data.engines import model_context_length
-from grpo_data.prompting import PromptConfig, encode_prompt
+from grpo_data.generation.context import ContextPolicy, measure_problems
+from grpo_data.generation.engines import model_context_length
+from grpo_data.generation.prompting import PromptConfig, encode_prompt
+from grpo_data.tables import io
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ class RunFit:
     """The run's tables with the problems that cannot fit removed.
 
     policy:           the context policy they were measured with (the samplers generate with it).
-    left_out:         grpo_data.context.LEFT_OUT_SCHEMA rows plus `split` ("train" or "heldout").
+    left_out:         grpo_data.generation.context.LEFT_OUT_SCHEMA rows plus `split` ("train" or "heldout").
     heldout_left_out: held-out problems left out (0 without a held-out set)."""
 
     problems: pl.DataFrame

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from grpo_data.engines import Completion
+from grpo_data.generation.engines import Completion
 
 # groups per rank at each step (rank 1 has none at step 2: it must still join the collectives)
 SHARES = ((3, 1), (1, 2), (2, 0))

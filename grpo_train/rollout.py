@@ -1,7 +1,7 @@
 """Rollouts with dynamic resampling: every training batch is full of groups that teach.
 
 `RolloutBatcher.next_batch()` asks the scheduler for problems, samples G answers for each through
-the shared path (`grpo_data.rollouts.RolloutSampler`: the same token ids, stops and verification as
+the shared path (`grpo_data.generation.rollouts.RolloutSampler`: the same token ids, stops and verification as
 profiling and evaluation), reports every group's outcome back to the scheduler (kept or dropped),
 and drops groups whose answers are all right or all wrong. It asks for replacements until the batch
 holds `batch_groups` informative groups or `max_rounds` rounds have run; an under-filled batch is
@@ -28,12 +28,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from grpo_data.allocation import Sizing, expected_informative, needs_more
-from grpo_data.engines import Completion
-from grpo_data.prompting import SamplingConfig
-from grpo_data.rewards import Answer, build_reward
-from grpo_data.rollouts import RolloutSampler, ScoredGroup
-from grpo_data.stats import DEFAULT_BAND
+from grpo_data.curriculum.allocation import Sizing, expected_informative, needs_more
+from grpo_data.curriculum.stats import DEFAULT_BAND
+from grpo_data.generation.engines import Completion
+from grpo_data.generation.prompting import SamplingConfig
+from grpo_data.generation.rollouts import RolloutSampler, ScoredGroup
+from grpo_data.verify.rewards import Answer, build_reward
 from grpo_train.core_algos import overlong_penalty
 
 logger = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ CORRECTNESS = build_reward("correctness")
 def make_group(problem: int, prompt_ids: list[int], scored: ScoredGroup, overlong: Overlong,
                reward=CORRECTNESS) -> Group:
     """A Group from sampled, verified answers: each answer's reward from `reward` (a
-    `grpo_data.rewards.build_reward` sum; None becomes NaN and keeps the answer out of the loss)."""
+    `grpo_data.verify.rewards.build_reward` sum; None becomes NaN and keeps the answer out of the loss)."""
     correct = scored.correct
     answers = [Answer(c.text, v, len(c.token_ids), c.truncated, overlong.max_tokens)
                for c, v in zip(scored.completions, scored.verdicts, strict=True)]
@@ -393,7 +393,7 @@ class RolloutBatcher:
     def _allocate(self, budget: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """(problems, sizes) for each rank in one round of `budget` answers over all ranks: the
         scheduler offers candidates, dealt to the ranks in turn; each rank's share is sized from its
-        posteriors within budget / ranks answers, by the sizing objective (`grpo_data.allocation`).
+        posteriors within budget / ranks answers, by the sizing objective (`grpo_data.curriculum.allocation`).
         Every rank computes every plan (the schedulers are identical), so all agree on the round's
         outcome. A rank whose plan is empty gets its most promising candidate at n_min (every rank
         generates: data-parallel vLLM steps in lock-step)."""

@@ -1,6 +1,6 @@
 """What the trainer's scheduler starts from: an offline profile's counts, another model's
 difficulty read from the training table (`data.prior`) or from an earlier profile of another
-checkpoint or model (`data.prior_profile`), combined as `grpo_data.priors.merge_offline` combines
+checkpoint or model (`data.prior_profile`), combined as `grpo_data.curriculum.priors.merge_offline` combines
 them, and the difficulty groups whose drift learns the offset between the two.
 
     start = scheduler_start(problems, cfg)     # offline counts, groups, prior, offset; no engine
@@ -19,11 +19,11 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-from grpo_data import io
-from grpo_data.prior_profile import check_other_source, read_prior_settings
-from grpo_data.priors import Prior, check_recorded_prior, merge_offline, origin_groups
-from grpo_data.problems import level_array
-from grpo_data.scheduler import Scheduler, difficulty_groups, make_scheduler
+from grpo_data.curriculum.prior_profile import check_other_source, read_prior_settings
+from grpo_data.curriculum.priors import Prior, check_recorded_prior, merge_offline, origin_groups
+from grpo_data.curriculum.scheduler import Scheduler, difficulty_groups, make_scheduler
+from grpo_data.tables import io
+from grpo_data.tables.problems import level_array
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
     With the train config `cfg`, warns when the profile was sampled differently from training and
     logs how many problems it leaves unprofiled (without: quiet). A profile whose adaptive stopping
     weighed a prior is refused unless `prior` (data.prior) is that same spec and weight
-    (`grpo_data.priors.check_recorded_prior`)."""
+    (`grpo_data.curriculum.priors.check_recorded_prior`)."""
     if not profile_path:
         return None
     from grpo_data.profiler import read_profile

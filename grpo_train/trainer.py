@@ -28,12 +28,12 @@ import numpy as np
 import polars as pl
 import torch
 
-from grpo_data import io
-from grpo_data.problems import level_array, spread_prompts
-from grpo_data.prompting import PromptConfig, detect_format
-from grpo_data.rewards import build_reward
-from grpo_data.rollouts import RolloutSampler
-from grpo_data.stats import majority_correct
+from grpo_data.curriculum.stats import majority_correct
+from grpo_data.generation.prompting import PromptConfig, detect_format
+from grpo_data.generation.rollouts import RolloutSampler
+from grpo_data.tables import io
+from grpo_data.tables.problems import level_array, spread_prompts
+from grpo_data.verify.rewards import build_reward
 from grpo_train.config import TrainConfig, dump_config, schedule_steps
 from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.metrics import (
@@ -85,7 +85,7 @@ def eval_counts(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: in
 def check_inputs(cfg: TrainConfig) -> None:
     """Every path the run reads exists, and `data.prior` (or `data.prior_profile`) can be read, before any
     engine starts: one line naming the path (or the column) and the command that makes it."""
-    from grpo_data.engines import check_model_path
+    from grpo_data.generation.engines import check_model_path
 
     check_model_path(cfg.model)
     for key, path, make in (("data.train", cfg.data.train, "grpo load / grpo world (or grpo pipeline)"),
@@ -168,8 +168,8 @@ class Trainer:
         self.health = Health(cfg.diagnostics, history=[r for r in read_metrics(self.run_dir) if r["kind"] == "train"]
                              if ckpt is not None else None)
 
-        from grpo_data.engines import check_engine_context, make_engine
-        from grpo_data.verify_pool import VerifierPool
+        from grpo_data.generation.engines import check_engine_context, make_engine
+        from grpo_data.verify.pool import VerifierPool
 
         # each rank (and each resume point) seeds its own engine differently but deterministically
         self.engine = make_engine(ro.engine, cfg.model, seed=cfg.run.seed + 1000 * self.rank + self.step,

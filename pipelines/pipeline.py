@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from grpo_data import io
+from grpo_data.tables import io
 from grpo_train.config import PRIOR_KEYS, deep_merge
 from pipelines.pipeline_priors import (
     check_priors,
@@ -71,13 +71,13 @@ def _stage(name: str):
 
 
 def data_stage(spec: dict, out: Path) -> dict[str, Path]:
-    """The world, or a dataset (`data.source`) or mixture (`data.sources`, see grpo_data/mixture.py),
+    """The world, or a dataset (`data.source`) or mixture (`data.sources`, see grpo_data/tables/mixture.py),
     split into train and held-out by id hash; reused when `data:` is unchanged."""
     from pipelines.stages import write_world
 
     if "world" in spec:
         return write_world(out / "world", **spec["world"])
-    from grpo_data.loaders import (
+    from grpo_data.tables.loaders import (
         PROVENANCE_KEY,
         Source,
         load_sources,
@@ -85,7 +85,7 @@ def data_stage(spec: dict, out: Path) -> dict[str, Path]:
         resolve_preset,
         write_load_result,
     )
-    from grpo_data.mixture import build_mixture, parse_mixture
+    from grpo_data.tables.mixture import build_mixture, parse_mixture
 
     d = spec["data"]
     folder = out / "data"
@@ -118,7 +118,7 @@ def data_stage(spec: dict, out: Path) -> dict[str, Path]:
 def decontaminate_stage(spec: dict, paths: dict[str, Path]) -> dict[str, Path]:
     """With a `decontaminate:` section, the training split without rows that overlap the named
     evaluation sets (`heldout`, `val`, `test` name the pipeline's own splits); reused when unchanged."""
-    from grpo_data.decontam import DecontamConfig
+    from grpo_data.tables.decontam import DecontamConfig
     from pipelines.stages import decontaminate_file
 
     d = dict(spec["decontaminate"] or {})
@@ -191,8 +191,8 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
     the data, the settings, and what judges the samples (rules hash, verdict fingerprint, pool
     settings, judging libraries' versions): a change to any starts the profile over."""
     from grpo_data.profiler import JUDGING_PACKAGES, package_versions, profile_options, weights_hash
-    from grpo_data.verify import rules_hash, verdict_fingerprint
-    from grpo_data.verify_pool import PoolConfig
+    from grpo_data.verify.judge import rules_hash, verdict_fingerprint
+    from grpo_data.verify.pool import PoolConfig
 
     settings, options = split_prior(split_backend(pcfg)[1])
     cfg, _ = profile_options({"seed": seed, **options})
@@ -209,9 +209,9 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
 def _profile_on_ray(model: str, problems: pl.DataFrame, cfg, choice: dict, ray: dict, out: Path, data: str,
                     prior) -> dict:
     """The profile stage on Ray actors (`grpo_data.ray_profile`): one per GPU by default."""
-    from grpo_data.engines import engine_settings
+    from grpo_data.generation.engines import engine_settings
     from grpo_data.ray_profile import RayCluster, engine_worker_spec, profile_problems_ray, worker_env
-    from grpo_data.verify_pool import PoolConfig
+    from grpo_data.verify.pool import PoolConfig
 
     with RayCluster(address=ray.get("address"), env=worker_env()) as cluster:
         spec = engine_worker_spec(choice["engine"] or "vllm", model, cluster.resources(), PoolConfig(workers=1),
@@ -227,15 +227,15 @@ def shards_key(profile: Path, shards_spec: dict) -> dict:
     as training's key has it: a profile re-run under other settings, same rows and weights, rebuilds
     the set, whose card refuses a profile other than the one the set was built from) and the shards
     section."""
-    from grpo_data.shards import sha256_file
+    from grpo_data.tables.shards import sha256_file
 
     return {"profile": sha256_file(Path(profile)), "layout": 2, **shards_spec}
 
 
 def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0, limit: int | None = None) -> Path:
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
-    from grpo_data.engines import engine_settings, make_engine
-    from grpo_data.prior_profile import REUSE, check_other_source
+    from grpo_data.curriculum.prior_profile import REUSE, check_other_source
+    from grpo_data.generation.engines import engine_settings, make_engine
     from grpo_data.profiler import (
         merge_parts,
         parts_dir,
@@ -244,7 +244,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
         run_metadata,
         weights_hash,
     )
-    from grpo_data.verify_pool import VerifierPool
+    from grpo_data.verify.pool import VerifierPool
 
     backend_spec, rest = split_backend(pcfg)
     settings, options = split_prior(rest)
@@ -291,12 +291,12 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
     section's own, else the profile's: `stage_prior`), rebuilt when the profile's content, the section
     or the prior changed; and the card (OUT/card/NAME.md), which draws training's band. The profile's
     left-out problems stay out of the set, prior or not. Returns the card's path."""
-    from grpo_data.cards import write_card
-    from grpo_data.loaders import read_provenance
-    from grpo_data.prior_profile import check_other_source
-    from grpo_data.priors import check_recorded_prior
+    from grpo_data.curriculum.prior_profile import check_other_source
+    from grpo_data.curriculum.priors import check_recorded_prior
     from grpo_data.profiler import read_profile, read_rejects
-    from grpo_data.shards import ShardIntegrityError, read_manifest, write_shards
+    from grpo_data.tables.cards import write_card
+    from grpo_data.tables.loaders import read_provenance
+    from grpo_data.tables.shards import ShardIntegrityError, read_manifest, write_shards
     from grpo_train.config import RolloutConfig, SchedulerSection, stage_prior
 
     shards_dir = out / "shards"
@@ -438,7 +438,7 @@ def launch_training(cfg, config_path: Path) -> None:
 def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple[float, float]) -> dict:
     """Test accuracy before/after (overall, by level) and the training pool's pass rates before and
     after: mean posterior estimate and the share estimated inside the band training used."""
-    from grpo_data.estimates import profile_estimates
+    from grpo_data.curriculum.estimates import profile_estimates
     from grpo_data.profiler import read_profile
     from grpo_train.metrics import read_metrics
 

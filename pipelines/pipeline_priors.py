@@ -1,7 +1,7 @@
 """The prior settings of a pipeline's stages (`grpo pipeline`): `prior`, `prior_profile` and
 `prior_weight` in `profile:` and `shards:`, as `data.prior`, ... in `train:`, with the meaning and the
 checks of `grpo profile/shards/train --prior/--prior-profile/--prior-weight`
-(`grpo_data.prior_profile.check_prior_settings`, `read_prior_settings`). The stages after the
+(`grpo_data.curriculum.prior_profile.check_prior_settings`, `read_prior_settings`). The stages after the
 profile take the profile's prior unless their section names its own (`grpo_train.config.stage_prior`):
 an adaptive profile that stopped early on a prior is read with that prior only.
 """
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import polars as pl
 
-from grpo_data.prior_profile import check_prior_settings, read_prior_settings
-from grpo_data.priors import DEFAULT_WEIGHT, PriorError, keep_patterns
-from grpo_data.shards import sha256_file
+from grpo_data.curriculum.prior_profile import check_prior_settings, read_prior_settings
+from grpo_data.curriculum.priors import DEFAULT_WEIGHT, PriorError, keep_patterns
+from grpo_data.tables.shards import sha256_file
 from grpo_train.config import PRIOR_KEYS, stage_prior
 
 
@@ -50,7 +50,7 @@ def check_priors(spec: dict, path: str | Path) -> None:
 
 
 def prior_fields(spec: dict) -> tuple[str, ...]:
-    """The fields the data stage keeps in each row's meta (`grpo_data.priors.keep_patterns`) for every
+    """The fields the data stage keeps in each row's meta (`grpo_data.curriculum.priors.keep_patterns`) for every
     column prior the pipeline's stages read (`prior` of the profile, the shards and training)."""
     profile = spec.get("profile") or {}
     specs = {profile.get("prior"), stage_prior(spec.get("shards"), profile).get("prior"),
@@ -75,7 +75,7 @@ def prior_identity(settings: dict) -> dict:
 
 def read_stage_prior(where: str, settings: dict, table: pl.DataFrame, data: Path):
     """The prior `settings` name over the problems of `table` (`data` names it in errors), read as the
-    command line reads its flags (`grpo_data.prior_profile.read_prior_settings`); None without one.
+    command line reads its flags (`grpo_data.curriculum.prior_profile.read_prior_settings`); None without one.
     PriorError naming the section `where`."""
     try:
         return read_prior_settings(*(settings.get(k) for k in PRIOR_KEYS), table, str(data), PRIOR_KEYS)

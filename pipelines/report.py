@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 import yaml
 
-from grpo_data import io
+from grpo_data.tables import io
 from grpo_train.metrics import read_metrics
 
 COLORS = ("#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974")
@@ -136,9 +136,9 @@ def pool_levels(config: dict) -> pl.DataFrame | None:
 
 def pass_rate_figure(before: Path, after: Path, band: tuple[float, float], levels: pl.DataFrame | None = None):
     """Histograms of the estimated pass rate (`p_est`: posterior mean under the empirical-Bayes prior
-    fitted to each profile, per level when `levels` (id, level) are given; see grpo_data.estimates)
+    fitted to each profile, per level when `levels` (id, level) are given; see grpo_data.curriculum.estimates)
     of the training pool before and after, with the band training used."""
-    from grpo_data.estimates import by_level, profile_estimates
+    from grpo_data.curriculum.estimates import by_level, profile_estimates
     from grpo_data.profiler import read_profile
 
     plt = _plt()

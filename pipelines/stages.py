@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from grpo_data import io
+from grpo_data.tables import io
 
 logger = logging.getLogger(__name__)
 
@@ -16,7 +16,7 @@ def write_world(out: str | Path, seed: int = 0, scale: float = 1.0) -> dict[str,
     """Generate the world into `out`/{sft,train,val,test}.parquet + world.json; reuse it when
     unchanged. `scale` multiplies the RL pool and the evaluation splits (not the SFT data).
     The returned paths name the test split `heldout` too: it is what training evaluates on."""
-    from grpo_data.world import WorldConfig, generate
+    from grpo_data.tables.world import WorldConfig, generate
 
     out = Path(out)
     cfg = WorldConfig(seed=seed).scaled(scale)
@@ -36,8 +36,8 @@ def load_from_args(args):
     """The load result the data flags of `grpo load` (or profile/train's --data flags) ask for."""
     from dataclasses import replace
 
-    from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
-    from grpo_data.priors import keep_patterns
+    from grpo_data.curriculum.priors import keep_patterns
+    from grpo_data.tables.loaders import LoadLimits, load_problems, resolve_preset
 
     preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
     preset = replace(preset, keep=keep_patterns(getattr(args, "prior", None)))
@@ -54,8 +54,8 @@ def read_problems(args, loaded_to: Path | None = None):
     `loaded_to` with its rejects beside it. Raises DataError when no valid row remains."""
     import polars as pl
 
-    from grpo_data.loaders import DataError, write_load_result
-    from grpo_data.problems import SCHEMA, validate_table
+    from grpo_data.tables.loaders import DataError, write_load_result
+    from grpo_data.tables.problems import SCHEMA, validate_table
 
     path = Path(args.data)
     if args.preset is None and not args.question_field and path.suffix == ".parquet" and path.is_file():
@@ -97,8 +97,8 @@ def eval_rows(spec: str, preset: str | None, split: str = "test", config: str | 
     columns, whatever the preset) or, with `preset` or `question_field`, of any dataset the loaders read."""
     import polars as pl
 
-    from grpo_data.loaders import DataError, read_eval_rows, resolve_preset
-    from grpo_data.problems import SCHEMA
+    from grpo_data.tables.loaders import DataError, read_eval_rows, resolve_preset
+    from grpo_data.tables.problems import SCHEMA
 
     path = Path(spec)
     if path.suffix == ".parquet" and path.is_file() and all(c in pl.read_parquet_schema(path) for c in SCHEMA):
@@ -117,9 +117,9 @@ def decontaminate_file(data: str | Path, against: list[str], out: str | Path, cf
     rejects file. Returns the summary."""
     import polars as pl
 
-    from grpo_data.decontam import decontaminate, removed_as_rejects
-    from grpo_data.loaders import PROVENANCE_KEY, read_provenance, rejects_path
-    from grpo_data.problems import SCHEMA, validate_table
+    from grpo_data.tables.decontam import decontaminate, removed_as_rejects
+    from grpo_data.tables.loaders import PROVENANCE_KEY, read_provenance, rejects_path
+    from grpo_data.tables.problems import SCHEMA, validate_table
 
     if Path(out).resolve() == Path(data).resolve():
         raise ValueError(f"{out}: write the decontaminated table to another file than its input (the input's "

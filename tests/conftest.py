@@ -20,7 +20,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def pool():
-    from grpo_data.verify_pool import VerifierPool
+    from grpo_data.verify.pool import VerifierPool
 
     with VerifierPool(workers=2, deadline_s=4.0, timeout_s=1) as p:
         yield p
@@ -28,7 +28,7 @@ def pool():
 
 @pytest.fixture(scope="session")
 def world_tables():
-    from grpo_data.world import LEVELS, WorldConfig, generate
+    from grpo_data.tables.world import LEVELS, WorldConfig, generate
 
     cfg = WorldConfig(seed=0, pool=dict.fromkeys(LEVELS, 60), val_per_level=10, test_per_level=10,
                       sft=dict.fromkeys(LEVELS, 200))
@@ -60,7 +60,7 @@ def quick_policy(tmp_path_factory, world_tables):
 @pytest.fixture(scope="session")
 def warm_policy(tmp_path_factory):
     """The default warm start on the default world (the real recipe, about 4 minutes on 2 cores)."""
-    from grpo_data.world import WorldConfig, generate
+    from grpo_data.tables.world import WorldConfig, generate
     from grpo_train.bootstrap import BootstrapConfig, bootstrap
 
     world = generate(WorldConfig())

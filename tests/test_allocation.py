@@ -1,10 +1,10 @@
 """Per-problem rollout allocation, sequential stopping and the variance-driven G schedule
-(grpo_data/allocation.py) on hand-computed posteriors."""
+(grpo_data/curriculum/allocation.py) on hand-computed posteriors."""
 
 import numpy as np
 import pytest
 
-from grpo_data.allocation import (
+from grpo_data.curriculum.allocation import (
     Sizing,
     VarianceSchedule,
     allocate,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from grpo_data.answers import (
+from grpo_data.verify.answers import (
     answer_kind,
     answer_taken_back,
     bare_number,
@@ -14,7 +14,7 @@ from grpo_data.answers import (
     is_number,
     parse_choice,
 )
-from grpo_data.verify import _math_gold_is_parseable, gold_is_parseable, verify_answer
+from grpo_data.verify.judge import _math_gold_is_parseable, gold_is_parseable, verify_answer
 
 KINDS = [
     ("42", "number"), ("-7", "number"), ("3.14", "number"), (".5", "number"), ("3/4", "number"),
@@ -153,7 +153,7 @@ def test_letter_list_is_linear_on_degenerate_input():
     import subprocess
     import sys
 
-    code = ("from grpo_data.answers import _LETTER_LIST\n"
+    code = ("from grpo_data.verify.answers import _LETTER_LIST\n"
             "for n in (14, 40):\n"
             "    assert _LETTER_LIST.fullmatch(' '.join(['A'] * n) + ' x') is None\n"
             "    assert _LETTER_LIST.fullmatch(' , '.join(['(B)'] * n) + ' or (C) x') is None\n"
@@ -166,6 +166,6 @@ def test_letter_list_is_linear_on_degenerate_input():
     ("C x", False), ("CD or", False), ("(C) and", False),
 ])
 def test_letter_list_matches_as_before(text, listed):
-    from grpo_data.answers import _LETTER_LIST
+    from grpo_data.verify.answers import _LETTER_LIST
 
     assert (_LETTER_LIST.fullmatch(text) is not None) is listed

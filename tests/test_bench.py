@@ -208,7 +208,7 @@ def test_e2e_seeds_are_stored_one_by_one_and_pooled_only_when_they_share_setting
     import json
 
     from bench.e2e_bench import BUDGET, SHARED, assemble, seed_dir, seed_path, stored_seed
-    from grpo_data import io
+    from grpo_data.tables import io
 
     arms = {"A": _arm([(0, 0.40), (1000, 0.60)], 1000, 0.9), "A0": _arm([(0, 0.40), (4000, 0.60)], 0),
             "B": _arm([(0, 0.40), (6000, 0.50)], 0), "C": _arm([(0, 0.40), (5000, 0.50)], 1000)}
@@ -512,7 +512,7 @@ def test_gsweep_pools_stored_runs_with_their_code_and_names_what_is_missing_or_m
     import json
 
     from bench.gsweep_bench import BUDGET, arms, assemble, run_path, stored_run
-    from grpo_data import io
+    from grpo_data.tables import io
 
     shared = {"budget_total_rollouts": BUDGET, "step_answers": 128, "training": ["optim.lr=3e-5"], "eval_every": 1000,
               "inputs": {"policy": "aa"}}

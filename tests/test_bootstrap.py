@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 import torch
 
-from grpo_data.world import solution as world_solution
+from grpo_data.tables.world import solution as world_solution
 from grpo_train import bootstrap as bootstrap_module
 from grpo_train.bootstrap import (
     PINNED_KERNELS,
@@ -196,12 +196,12 @@ def cpu_vendor() -> str:
 def test_warm_policy_loads_everywhere_and_has_a_moving_frontier_shape(warm_policy, pool):
     """Sampled at the profiling temperature (400 pool problems, k = 4): short chains nearly always
     solved, the longest rarely but really, pass rate falling with length, and most groups all-same
-    (the pool's shape, `grpo_data.world.default_pool`)."""
+    (the pool's shape, `grpo_data.tables.world.default_pool`)."""
     from transformers import AutoModelForCausalLM
 
-    from grpo_data.engines import make_engine
+    from grpo_data.generation.engines import make_engine
+    from grpo_data.generation.prompting import SamplingConfig
     from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
-    from grpo_data.prompting import SamplingConfig
 
     policy, world = warm_policy
     AutoModelForCausalLM.from_pretrained(policy)

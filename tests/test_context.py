@@ -11,8 +11,10 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
-from grpo_data.context import LEFT_OUT_SCHEMA, ContextPolicy, fit_problems, fit_prompt
-from grpo_data.engines import Completion, check_engine_context, config_context_length
+from grpo_data.generation.context import LEFT_OUT_SCHEMA, ContextPolicy, fit_problems, fit_prompt
+from grpo_data.generation.engines import Completion, check_engine_context, config_context_length
+from grpo_data.generation.prompting import PromptConfig, SamplingConfig
+from grpo_data.generation.rollouts import RolloutSampler
 from grpo_data.profiler import (
     ProfileConfig,
     merge_parts,
@@ -22,8 +24,6 @@ from grpo_data.profiler import (
     rejects_file,
     run_metadata,
 )
-from grpo_data.prompting import PromptConfig, SamplingConfig
-from grpo_data.rollouts import RolloutSampler
 
 
 # (prompt tokens, max_tokens, context, policy, min_tokens) -> (status, budget, reason)
@@ -127,7 +127,7 @@ def test_sampler_generates_each_prompt_with_the_budget_that_fits():
 
 
 def _problems(questions):
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     return to_table([{"id": f"id{i:02d}", "source": "t", "prompt": user_prompt(q), "answer": "1", "level": None,
                       "meta": "{}"} for i, q in enumerate(questions)])
@@ -188,8 +188,8 @@ def test_training_tables_lose_the_problems_that_cannot_fit(tmp_path):
 
 def test_the_card_counts_the_problems_the_profile_left_out(tmp_path, pool):
     """Engine: BudgetEngine (test double, context 192); profile -> shards -> card."""
-    from grpo_data.cards import write_card
-    from grpo_data.shards import write_shards
+    from grpo_data.tables.cards import write_card
+    from grpo_data.tables.shards import write_shards
 
     problems = _problems(["1+1", "2+2", "1+2" * 80])
     out = tmp_path / "p.parquet"
@@ -228,7 +228,7 @@ def test_training_never_draws_a_problem_over_the_context_and_evaluation_states_i
     import subprocess
     import sys
 
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     over = to_table([{"id": "zz-over", "source": "t", "prompt": user_prompt("1+2" * 80), "answer": "3", "level": 1,
                       "meta": "{}"}])
@@ -253,8 +253,8 @@ def test_training_never_draws_a_problem_over_the_context_and_evaluation_states_i
 
 def test_loading_rejects_prompts_that_cannot_fit_when_given_a_tokenizer_and_a_context(tmp_path, untrained_policy):
     """No engine: `grpo load` with the embedded tiny policy's tokenizer and its context (192 tokens)."""
-    from grpo_data.loaders import LoadLimits, load_problems, resolve_preset
-    from grpo_data.readers import DataError
+    from grpo_data.tables.loaders import LoadLimits, load_problems, resolve_preset
+    from grpo_data.tables.readers import DataError
 
     data = tmp_path / "p.jsonl"
     rows = [{"problem": "1+1", "answer": "2"}, {"problem": "1+2" * 80, "answer": "3"}, {"problem": "1+2" * 40, "answer": "4"}]

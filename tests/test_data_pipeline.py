@@ -9,11 +9,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.decontam import DecontamConfig, decontaminate, match_text_expr, ngram_hashes
-from grpo_data.engines import Completion
-from grpo_data.loaders import DataError, read_provenance
-from grpo_data.mixture import build_mixture, mixture_counts, parse_mixture
-from grpo_data.problems import to_table, user_prompt
+from grpo_data.generation.engines import Completion
+from grpo_data.tables.decontam import DecontamConfig, decontaminate, match_text_expr, ngram_hashes
+from grpo_data.tables.loaders import DataError, read_provenance
+from grpo_data.tables.mixture import build_mixture, mixture_counts, parse_mixture
+from grpo_data.tables.problems import to_table, user_prompt
 
 WORDS = [f"w{i}" for i in range(4000)]
 
@@ -83,7 +83,7 @@ def test_overlap_with_an_earlier_small_share_costs_only_what_it_took(tmp_path, p
 def test_a_sources_prior_field_survives_the_mixture(tmp_path, pool):
     """`prior: bigmath` on a source keeps its llama8b_solve_rate in the mixed pool, where the prior
     reads it; a source without the field gives NaN (unprofiled), and a bad spec names the entry."""
-    from grpo_data.priors import frame_columns, read_prior
+    from grpo_data.curriculum.priors import frame_columns, read_prior
 
     rng = np.random.default_rng(2)
     big = [{"problem": sentence(rng), "answer": str(i), "llama8b_solve_rate": i / 10} for i in range(10)]
@@ -272,8 +272,8 @@ class FormatEngine:
 
 
 def test_format_rate_is_counted_per_problem_and_per_run(tmp_path, pool, caplog):
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
     from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems, read_profile
-    from grpo_data.prompting import PromptConfig, SamplingConfig
 
     texts = [f"boxed {i}" for i in range(3)] + [f"bare {i}" for i in range(7)]
     problems = to_table([{"id": f"id{i}", "source": "t", "prompt": user_prompt(t), "answer": t.split()[1], "level": None,
@@ -320,7 +320,7 @@ def test_evaluation_sets_that_read_as_nothing_are_errors(tmp_path):
 
 
 def test_format_detection_reads_the_problems_own_instruction():
-    from grpo_data.prompting import PromptConfig, detect_format
+    from grpo_data.generation.prompting import PromptConfig, detect_format
 
     verl_style = [[{"role": "user", "content": "1+1? Let's think step by step and output the final answer within "
                                                "\\boxed{}."}]] * 3

@@ -11,11 +11,11 @@ from test_priors import BoxedVerifier, canonical_with_prior
 from test_priors_wiring import write_profile
 from test_profiler import ReseedableEngine
 
-from grpo_data.exports import export_profile, read_export
-from grpo_data.prior_profile import read_profile_prior
-from grpo_data.priors import frame_columns, read_prior
+from grpo_data.curriculum.prior_profile import read_profile_prior
+from grpo_data.curriculum.priors import frame_columns, read_prior
+from grpo_data.curriculum.stats import StoppingRule
 from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems, read_profile
-from grpo_data.stats import StoppingRule
+from grpo_data.tables.exports import export_profile, read_export
 
 N = 48
 RULE = StoppingRule(confidence=0.9, screen_k=2, step_k=2, max_k=12, prior_screen_k=2)  # rounds alike
@@ -111,8 +111,8 @@ def test_a_dart_export_of_a_profile_started_from_a_prior_holds_its_own_samples_o
 def test_the_cards_export_beside_a_shard_set_with_a_prior_lists_the_profiles_own_counts(tmp_path):
     """The shard set weighs the prior's moved pseudo-counts in its estimates (p_est); the card copies
     those estimates into its DART export, never the pseudo-counts into the sample columns."""
-    from grpo_data.cards import write_card
-    from grpo_data.shards import read_shards, write_shards
+    from grpo_data.tables.cards import write_card
+    from grpo_data.tables.shards import read_shards, write_shards
 
     problems, rates = problems_and_rates()
     prior = read_prior("bigmath", frame_columns(problems), weight=4, ids=problems["id"].to_list())
@@ -131,7 +131,7 @@ def test_the_cards_export_beside_a_shard_set_with_a_prior_lists_the_profiles_own
     shards = read_shards(tmp_path / "shards").sort("id")
     assert dart["p_est"].to_list() == shards["p_est"].to_list()  # the set's estimates, prior included
     # the estimates did take the prior: fitted on own counts alone they would differ
-    from grpo_data.estimates import with_estimates
+    from grpo_data.curriculum.estimates import with_estimates
 
     alone = with_estimates(table.sort("id").select("n_correct", "k", pl.lit(None, pl.Int64).alias("level")), False)
     assert not np.allclose(alone["p_est"].to_numpy(), dart["p_est"].to_numpy())

@@ -8,10 +8,22 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.cards import profile_column, read_card_record, write_card
-from grpo_data.engines import Completion
-from grpo_data.estimates import with_estimates
-from grpo_data.exports import (
+from grpo_data.curriculum.estimates import with_estimates
+from grpo_data.curriculum.priors import frame_columns, read_prior
+from grpo_data.curriculum.stats import StoppingRule, grid_mean_std, level_posteriors
+from grpo_data.generation.engines import Completion
+from grpo_data.profiler import (
+    ROUND_SCHEMA,
+    ProfileConfig,
+    merge_parts,
+    parts_dir,
+    profile_problems,
+    read_profile,
+    run_metadata,
+)
+from grpo_data.profiler import summarize_problem as row
+from grpo_data.tables.cards import profile_column, read_card_record, write_card
+from grpo_data.tables.exports import (
     DART_COLUMNS,
     EXPORT_KEY,
     ExportError,
@@ -23,20 +35,8 @@ from grpo_data.exports import (
     sidecar,
     unknown_fields,
 )
-from grpo_data.priors import frame_columns, read_prior
-from grpo_data.profiler import (
-    ROUND_SCHEMA,
-    ProfileConfig,
-    merge_parts,
-    parts_dir,
-    profile_problems,
-    read_profile,
-    run_metadata,
-)
-from grpo_data.profiler import summarize_problem as row
-from grpo_data.shards import read_shards, write_shards
-from grpo_data.stats import StoppingRule, grid_mean_std, level_posteriors
-from grpo_data.verify import verdict_fingerprint
+from grpo_data.tables.shards import read_shards, write_shards
+from grpo_data.verify.judge import verdict_fingerprint
 
 # three problems sampled in rounds of 2: (samples per round, successes per round)
 ROUNDS = {"a": ([2], [0]), "b": ([2, 2, 2], [1, 0, 2]), "c": ([2, 2], [2, 1])}
@@ -173,14 +173,14 @@ def test_prior_presets_read_the_exports_back_to_the_same_rates(tmp_path, fmt, sp
     # each problem's own samples: dart sums its lists, avg reads its `k` (not K = 2 for every row)
     assert prior.samples.tolist() == [2.0, 6.0, 4.0]
     if fmt == "avg":  # read back beside the very profile it was exported from: the same samples twice
-        from grpo_data.priors import PriorError, merge_offline
+        from grpo_data.curriculum.priors import PriorError, merge_offline
 
         with pytest.raises(PriorError, match="would count the same samples twice"):
             merge_offline((table["n_correct"].to_numpy(), table["k"].to_numpy()), prior)
 
 
 def test_the_avg_prior_reads_each_rows_samples_where_the_table_states_them():
-    from grpo_data.priors import PriorError, record_columns
+    from grpo_data.curriculum.priors import PriorError, record_columns
 
     rows = [{"avg@4_m": 0.5, "k": 8}, {"avg@4_m": 0.25, "k": None}, {"avg@4_m": None, "k": 4}]
     assert read_prior("avg", record_columns(rows)).samples.tolist()[:2] == [8.0, 4.0]  # no `k`: K
@@ -216,7 +216,7 @@ class ScriptedEngine:
 
 def test_an_adaptive_profile_exports_its_rounds_and_record_and_reads_back(tmp_path, pool):
     """Engine: ScriptedEngine (test double); profile -> export -> read back, with the run's real metadata."""
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     rates = [0.0, 0.5, 1.0, 0.5, 0.3, 0.7] * 4
     problems = to_table([{"id": f"id{i:02d}", "source": "t", "prompt": user_prompt(f"q{i}"), "answer": str(i),
@@ -249,7 +249,7 @@ def test_an_adaptive_profile_exports_its_rounds_and_record_and_reads_back(tmp_pa
 
 
 def shard_set(tmp_path, profile, meta):
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     problems = to_table([{"id": i, "source": "t", "prompt": user_prompt(i), "answer": "1", "level": 1, "meta": "{}"}
                          for i in profile["id"].to_list()])
@@ -287,7 +287,7 @@ def test_a_card_writes_its_profile_beside_it_and_both_read_back(tmp_path):
 def test_a_cards_counts_carry_the_estimates_of_the_shards_beside_it(tmp_path, fmt):
     """The set drops profile rows its problem table lacks and fits its per-level prior on the rest: the export
     beside the card copies the set's p_est/p_std (null where the set has no row) instead of fitting its own."""
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     counts = {"a": (0, 2), "b": (1, 2), "c": (2, 2), "d": (5, 8), "e": (0, 2), "f": (2, 2), "g": (1, 4)}
     profile = pl.DataFrame([{"id": i, **row(c, n, [5] * n, 0, {"ok": c})} for i, (c, n) in counts.items()],
@@ -312,7 +312,7 @@ def test_a_cards_counts_carry_the_estimates_of_the_shards_beside_it(tmp_path, fm
 @pytest.mark.parametrize("fmt", ["dart", "avg"])
 def test_with_the_problem_table_an_export_carries_the_question_source_and_id_scheme(tmp_path, fmt):
     """A hashed id is opaque to another team: the export adds the question (`query`), source and meta (file, row)."""
-    from grpo_data.problems import problem_id, to_table, user_prompt
+    from grpo_data.tables.problems import problem_id, to_table, user_prompt
 
     questions = {"a": "What is 1+1?", "b": "What is 2+3?", "c": "Solve x+1=2."}
     hashed = {name: problem_id(user_prompt(q)) for name, q in questions.items()}
@@ -480,11 +480,11 @@ def test_a_null_inside_a_round_list_and_a_duplicated_problem_are_refused():
 
 
 def test_an_export_without_levels_of_a_per_level_profile_warns(caplog):
-    with caplog.at_level("WARNING", logger="grpo_data.exports"):
+    with caplog.at_level("WARNING", logger="grpo_data.tables.exports"):
         export_table(three_problems(), META, "dart", where="p.parquet")
     assert "p.parquet: the profile weighs per-level priors (prior_groups: level), but no level is given" in caplog.text
     caplog.clear()
-    with caplog.at_level("WARNING", logger="grpo_data.exports"):
+    with caplog.at_level("WARNING", logger="grpo_data.tables.exports"):
         export_table(three_problems(), {"config": {"prior_groups": "none"}}, "dart")
         export_table(three_problems(), META, "dart", problems=pl.DataFrame({"id": ["a", "b", "c"], "level": [1, 1, 2]}))
     assert "per-level priors" not in caplog.text

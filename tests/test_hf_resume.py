@@ -8,10 +8,10 @@ the full id list (`chunk_plan`)."""
 import pytest
 from test_priors import BoxedVerifier
 
-from grpo_data.engines import make_engine
+from grpo_data.curriculum.stats import StoppingRule
+from grpo_data.generation.engines import make_engine
+from grpo_data.generation.rollouts import SamplingConfig
 from grpo_data.profiler import SEEDING, ProfileConfig, merge_parts, profile_problems, seeding_scheme
-from grpo_data.rollouts import SamplingConfig
-from grpo_data.stats import StoppingRule
 
 
 class Recording:

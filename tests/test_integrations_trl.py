@@ -9,9 +9,9 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
+from grpo_data.curriculum.stats import GRID
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, verdicts
 from grpo_data.integrations.trl import ScheduledRepeatSampler
-from grpo_data.stats import GRID
 
 
 def test_record_groups_completions_by_id_whatever_their_order():
@@ -93,7 +93,7 @@ def test_sampler_keeps_trl_repeat_layout_with_scheduled_blocks():
 def trl_dataset(world_tables, tmp_path):
     import datasets
 
-    from grpo_data.shards import write_shards
+    from grpo_data.tables.shards import write_shards
 
     problems = world_tables["train"].head(96)
     rng = np.random.default_rng(0)

@@ -146,7 +146,7 @@ def test_rows_without_ids_are_named():
 
 @pytest.fixture(scope="module")
 def verl_inputs(tmp_path_factory, world_tables):
-    from grpo_data.shards import write_shards
+    from grpo_data.tables.shards import write_shards
     from grpo_train.tiny_policy import build_tokenizer
 
     out = tmp_path_factory.mktemp("verl")

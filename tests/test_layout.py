@@ -5,6 +5,8 @@ when two modules need each other's names)."""
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("grpo_data", "grpo_train", "pipelines", "bench")
 
@@ -62,7 +64,7 @@ def test_the_checker_finds_a_circle_and_an_upward_arrow():
 
 def test_no_module_imports_itself_back():
     graph = import_graph()
-    assert "grpo_data.engines" in graph and "grpo_data.engine_base" in graph["grpo_data.vllm_engine"]
+    assert "grpo_data.generation.engines" in graph and "grpo_data.generation.engine_base" in graph["grpo_data.generation.vllm_engine"]
     assert cycles(graph) == []
 
 
@@ -71,3 +73,45 @@ def test_every_import_points_down_the_layers():
     upward = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps
                     if d in graph and layer(d) > layer(m))
     assert upward == []
+
+
+ROOMS = ("grpo_data.tables", "grpo_data.verify", "grpo_data.generation", "grpo_data.curriculum")
+
+
+def test_every_module_of_grpo_data_lives_in_a_room_or_beside_the_profiler():
+    top = sorted(p.stem for p in (ROOT / "grpo_data").glob("*.py"))
+    assert top == ["__init__", "lazy", "profiler", "ray_profile"]
+    rooms = sorted(p.name for p in (ROOT / "grpo_data").iterdir() if (p / "__init__.py").exists())
+    assert rooms == ["curriculum", "generation", "integrations", "tables", "verify"]
+
+
+def test_each_rooms_public_names_resolve_and_its_docstring_lists_every_module():
+    import importlib
+
+    for room in ROOMS:
+        package = importlib.import_module(room)
+        modules = sorted(p.stem for p in (ROOT / room.replace(".", "/")).glob("*.py") if p.stem != "__init__")
+        listed = [line.split()[0] for line in package.__doc__.splitlines() if line.startswith("    ") and line[4] != " "]
+        assert sorted(listed) == modules, room
+        assert package.__all__ and dir(package) == package.__all__
+        for name in package.__all__:
+            value = getattr(package, name)
+            assert getattr(value, "__name__", name) == name, f"{room}.{name}"
+        with pytest.raises(AttributeError, match=f"{room}.*no_such_name"):
+            package.no_such_name  # noqa: B018
+
+
+def test_a_room_loads_no_engine_until_a_name_needs_one():
+    """Reading tables, posteriors or rewards never pays for vLLM, torch or datasets: a fresh
+    interpreter that imports every room and uses a table name has none of them loaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys, grpo_data.tables, grpo_data.verify, grpo_data.generation, grpo_data.curriculum\n"
+            "from grpo_data.tables import write_json, to_table\n"
+            "from grpo_data.curriculum import posterior\n"
+            "from grpo_data.tables import io\n"
+            "assert io.write_json is write_json\n"
+            "print(sorted(m for m in ('vllm', 'torch', 'datasets', 'math_verify', 'transformers') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stderr

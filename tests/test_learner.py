@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from grpo_data.engines import Completion
+from grpo_data.generation.engines import Completion
 from grpo_train.config import AlgoConfig
 from grpo_train.core_algos import LossNorm, compute_advantages
 from grpo_train.learner import (
@@ -243,10 +243,10 @@ def test_profiling_rollouts_and_evaluation_send_identical_ids_with_one_bos(tmp_p
     import polars as pl
     from transformers import AutoTokenizer
 
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
+    from grpo_data.generation.rollouts import RolloutSampler
     from grpo_data.profiler import ProfileConfig, profile_problems
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.rollouts import RolloutSampler
+    from grpo_data.tables.problems import to_table, user_prompt
     from grpo_train.rollout import RolloutBatcher
     from grpo_train.trainer import evaluate
 
@@ -278,12 +278,12 @@ def test_profiling_rollouts_and_evaluation_send_identical_ids_with_one_bos(tmp_p
 
 
 def test_make_group_overlong_modes():
-    from grpo_data.rollouts import ScoredGroup
+    from grpo_data.generation.rollouts import ScoredGroup
     from grpo_train.rollout import Overlong, make_group
 
     comps = [Completion("\\boxed{1}", tuple(range(4)), "stop"), Completion("\\boxed{1}", tuple(range(16)), "length"),
              Completion("x", tuple(range(14)), "stop")]
-    from grpo_data.verify import Verdict
+    from grpo_data.verify.judge import Verdict
 
     verdicts = [Verdict(c, "ok" if c else "wrong") for c in (True, True, False)]
     scored = ScoredGroup(comps, verdicts)
@@ -319,8 +319,8 @@ def test_rank_quotas_fill_the_global_batch():
 
 
 def _agreement(standin, temperature: float) -> float:
-    from grpo_data.engines import EngineSettings, make_engine
-    from grpo_data.prompting import SamplingConfig, encode_prompt, resolve_stops
+    from grpo_data.generation.engines import EngineSettings, make_engine
+    from grpo_data.generation.prompting import SamplingConfig, encode_prompt, resolve_stops
 
     engine = make_engine("vllm", str(standin), seed=0, settings=EngineSettings(dtype="float32"))
     try:
@@ -350,8 +350,8 @@ def test_learner_logprobs_agree_with_vllm_sampling_distribution(standin, tempera
 @pytest.mark.slow
 @pytest.mark.parametrize("engine_name", ["vllm", "hf"])
 def test_stop_strings_and_stop_tokens_end_generation(standin, engine_name):
-    from grpo_data.engines import EngineSettings, make_engine
-    from grpo_data.prompting import SamplingConfig, encode_prompt
+    from grpo_data.generation.engines import EngineSettings, make_engine
+    from grpo_data.generation.prompting import SamplingConfig, encode_prompt
 
     stops = tuple("abcdefghijklmnopqrstuvwxyz0123456789")
     engine = make_engine(engine_name, str(standin), seed=0, settings=EngineSettings(dtype="float32"))
@@ -428,8 +428,8 @@ def test_grpo_train_at_temperature_0_6_logs_the_rollout_logprob_difference(tmp_p
 
 
 def test_engine_settings_per_device_kind_and_rank_sharing():
-    from grpo_data.engines import EngineSettings, engine_settings
-    from grpo_data.vllm_engine import engine_kwargs, ranks_per_device
+    from grpo_data.generation.engines import EngineSettings, engine_settings
+    from grpo_data.generation.vllm_engine import engine_kwargs, ranks_per_device
 
     assert ranks_per_device(8, 8, 8) == 1 and ranks_per_device(16, 8, 8) == 1  # 2 nodes x 8 GPUs
     assert ranks_per_device(4, 4, 2) == 2 and ranks_per_device(1, 1, 0) == 1
@@ -444,7 +444,7 @@ def test_engine_settings_per_device_kind_and_rank_sharing():
 
 
 def test_profiling_ranks_pin_their_own_gpu(monkeypatch):
-    from grpo_data.engines import pin_local_device
+    from grpo_data.generation.engines import pin_local_device
 
     monkeypatch.setenv("LOCAL_RANK", "2")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
@@ -496,9 +496,9 @@ def test_evaluate_reports_mean_pass_and_majority_at_k(pool, standin):
     """mean@4, pass@j (unbiased) and maj@4 by hand, on scripted answers judged by the real verifier."""
     from transformers import AutoTokenizer
 
-    from grpo_data.problems import to_table, user_prompt
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.rollouts import RolloutSampler
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
+    from grpo_data.generation.rollouts import RolloutSampler
+    from grpo_data.tables.problems import to_table, user_prompt
     from grpo_train.trainer import evaluate
 
     scripted = [["\\boxed{4}", "\\boxed{5}", "\\boxed{4}", "\\boxed{5}"],  # 2 right; tie 4 vs 5: 4 came first

@@ -7,7 +7,7 @@ import sys
 import polars as pl
 import pytest
 
-from grpo_data.loaders import (
+from grpo_data.tables.loaders import (
     DataError,
     LoadLimits,
     answer_after_hashes,
@@ -16,8 +16,8 @@ from grpo_data.loaders import (
     resolve_preset,
     write_load_result,
 )
-from grpo_data.problems import SCHEMA, problem_id, user_prompt
-from grpo_data.readers import parse_level
+from grpo_data.tables.problems import SCHEMA, problem_id, user_prompt
+from grpo_data.tables.readers import parse_level
 
 
 def write_jsonl(path, rows):

@@ -4,8 +4,7 @@ rollouts, on hand-computed cases; resume, the registry, the TRL/verl curriculum 
 import numpy as np
 import pytest
 
-from grpo_data.integrations.feedback import Curriculum
-from grpo_data.peer_schedulers import (
+from grpo_data.curriculum.peer_schedulers import (
     EASY,
     HARD,
     NORMAL,
@@ -20,7 +19,8 @@ from grpo_data.peer_schedulers import (
     pool_of,
     weighted_distinct,
 )
-from grpo_data.scheduler import SCHEDULERS, make_scheduler
+from grpo_data.curriculum.scheduler import SCHEDULERS, make_scheduler
+from grpo_data.integrations.feedback import Curriculum
 
 
 def share_tolerance(p: float, draws: int, z: float = 4.0) -> float:

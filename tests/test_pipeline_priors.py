@@ -13,8 +13,8 @@ import yaml
 from test_priors import BoxedVerifier
 from test_profiler import ReseedableEngine
 
-from grpo_data.priors import PriorError
-from grpo_data.verify_pool import PoolConfig
+from grpo_data.curriculum.priors import PriorError
+from grpo_data.verify.pool import PoolConfig
 from pipelines.pipeline import load_spec
 
 N = 60
@@ -84,7 +84,7 @@ def test_a_pipeline_prior_reaches_the_profiler_the_shards_and_the_scheduler(tmp_
     profile section names `prior: bigmath`; the adaptive profile stops with it (its metadata and
     inputs stamp record it, its rows hold own samples only); the shard set and its card take the
     profile's prior without naming it, and training's scheduler starts from the same prior and offset."""
-    from grpo_data.shards import read_manifest
+    from grpo_data.tables.shards import read_manifest
     from grpo_train.config import config_from_tree, deep_merge, train_tree
     from grpo_train.scheduler_start import scheduler_start
     from pipelines.pipeline import data_stage, profile_stage, shards_stage
@@ -110,8 +110,8 @@ def test_a_pipeline_prior_reaches_the_profiler_the_shards_and_the_scheduler(tmp_
     assert train.height == N and json.loads(train["meta"][1])["fields"] == {"llama8b_solve_rate": float(true[1])}
 
     rates = {f"q{i}": (i, float(true[i])) for i in range(N)}
-    monkeypatch.setattr("grpo_data.engines.make_engine", lambda *a, **k: ClosableEngine(rates, seed=1))
-    monkeypatch.setattr("grpo_data.verify_pool.VerifierPool", ScriptedPool)
+    monkeypatch.setattr("grpo_data.generation.engines.make_engine", lambda *a, **k: ClosableEngine(rates, seed=1))
+    monkeypatch.setattr("grpo_data.verify.pool.VerifierPool", ScriptedPool)
     profile = profile_stage("scripted", paths["train"], spec["profile"], out / "profile.parquet")
     meta = json.loads(profile.with_suffix(".json").read_text())
     assert meta["prior"]["spec"] == "bigmath" and meta["prior"]["weight"] == 4.0
@@ -151,6 +151,6 @@ def test_a_prior_the_data_cannot_give_stops_the_profile_stage_naming_it(tmp_path
 
     data = tmp_path / "train.parquet"
     canonical_with_prior([0.5, 0.25]).drop("meta").with_columns(pl.lit("{}").alias("meta")).write_parquet(data)
-    monkeypatch.setattr("grpo_data.engines.make_engine", lambda *a, **k: pytest.fail("no engine before the prior"))
+    monkeypatch.setattr("grpo_data.generation.engines.make_engine", lambda *a, **k: pytest.fail("no engine before the prior"))
     with pytest.raises(PriorError, match="profile: prior bigmath: .* has no field `llama8b_solve_rate`"):
         profile_stage("scripted", data, {"adaptive": True, "prior": "bigmath"}, tmp_path / "p.parquet")

@@ -7,8 +7,8 @@ import pytest
 
 from bench import curriculum_bench as cb
 from bench import prior_bench as pb
-from grpo_data.priors import Prior, PriorSource
-from grpo_data.stats import StoppingRule
+from grpo_data.curriculum.priors import Prior, PriorSource
+from grpo_data.curriculum.stats import StoppingRule
 
 
 def prior_of(rates, k=4.0):

@@ -11,8 +11,8 @@ import pytest
 from test_priors import BoxedVerifier, canonical_with_prior, profile_with_and_without
 from test_priors_wiring import SkyworkRows, write_profile
 
-from grpo_data.prior_profile import read_profile_prior
-from grpo_data.priors import PriorError
+from grpo_data.curriculum.prior_profile import read_profile_prior
+from grpo_data.curriculum.priors import PriorError
 
 NAN = float("nan")
 
@@ -62,8 +62,8 @@ def test_a_profile_started_from_an_earlier_profile_decides_the_bands_with_fewer_
     earlier profile."""
     from test_profiler import scripted_problems
 
+    from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import ProfileConfig
-    from grpo_data.stats import StoppingRule
 
     problems, rates = scripted_problems(120)
     true = np.array([rates[f"q{int(i[2:])}"][1] for i in problems["id"]])
@@ -98,8 +98,8 @@ def test_problems_the_earlier_profile_lacks_stay_unprofiled(tmp_path):
     have no value (their own samples decide them), and integer ids join as their text."""
     from test_profiler import ScriptedEngine, scripted_problems
 
+    from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
-    from grpo_data.stats import StoppingRule
 
     base = tmp_path / "base.parquet"
     write_profile(base, {"id000": (0, 16), "id001": (16, 16), "id002": (8, 16), "zzz": (3, 4), "7": (1, 2)},
@@ -130,8 +130,8 @@ def test_bad_prior_profiles_are_refused_naming_the_file(tmp_path):
     pl.DataFrame({"id": ["a"], "n_correct": [1], "k": [2]}).write_parquet(plain)
     with pytest.raises(PriorError, match="is not a profile `grpo profile` wrote \\(no `grpo_profile` metadata"):
         read_profile_prior(plain, ["a"])
-    from grpo_data import io
     from grpo_data.profiler import METADATA_KEY
+    from grpo_data.tables import io
 
     io.write_parquet(plain, pl.DataFrame({"id": ["a"], "k": [2]}), metadata={METADATA_KEY: "{}"})
     with pytest.raises(PriorError, match="is not a profile `grpo profile` wrote \\(no columns n_correct\\)"):
@@ -155,8 +155,8 @@ def test_a_prior_profile_of_the_same_weights_is_refused_before_sampling(tmp_path
     pseudo-samples and profile again."""
     from test_profiler import ScriptedEngine, scripted_problems
 
+    from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import ProfileConfig, profile_problems
-    from grpo_data.stats import StoppingRule
 
     problems, rates = scripted_problems(4)
     base = tmp_path / "base.parquet"
@@ -195,8 +195,8 @@ def test_grpo_profile_refuses_bad_prior_profile_arguments_before_any_engine(tmp_
 
 # ---------------------------------------------------------------------------- grpo shards, the card
 def test_grpo_shards_with_a_prior_profile_and_the_card_that_names_it(tmp_path, capsys):
-    from grpo_data.cards import write_card
-    from grpo_data.shards import read_manifest, read_shards
+    from grpo_data.tables.cards import write_card
+    from grpo_data.tables.shards import read_manifest, read_shards
     from pipelines.cli import main
 
     data = tmp_path / "problems.parquet"
@@ -238,8 +238,8 @@ def test_a_profile_that_stopped_on_a_prior_profile_is_used_with_it_only(tmp_path
     use it with A (the same file, by sha256, wherever it lies) at the same weight only."""
     from test_profiler import ScriptedEngine, scripted_problems
 
+    from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
-    from grpo_data.stats import StoppingRule
     from grpo_train.config import load_config
     from grpo_train.trainer import check_inputs
     from pipelines.cli import main
@@ -279,8 +279,8 @@ def test_train_takes_a_prior_profile_and_starts_its_scheduler_from_it(tmp_path):
     other way (own counts plus the moved pseudo-counts, the prior's rows apart), RUN/prior.json naming
     the earlier profile; refused with a column prior too, with a scheduler that ignores priors,
     without the file, and when the policy's or the profile's own weights drew it."""
-    from grpo_data.band_math import offline_evidence
-    from grpo_data.priors import merge_offline
+    from grpo_data.curriculum.band_math import offline_evidence
+    from grpo_data.curriculum.priors import merge_offline
     from grpo_train.config import load_config
     from grpo_train.scheduler_start import build_scheduler
     from grpo_train.trainer import check_inputs
@@ -380,8 +380,8 @@ def test_problems_the_prior_settles_are_screened_with_one_sample(tmp_path, scatt
     problem in a hundred (measured: -0.008 at worst) and never worse than without the prior."""
     from test_profiler import scripted_problems
 
+    from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import ProfileConfig
-    from grpo_data.stats import StoppingRule
 
     problems, rates = scripted_problems(120)
     true = np.array([rates[f"q{int(i[2:])}"][1] for i in problems["id"]])

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.priors import (
+from grpo_data.curriculum.priors import (
     PRESETS,
     Prior,
     PriorError,
@@ -340,7 +340,7 @@ class BoxedVerifier:
     a timeout on a loaded machine."""
 
     def verify(self, golds, preds):
-        from grpo_data.verify import Verdict
+        from grpo_data.verify.judge import Verdict
 
         return [Verdict(True, "ok") if p == f"\\boxed{{{g}}}" else Verdict(False, "wrong") for g, p in zip(golds, preds)]
 
@@ -351,8 +351,8 @@ def profile_with_and_without(tmp_path, prior, rule, seed: int, true: np.ndarray)
     what the scheduler starts from (own counts + the moved prior)."""
     from test_profiler import ScriptedEngine, scripted_problems
 
+    from grpo_data.curriculum.stats import row_priors
     from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
-    from grpo_data.stats import row_priors
 
     problems, rates = scripted_problems(true.size)
     cfg = ProfileConfig(rule=rule, chunk_size=40, prior_groups="none")
@@ -382,7 +382,7 @@ def test_the_adaptive_profiler_weighs_a_prior_moved_by_the_offset_it_fits(tmp_pa
     the prior."""
     from test_profiler import scripted_problems
 
-    from grpo_data.stats import StoppingRule
+    from grpo_data.curriculum.stats import StoppingRule
 
     problems, rates = scripted_problems(120)
     true = np.array([rates[f"q{int(i[2:])}"][1] for i in problems["id"]])
@@ -420,7 +420,7 @@ def test_grpo_profile_refuses_a_bad_prior_before_reading_data(tmp_path, capsys):
 def canonical_with_prior(rates: list) -> pl.DataFrame:
     """A canonical problem table whose rows carry Big-Math's solve rate in meta, as `grpo load
     --prior bigmath` writes it (None: the source row had no value)."""
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     return to_table([{"id": f"p{i}", "source": "big", "prompt": user_prompt(f"q{i}"), "answer": str(i), "level": None,
                       "meta": json.dumps({"file": "big.jsonl", "row": i, "fields": {"llama8b_solve_rate": r}})}
@@ -428,8 +428,8 @@ def canonical_with_prior(rates: list) -> pl.DataFrame:
 
 
 def test_grpo_shards_with_a_prior_and_the_card_that_names_it(tmp_path, capsys):
-    from grpo_data.cards import write_card
-    from grpo_data.shards import read_manifest, read_shards
+    from grpo_data.tables.cards import write_card
+    from grpo_data.tables.shards import read_manifest, read_shards
     from pipelines.cli import main
 
     rates = [None, None, 0.25, 0.75, 0.0, 0.5, 1.0, 0.9, None, None]

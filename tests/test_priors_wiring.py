@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from test_priors import BIGMATH, NAN, SKYWORK, TRL_SHARD, canonical_with_prior, counts, same
 
-from grpo_data.priors import PriorError, frame_columns, read_prior
+from grpo_data.curriculum.priors import PriorError, frame_columns, read_prior
 
 
 # ---------------------------------------------------------------------------- the weight as given
@@ -75,7 +75,7 @@ def test_an_avg_column_takes_each_rows_samples_from_k():
     trl = pl.DataFrame({"id": ["x", "y", "z"], "k": [16, 2, None], "avg@16_m": [0.5, 0.5, 0.25]})
     assert same(counts(read_prior("avg", frame_columns(trl))), [(2.0, 4.0), (1.0, 2.0), (1.0, 4.0)])
     verl = [{"extra_info": {"id": "x", "k": 2}, "avg@16_m": 1.0}, {"extra_info": {"id": "y"}, "avg@16_m": 0.5}]
-    from grpo_data.priors import record_columns
+    from grpo_data.curriculum.priors import record_columns
 
     assert same(counts(read_prior("avg@16_m", record_columns(verl))), [(2.0, 2.0), (2.0, 4.0)])
 
@@ -134,8 +134,8 @@ def with_avg(table: pl.DataFrame, rates: list, ks: list) -> pl.DataFrame:
 
 def write_profile(path, counts_by_id: dict, meta: dict | None = None) -> None:
     """A profile parquet of (n_correct, k) per id, with `meta` as its run metadata."""
-    from grpo_data import io
     from grpo_data.profiler import METADATA_KEY, summarize_problem
+    from grpo_data.tables import io
 
     rows = [{"id": i, **summarize_problem(c, k, [], 0, {})} for i, (c, k) in counts_by_id.items()]
     io.write_parquet(path, pl.DataFrame(rows), metadata={METADATA_KEY: json.dumps(meta or {})})
@@ -147,7 +147,7 @@ def test_shards_keep_the_profiles_left_out_problems_out_with_a_prior(tmp_path, c
     fit, so the set holds it no more than without the prior, and the manifest counts it as rejected,
     not as a problem on the prior alone."""
     from grpo_data.profiler import rejects_file
-    from grpo_data.shards import read_manifest, read_shards
+    from grpo_data.tables.shards import read_manifest, read_shards
     from pipelines.cli import main
 
     data, profile = tmp_path / "problems.parquet", tmp_path / "profile.parquet"
@@ -177,9 +177,9 @@ def test_the_trainer_starts_its_scheduler_from_profile_and_prior_combined(tmp_pa
     """What `grpo train data.profile=P data.prior=bigmath` hands the band scheduler, built without any
     engine: own counts plus moved pseudo-counts where both exist, the pseudo-counts alone where
     only the prior has a value, those rows in groups of their own, and RUN/prior.json."""
-    from grpo_data.band_math import offline_evidence
-    from grpo_data.priors import merge_offline, origin_groups
-    from grpo_data.scheduler import difficulty_groups
+    from grpo_data.curriculum.band_math import offline_evidence
+    from grpo_data.curriculum.priors import merge_offline, origin_groups
+    from grpo_data.curriculum.scheduler import difficulty_groups
     from grpo_train.config import load_config
     from grpo_train.scheduler_start import build_scheduler
     from grpo_train.trainer import check_inputs
@@ -275,8 +275,8 @@ def test_a_profile_resumes_with_a_prior_when_its_parts_hold_other_ids(tmp_path, 
     counts still inform the pool's prior, and they have no prior value (a KeyError before)."""
     from test_profiler import ScriptedEngine, scripted_problems
 
+    from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import ProfileConfig, finished_parts, profile_problems
-    from grpo_data.stats import StoppingRule
 
     problems, rates = scripted_problems(30)
     prior = read_prior("score:1:64", frame_columns(pl.DataFrame({"score": np.linspace(0.05, 0.95, 30)})))
@@ -292,7 +292,7 @@ def test_a_profile_resumes_with_a_prior_when_its_parts_hold_other_ids(tmp_path, 
 
 def prior_rows(prior, n: int, start: int = 0):
     """The rows start..start+n of `prior` (one per row of the problems passed with it)."""
-    from grpo_data.priors import Prior
+    from grpo_data.curriculum.priors import Prior
 
     return Prior(prior.source, prior.rate[start:start + n], prior.samples[start:start + n], prior.weight)
 

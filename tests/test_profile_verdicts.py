@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import polars as pl
 
 from grpo_data.profiler import UNREAD_EXAMPLES, _Tally, keep_unread, verdict_totals, warn_format
-from grpo_data.verify import Verdict
+from grpo_data.verify.judge import Verdict
 
 
 def test_verdict_totals_count_no_answer_apart_from_wrong():
@@ -60,7 +60,7 @@ class ProseEngine:
         self.tokenizer = build_tokenizer()
 
     def generate(self, prompts, n, sampling):
-        from grpo_data.engines import Completion
+        from grpo_data.generation.engines import Completion
 
         out = []
         for p in prompts:
@@ -74,9 +74,9 @@ class ProseEngine:
 def test_a_profile_counts_no_answer_apart_and_shows_what_it_could_not_read(tmp_path, pool, caplog):
     """End to end through the profiler and the killable verifier workers: the merged profile's metadata
     counts no_answer apart from wrong, and the run's format warning quotes the unread final sentences."""
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
     from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems, read_profile
-    from grpo_data.prompting import PromptConfig, SamplingConfig
+    from grpo_data.tables.problems import to_table, user_prompt
 
     texts = ["right 1", "right 2", "wrong 3", "prose 4", "prose 5", "prose 6", "prose 7"]
     problems = to_table([{"id": f"id{i}", "source": "t", "prompt": user_prompt(t), "answer": t.split()[1], "level": None,

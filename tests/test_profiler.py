@@ -12,7 +12,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.engines import Completion, make_engine
+from grpo_data.curriculum.stats import StoppingRule, fit_grid_prior
+from grpo_data.generation.engines import Completion, make_engine
+from grpo_data.generation.prompting import SamplingConfig
 from grpo_data.profiler import (
     PROFILE_COLUMNS,
     ProfileConfig,
@@ -25,8 +27,6 @@ from grpo_data.profiler import (
     shard_slice,
     summarize_problem,
 )
-from grpo_data.prompting import SamplingConfig
-from grpo_data.stats import StoppingRule, fit_grid_prior
 
 
 class ScriptedEngine:
@@ -60,7 +60,7 @@ class ScriptedEngine:
 
 
 def scripted_problems(n=40):
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     rows, rates = [], {}
     rng = np.random.default_rng(0)
@@ -75,7 +75,7 @@ def scripted_problems(n=40):
 def test_adaptive_per_level_prior_decides_in_band_problems_better(tmp_path, pool):
     """A level that holds the in-band problems keeps a 0/2 or 2/2 screen of a p=0.5 problem from
     being taken for an extreme one; the prior is refitted with the history of earlier chunks."""
-    from grpo_data.stats import row_priors
+    from grpo_data.curriculum.stats import row_priors
 
     problems, rates = scripted_problems(120)
     level = [int(round(2 * rates[f"q{i}"][1])) for i in range(120)]  # unsolved 0, in band 1, solved 2
@@ -214,7 +214,7 @@ def test_a_rerun_under_other_drawing_settings_is_refused(tmp_path, pool):
 
 
 def test_the_pipelines_profile_key_names_what_judges_the_samples(tmp_path):
-    from grpo_data.verify import rules_hash, verdict_fingerprint
+    from grpo_data.verify.judge import rules_hash, verdict_fingerprint
     from pipelines.pipeline import profile_key
 
     train = tmp_path / "train.parquet"
@@ -296,8 +296,8 @@ def test_the_metadata_says_how_samples_were_seeded():
     assert seeding_scheme(ReseedableEngine(rates)) == SEEDING
     assert seeding_scheme(ScriptedEngine(rates)) == SEEDING_ENGINE_WIDE
     # the exported card record and the dataset card carry it; an older profile without it says nothing
-    from grpo_data.cards import seeding_note
-    from grpo_data.exports import card_record
+    from grpo_data.tables.cards import seeding_note
+    from grpo_data.tables.exports import card_record
 
     assert card_record({"seeding": SEEDING})["sampling"]["seeding"] == SEEDING
     assert "resumed after a crash equals an uninterrupted one" in seeding_note(SEEDING)
@@ -420,8 +420,8 @@ def test_vllm_and_hf_agree_in_distribution(tmp_path, warm_policy, pool):
 def test_vllm_profile_leaves_out_a_prompt_over_the_context(tmp_path, world_tables, untrained_policy, pool):
     """Engine: the real vLLM engine on the embedded tiny policy (context 192 tokens). Issue #34: one
     prompt longer than the context made vLLM refuse the whole call and killed the profile at 0/N."""
-    from grpo_data.problems import to_table, user_prompt
     from grpo_data.profiler import rejects_file
+    from grpo_data.tables.problems import to_table, user_prompt
 
     padded = to_table([{"id": f"zz{i}", "source": "t", "prompt": user_prompt("1+2" * n), "answer": "3", "level": 1,
                         "meta": "{}"} for i, n in ((0, 80), (1, 40))])  # over the context; fits with less room

@@ -1,10 +1,10 @@
-"""Reading final answers written as sentences (grpo_data.prose): each reader on a small table."""
+"""Reading final answers written as sentences (grpo_data.verify.prose): each reader on a small table."""
 
 import pytest
 
-from grpo_data.committed import followup_ok
-from grpo_data.counts import stated_count
-from grpo_data.prose import (
+from grpo_data.verify.committed import followup_ok
+from grpo_data.verify.counts import stated_count
+from grpo_data.verify.prose import (
     answer_polarity,
     final_polarity,
     final_sentence,

@@ -17,6 +17,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from grpo_data.curriculum.stats import StoppingRule  # noqa: E402
 from grpo_data.profiler import (  # noqa: E402
     ProfileConfig,
     ProfilePlan,
@@ -34,8 +35,7 @@ from grpo_data.ray_profile import (  # noqa: E402
     parse_address,
     profile_problems_ray,
 )
-from grpo_data.stats import StoppingRule  # noqa: E402
-from grpo_data.verify_pool import PoolConfig  # noqa: E402
+from grpo_data.verify.pool import PoolConfig  # noqa: E402
 from tests import test_profiler  # noqa: E402
 from tests.test_profiler import ReseedableEngine, scripted_problems  # noqa: E402
 
@@ -366,7 +366,7 @@ def test_the_pipeline_profile_stage_shards_over_fake_gpus(tmp_path, monkeypatch)
     """With 4 (fake) GPUs the stage hands the profile to 4 Ray actors holding one GPU each, and its
     inputs key does not depend on the backend (the profiles are equal)."""
     import pipelines.pipeline as pipeline
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     train = tmp_path / "train.parquet"
     to_table([{"id": f"id{i}", "source": "t", "prompt": user_prompt(f"q{i}"), "answer": str(i), "level": None,
@@ -390,8 +390,8 @@ def test_the_pipeline_profile_stage_shards_over_fake_gpus(tmp_path, monkeypatch)
 
 
 def test_the_card_records_the_backend():
-    from grpo_data.cards import backend_note
-    from grpo_data.exports import card_record
+    from grpo_data.tables.cards import backend_note
+    from grpo_data.tables.exports import card_record
 
     ray_meta = {"backend": "ray", "ray_workers": 8, "config": {"wave": 16}}
     assert card_record(ray_meta)["backend"] == {"name": "ray", "workers": 8, "wave": 16}
@@ -426,7 +426,7 @@ def test_grpo_profile_on_ray_with_vllm_equals_the_local_profile(tmp_path, world_
     starts, math-verify in the actor's verifier pool; against the same command in one process. Adaptive,
     wave 2, T = 0.6, a prompt over the context (left out through the actor's measure, listed on the
     driver's disk): equal row for row, the same rejects."""
-    from grpo_data.problems import to_table, user_prompt
+    from grpo_data.tables.problems import to_table, user_prompt
 
     long = to_table([{"id": "zz0", "source": "t", "prompt": user_prompt("1+2" * 80), "answer": "3", "level": 1,
                       "meta": "{}"}])

@@ -136,7 +136,7 @@ def test_pass_rate_plots_draw_estimates_and_the_runs_training_band(tmp_path):
     when the run's data.train has levels) and the band of the run's resolved config, not 0.2-0.8."""
     import matplotlib.pyplot as plt
 
-    from grpo_data.estimates import profile_estimates
+    from grpo_data.curriculum.estimates import profile_estimates
     from grpo_data.profiler import read_profile
     from pipelines.plots import write_plots
     from pipelines.report import pass_rate_figure, pool_levels, run_config, training_band

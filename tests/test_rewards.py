@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from grpo_data.engines import Completion
-from grpo_data.rewards import (
+from grpo_data.generation.engines import Completion
+from grpo_data.generation.rollouts import ScoredGroup
+from grpo_data.verify.judge import Verdict
+from grpo_data.verify.rewards import (
     REWARDS,
     Answer,
     build_reward,
@@ -17,8 +19,6 @@ from grpo_data.rewards import (
     format_reward,
     length_penalty,
 )
-from grpo_data.rollouts import ScoredGroup
-from grpo_data.verify import Verdict
 from grpo_train.config import AlgoConfig, load_config
 from grpo_train.learner import flatten_groups, group_reward_stats, sequence_advantages
 from grpo_train.rollout import Overlong, make_group

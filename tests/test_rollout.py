@@ -18,7 +18,7 @@ class FixedEngine:
         self.calls = 0
 
     def generate(self, prompts, n, sampling):
-        from grpo_data.engines import Completion
+        from grpo_data.generation.engines import Completion
 
         out = []
         for _ in prompts:
@@ -42,15 +42,15 @@ class RecordingScheduler:
 
 
 def make_batcher(patterns, dynamic=True, batch_groups=4, max_rounds=3):
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.rollouts import RolloutSampler
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
+    from grpo_data.generation.rollouts import RolloutSampler
     from grpo_train.tiny_policy import build_tokenizer
 
     tok = build_tokenizer()
     n = 50
     prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(n)]
     sched = RecordingScheduler(n)
-    from grpo_data.verify import Verdict
+    from grpo_data.verify.judge import Verdict
 
     def judge(golds, preds):
         return [Verdict(True, "ok") if x == "\\boxed{1}" else Verdict(False, "wrong") for x in preds]
@@ -72,7 +72,7 @@ def test_dynamic_resampling_drops_zero_variance_and_reports_every_group():
 
 def cut_off_wrong_answers(engine):
     """Make every wrong answer of a test engine one that hit max_tokens (finish reason `length`)."""
-    from grpo_data.engines import Completion
+    from grpo_data.generation.engines import Completion
 
     inner = engine.generate
 
@@ -155,7 +155,7 @@ def test_coverage_counts_problems_and_levels():
 
 
 def test_build_tensors_positions_and_masks():
-    from grpo_data.engines import Completion
+    from grpo_data.generation.engines import Completion
 
     g = Group(0, [1, 2, 3], [Completion("a", (7, 8), "stop"), Completion("b", (9,), "stop")], np.array([1.0, 0.0]))
     ids, att, pos, mask, rewards, gids = build_tensors([g], pad_id=0)
@@ -171,7 +171,7 @@ class ProblemEngine:
         self.plans, self.prompt_of, self.seen, self.calls = plans, prompt_of, {}, 0
 
     def generate(self, prompts, n, sampling):
-        from grpo_data.engines import Completion
+        from grpo_data.generation.engines import Completion
 
         self.calls += 1
         out = []
@@ -202,10 +202,10 @@ class PosteriorScheduler(RecordingScheduler):
 
 
 def sized_batcher(mode, plans, rates, batch_groups=2, group_size=8, max_rounds=1, **sizing):
-    from grpo_data.allocation import Sizing
-    from grpo_data.prompting import PromptConfig, SamplingConfig
-    from grpo_data.rollouts import RolloutSampler
-    from grpo_data.verify import Verdict
+    from grpo_data.curriculum.allocation import Sizing
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
+    from grpo_data.generation.rollouts import RolloutSampler
+    from grpo_data.verify.judge import Verdict
     from grpo_train.tiny_policy import build_tokenizer
 
     n = len(rates)
@@ -363,7 +363,7 @@ def reference_sequential(batcher, budget):
     the reference the lock-step version must equal on one rank. Returns (problems, sizes)."""
     import math
 
-    from grpo_data.rollouts import ScoredGroup
+    from grpo_data.generation.rollouts import ScoredGroup
     from grpo_train.rollout import RolloutBatch
 
     r, cap = batcher.sizing.round_size, batcher.sizing.n_max

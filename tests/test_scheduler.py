@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from grpo_data.band_math import (
+from grpo_data.curriculum.band_math import (
     band_columns,
     band_mass,
     count_cells,
@@ -17,8 +17,8 @@ from grpo_data.band_math import (
     shifted_grid,
     transport,
 )
-from grpo_data.cell_index import CellIndex
-from grpo_data.scheduler import (
+from grpo_data.curriculum.cell_index import CellIndex
+from grpo_data.curriculum.scheduler import (
     BandConfig,
     BandScheduler,
     OfflineBandScheduler,
@@ -26,7 +26,14 @@ from grpo_data.scheduler import (
     difficulty_groups,
     make_scheduler,
 )
-from grpo_data.stats import GRID, StoppingRule, fit_grid_prior, grid_posterior, grid_prob_in_band, row_priors
+from grpo_data.curriculum.stats import (
+    GRID,
+    StoppingRule,
+    fit_grid_prior,
+    grid_posterior,
+    grid_prob_in_band,
+    row_priors,
+)
 
 
 # ---------------------------------------------------------------------------- pure math
@@ -566,7 +573,7 @@ def test_simulation_charges_the_profile_to_the_arms_that_use_one():
 def test_distinct_counts_match_sorting_rows(whole):
     """fit_grid_prior's fast path for whole counts (one integer key) gives np.unique(rows)'s pairs,
     order and multiplicities, so the fitted prior is the same to the bit."""
-    from grpo_data.stats import distinct_counts
+    from grpo_data.curriculum.stats import distinct_counts
 
     rng = np.random.default_rng(0)
     k = rng.choice([2.0, 4.0, 16.0, 32.0], 5000)
@@ -589,7 +596,7 @@ def _dry_pool() -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_dry_band_fills_by_expected_informativeness_never_below_uniform(caplog):
-    from grpo_data.allocation import expected_informative
+    from grpo_data.curriculum.allocation import expected_informative
 
     c, k = _dry_pool()
     sched = BandScheduler(400, BandConfig(without_replacement=False, group_size=8), offline=(c, k), seed=3)
@@ -729,7 +736,7 @@ def test_a_pass_does_not_generate_what_it_skips_while_problems_worth_generating_
     """Cells just around the threshold (review, 2026-12-03): 40 in band, 60 decided each way, and
     80 each of 0/1, 0/2, 0/4, 0/8, 1/8 and 1/16 under the pool's fitted prior. Before the fix a pass
     drew 37-51% of its problems from below skip_below = 0.3 while passable ones were still waiting."""
-    from grpo_data.allocation import expected_informative
+    from grpo_data.curriculum.allocation import expected_informative
 
     c, k = np.zeros(600), np.full(600, 16.0)
     c[:40], c[40:100] = 8, 16

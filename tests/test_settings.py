@@ -1,5 +1,5 @@
 """One home per setting: the sampling defaults live in SamplingConfig, the band's in
-`grpo_data.stats.DEFAULT_BAND` (BandConfig and the stopping rule read it), and every section, flag
+`grpo_data.curriculum.stats.DEFAULT_BAND` (BandConfig and the stopping rule read it), and every section, flag
 and option table that needs them derives them; allowed names come from the registries; a setting a
 scheduler does not take is an error, not silently dropped."""
 
@@ -21,17 +21,17 @@ def _library_hits(pattern: str) -> list[str]:
 
 
 def test_the_band_and_the_sampling_defaults_are_written_once():
-    assert _library_hits(r"\(0\.2, ?0\.8\)|[\"']0\.2, ?0\.8[\"']|\b(lo|hi): float = 0\.[28]\b") == ["grpo_data/stats.py"]
+    assert _library_hits(r"\(0\.2, ?0\.8\)|[\"']0\.2, ?0\.8[\"']|\b(lo|hi): float = 0\.[28]\b") == ["grpo_data/curriculum/stats.py"]
     # BandConfig.temperature is another setting: how sharply selection prefers P(in band)
-    assert _library_hits(r"\btemperature: float = [0-9]") == ["grpo_data/band_scheduler.py", "grpo_data/prompting.py"]
-    assert _library_hits(r"\b(max_tokens: int = 256|top_p: float = 1\.0)\b") == ["grpo_data/prompting.py"] * 2
+    assert _library_hits(r"\btemperature: float = [0-9]") == ["grpo_data/curriculum/band_scheduler.py", "grpo_data/generation/prompting.py"]
+    assert _library_hits(r"\b(max_tokens: int = 256|top_p: float = 1\.0)\b") == ["grpo_data/generation/prompting.py"] * 2
 
 
 def test_sections_and_option_tables_derive_the_owners_defaults():
-    from grpo_data.band_scheduler import BandConfig
+    from grpo_data.curriculum.band_scheduler import BandConfig
+    from grpo_data.curriculum.stats import DEFAULT_BAND, StoppingRule
+    from grpo_data.generation.prompting import SamplingConfig
     from grpo_data.profiler import PROFILE_OPTIONS, ProfileConfig, profile_options
-    from grpo_data.prompting import SamplingConfig
-    from grpo_data.stats import DEFAULT_BAND, StoppingRule
     from grpo_train.config import RolloutConfig, SchedulerSection
 
     band, section = BandConfig(), SchedulerSection()
@@ -63,8 +63,8 @@ def test_a_bad_sampling_setting_in_the_rollout_section_is_refused_there():
 
 
 def test_allowed_names_come_from_the_registries():
-    from grpo_data.engines import ENGINES
-    from grpo_data.scheduler import SCHEDULERS
+    from grpo_data.curriculum.scheduler import SCHEDULERS
+    from grpo_data.generation.engines import ENGINES
     from grpo_train.config import load_config
 
     with pytest.raises(ValueError, match=" or ".join([", ".join(ENGINES[:-1]), ENGINES[-1]])):
@@ -77,7 +77,7 @@ def test_allowed_names_come_from_the_registries():
 def test_a_setting_a_scheduler_does_not_take_is_an_error(name, setting):
     import numpy as np
 
-    from grpo_data.scheduler import make_scheduler
+    from grpo_data.curriculum.scheduler import make_scheduler
 
     offline = (np.array([2.0, 1.0, 3.0]), np.array([4.0, 4.0, 4.0]))
     with pytest.raises(ValueError, match=rf"unknown {name} scheduler setting\(s\) \['{setting}'\]"):

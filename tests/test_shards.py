@@ -5,9 +5,9 @@ import polars as pl
 import pytest
 import yaml
 
-from grpo_data import io as gio
-from grpo_data.cards import write_card
-from grpo_data.shards import (
+from grpo_data.tables import io as gio
+from grpo_data.tables.cards import write_card
+from grpo_data.tables.shards import (
     DEFAULT_EDGES,
     ShardIntegrityError,
     bucket_of,
@@ -174,7 +174,7 @@ def hard_and_middling_levels():
 
 
 def test_a_one_of_two_screen_in_a_hard_level_lands_in_a_low_bucket(tmp_path):
-    from grpo_data.stats import grid_posterior_mean, row_priors
+    from grpo_data.curriculum.stats import grid_posterior_mean, row_priors
 
     problems, profile, c, k = hard_and_middling_levels()
     manifest = write_shards(problems, profile, tmp_path / "s", profile_meta={"config": {"prior_groups": "level"}})
@@ -194,7 +194,7 @@ def test_a_one_of_two_screen_in_a_hard_level_lands_in_a_low_bucket(tmp_path):
 def test_card_states_samples_estimate_and_all_same_share(tmp_path, fmt):
     from math import comb
 
-    from grpo_data.stats import GRID, fit_group_priors
+    from grpo_data.curriculum.stats import GRID, fit_group_priors
 
     problems, profile, c, k = hard_and_middling_levels()
     manifest = write_shards(problems, profile, tmp_path / "s", fmt=fmt)
@@ -226,7 +226,7 @@ def test_card_states_samples_estimate_and_all_same_share(tmp_path, fmt):
 def test_the_histogram_draws_the_band_it_is_given(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
-    from grpo_data import cards
+    from grpo_data.tables import cards
 
     problems, profile, _, _ = hard_and_middling_levels()
     write_shards(problems, profile, tmp_path / "s")

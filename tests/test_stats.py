@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grpo_data.stats import (
+from grpo_data.curriculum.stats import (
     StoppingRule,
     beta_mean,
     beta_std,
@@ -93,7 +93,7 @@ def test_empirical_prior_recovers_a_bimodal_pool_and_saves_samples():
 
 
 def test_grid_prior_fit_on_distinct_counts_equals_the_fit_on_every_row():
-    from grpo_data.stats import GRID, _likelihood
+    from grpo_data.curriculum.stats import GRID, _likelihood
 
     rng = np.random.default_rng(4)
     c, k = rng.binomial(8, _pool(rng)[:500]), np.full(500, 8)
@@ -107,7 +107,7 @@ def test_grid_prior_fit_on_distinct_counts_equals_the_fit_on_every_row():
 
 
 def test_group_priors_fit_each_group_and_shrink_small_ones_to_the_pool():
-    from grpo_data.stats import fit_group_priors, row_priors
+    from grpo_data.curriculum.stats import fit_group_priors, row_priors
 
     rng = np.random.default_rng(5)
     p = np.concatenate([np.zeros(500), np.ones(500), np.full(5, 0.5)])
@@ -141,7 +141,7 @@ def test_per_level_priors_save_samples_at_the_same_accuracy():
 def test_pass_at_k_matches_the_combinatorial_definition():
     from math import comb
 
-    from grpo_data.stats import pass_at_k
+    from grpo_data.curriculum.stats import pass_at_k
 
     for n in (1, 4, 8):
         for c in range(n + 1):
@@ -153,7 +153,7 @@ def test_pass_at_k_matches_the_combinatorial_definition():
 
 
 def test_majority_vote_by_extracted_answer():
-    from grpo_data.stats import majority_correct
+    from grpo_data.curriculum.stats import majority_correct
 
     assert majority_correct(["12", "13", "12", ""], [True, False, True, False]) == 1.0
     assert majority_correct(["13", "12", "13", "12"], [False, True, False, True]) == 0.0  # tie: first given wins
@@ -171,7 +171,13 @@ def _brute_posterior(c: int, k: int, weights, grid) -> list[float]:
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_grid_posterior_mean_std_and_all_same_match_a_brute_force_loop(seed):
-    from grpo_data.stats import GRID, grid_all_same, grid_mean_std, grid_posterior, grid_posterior_mean
+    from grpo_data.curriculum.stats import (
+        GRID,
+        grid_all_same,
+        grid_mean_std,
+        grid_posterior,
+        grid_posterior_mean,
+    )
 
     rng = np.random.default_rng(seed)
     weights = rng.dirichlet(np.full(GRID.size, 0.3), size=12)  # (N, G): a prior row per problem
@@ -195,7 +201,7 @@ def test_grid_posterior_mean_std_and_all_same_match_a_brute_force_loop(seed):
 
 def test_level_posteriors_use_the_profilers_per_level_prior():
     """A 1/2 screen is estimated from its level: low where the level is hard, near 0.5 where it is not."""
-    from grpo_data.stats import GRID, grid_posterior_mean, level_posteriors, row_priors
+    from grpo_data.curriculum.stats import GRID, grid_posterior_mean, level_posteriors, row_priors
 
     c = np.array([0] * 60 + [1] * 15 + [1] + [2] * 30 + [8] * 30 + [1] + [1])
     k = np.array([2] * 60 + [16] * 15 + [2] + [2] * 30 + [16] * 30 + [2] + [2])
@@ -208,7 +214,7 @@ def test_level_posteriors_use_the_profilers_per_level_prior():
 
 
 def test_paired_mean_se_on_hand_computed_differences():
-    from grpo_data.stats import paired_mean_se
+    from grpo_data.curriculum.stats import paired_mean_se
 
     mean, se = paired_mean_se([0.1, 0.3, 0.2, 0.0])  # sd (ddof 1) = 0.1291, / sqrt(4)
     assert mean == pytest.approx(0.15) and se == pytest.approx(0.1290994 / 2)

@@ -28,8 +28,8 @@ def test_vllm_weight_sync_generates_with_new_weights(tmp_path, warm_policy):
     quick_policy, _ = warm_policy
     from transformers import AutoModelForCausalLM
 
-    from grpo_data.engines import HFEngine, make_engine
-    from grpo_data.prompting import SamplingConfig
+    from grpo_data.generation.engines import HFEngine, make_engine
+    from grpo_data.generation.prompting import SamplingConfig
 
     model_b = AutoModelForCausalLM.from_pretrained(quick_policy)
     noise = torch.Generator().manual_seed(0)  # one B on every run: an unseeded one can land near-tied logits
@@ -286,7 +286,7 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
 
 
 def test_refresh_calls_the_engine_only_for_the_chosen_subset():
-    from grpo_data.scheduler import BandScheduler
+    from grpo_data.curriculum.scheduler import BandScheduler
     from grpo_train.rollout import refresh_estimates
 
     batcher, _ = make_batcher([2])

@@ -1,4 +1,4 @@
-"""Properties of `grpo_data.verify.verify_answer` beyond its tables (#38):
+"""Properties of `grpo_data.verify.judge.verify_answer` beyond its tables (#38):
 
 - never worse than math-verify alone: on a grid of (gold, prediction) pairs grown from math-verify's
   own regression tables (each row as it is, with the Minerva closing line "I hope it is correct."
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from math_verify import parse, verify
 
-from grpo_data.answers import answer_kind, parse_choice
-from grpo_data.verify import verify_answer
+from grpo_data.verify.answers import answer_kind, parse_choice
+from grpo_data.verify.judge import verify_answer
 
 TABLE = Path(__file__).parent / "verifier_tables" / "math_verify_cases.jsonl"
 
@@ -204,9 +204,9 @@ def test_followup_reading_is_linear_on_degenerate_input():
     import subprocess
     import sys
 
-    code = ("from grpo_data.committed import followup_ok, retracted, without_closing\n"
-            "from grpo_data.answers import boxed_answers, after_final_answer\n"
-            "from grpo_data.counts import count_refused, stated_count\n"
+    code = ("from grpo_data.verify.committed import followup_ok, retracted, without_closing\n"
+            "from grpo_data.verify.answers import boxed_answers, after_final_answer\n"
+            "from grpo_data.verify.counts import count_refused, stated_count\n"
             "texts = ['The answer is C.' + ' ' * 1990 + 'x', '\\\\boxed{2}' + '}$.\\\\]' * 400 + 'x',\n"
             "         'The answer is C. ' + 'D ' * 990, '\\\\boxed{' * 300, 'The answer is C. ' + '\\\\(' * 600,\n"
             "         'There are ' + '2 ' * 990 + 'equations', 'The number of ' + 'a ' * 990 + 'is 2.',\n"

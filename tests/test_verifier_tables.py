@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_data.verify import verify_answer
+from grpo_data.verify.judge import verify_answer
 
 TABLES = Path(__file__).parent / "verifier_tables"
 

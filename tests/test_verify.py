@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from grpo_data.verify import Verdict, verify_answer
-from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize, unread_examples
+from grpo_data.verify.judge import Verdict, verify_answer
+from grpo_data.verify.pool import PoolConfig, VerifierPool, summarize, unread_examples
 
 # (gold, prediction, expected correct)
 CASES = [
@@ -144,7 +144,7 @@ def test_workers_do_not_rerun_the_calling_script(tmp_path):
     script = tmp_path / "unguarded.py"
     script.write_text("import torch  # noqa: F401\n"
                       "print('TOP LEVEL RAN', flush=True)\n"
-                      "from grpo_data.verify_pool import VerifierPool\n"
+                      "from grpo_data.verify.pool import VerifierPool\n"
                       "pool = VerifierPool(workers=2)\n"
                       "print([v.reason for v in pool.verify(['1'] * 3, ['\\\\boxed{1}', '2', '1'])])\n"
                       "pool.close()\n")
@@ -216,23 +216,23 @@ def test_numbers_too_large_to_compare_are_refused_without_sympy(pred, reason):
 
 
 def test_the_rules_hash_follows_the_code_not_its_comments():
-    from grpo_data.verify import rules_digest
+    from grpo_data.verify.judge import rules_digest
 
-    text = (Path(__file__).parents[1] / "grpo_data" / "verify.py").read_text(encoding="utf-8")
-    base = rules_digest({"verify.py": text})
+    text = (Path(__file__).parents[1] / "grpo_data" / "verify" / "judge.py").read_text(encoding="utf-8")
+    base = rules_digest({"judge.py": text})
     commented = text.replace("\ndef _wrap_gold(gold: str) -> str:\n",
                              "\n# a comment\ndef _wrap_gold(gold: str) -> str:  # and another\n\n", 1)
     redocumented = text.replace('"""Judge `pred`', '"""Reworded: judge `pred`', 1)
     assert commented != text and redocumented != text
-    assert rules_digest({"verify.py": commented}) == base == rules_digest({"verify.py": redocumented})
+    assert rules_digest({"judge.py": commented}) == base == rules_digest({"judge.py": redocumented})
     recoded = text.replace('if "$" in text or', 'if "$$" in text or', 1)
-    assert recoded != text and rules_digest({"verify.py": recoded}) != base
+    assert recoded != text and rules_digest({"judge.py": recoded}) != base
 
 
 def test_the_verdict_fingerprint_follows_verdict_changing_settings():
     """Judged in-process on a shipped set of pairs: an upgrade of math-verify, sympy or latex2sympy2_extended that
     changes a verdict changes it; so does a pred_tail_chars that reads the tail-cut pair."""
-    from grpo_data.verify import FINGERPRINT_PAIRS, verdict_fingerprint
+    from grpo_data.verify.judge import FINGERPRINT_PAIRS, verdict_fingerprint
 
     reasons = {verify_answer(g, p, timeout_s=0).reason for g, p in FINGERPRINT_PAIRS}
     assert {"ok", "wrong", "no_answer"} <= reasons
@@ -244,7 +244,7 @@ def test_the_verdict_fingerprint_follows_verdict_changing_settings():
 def test_an_items_calls_share_its_budget(monkeypatch):
     """Gold, prediction and comparison each get math-verify's timeout, but together no more than the
     item's budget: three full timeouts would outlast the pool's hard deadline and get the worker killed."""
-    import grpo_data.verify as verify_module
+    import grpo_data.verify.judge as verify_module
 
     now = [100.0]
     monkeypatch.setattr(verify_module.time, "monotonic", lambda: now[0])

@@ -6,8 +6,8 @@ import random
 import polars as pl
 import pytest
 
-from grpo_data.problems import SCHEMA
-from grpo_data.world import LEVELS, SPLITS, WorldConfig, chain, evaluate, generate, solution
+from grpo_data.tables.problems import SCHEMA
+from grpo_data.tables.world import LEVELS, SPLITS, WorldConfig, chain, evaluate, generate, solution
 
 SMALL = WorldConfig(seed=3, pool=dict.fromkeys(LEVELS, 30), val_per_level=8, test_per_level=8,
                     sft=dict.fromkeys(LEVELS, 40))

@@ -11,10 +11,10 @@ could not score (None) is not counted, and ids outside the dataset (an evaluatio
 Band settings: the scheduler's own band, [0.2, 0.8] around 50% correct (where a group of G is least
 likely to come back all-equal: at G = 8, 0.8^8 + 0.2^8 = 17% against 66% at p = 0.95), and, as in
 `grpo train`, each problem at most once per band epoch. Any BandConfig field can be passed; with
-scheduler="pools" or "greso" (the peers' samplers, `grpo_data.peer_schedulers`) their PoolsConfig or
+scheduler="pools" or "greso" (the peers' samplers, `grpo_data.curriculum.peer_schedulers`) their PoolsConfig or
 GresoConfig fields instead. Unknown settings of these are refused, naming the accepted ones.
-A `prior` (`grpo_data.priors`: another model's published difficulty, discounted, or an earlier
-profile of another checkpoint or model, `grpo_data.prior_profile`; the band scheduler only,
+A `prior` (`grpo_data.curriculum.priors`: another model's published difficulty, discounted, or an earlier
+profile of another checkpoint or model, `grpo_data.curriculum.prior_profile`; the band scheduler only,
 `PRIOR_SCHEDULERS`, others refuse it) joins the offline counts: added to them where both exist,
 alone where the offline counts leave a problem unprofiled,
 those in difficulty groups of their own so that their drift learns the offset between that model and
@@ -31,8 +31,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from grpo_data.prior_profile import one_source, read_profile_prior
-from grpo_data.priors import (
+from grpo_data.curriculum.prior_profile import one_source, read_profile_prior
+from grpo_data.curriculum.priors import (
     Columns,
     Prior,
     PriorError,
@@ -42,7 +42,13 @@ from grpo_data.priors import (
     read_prior,
     stored_prior,
 )
-from grpo_data.scheduler import PRIOR_SCHEDULERS, Scheduler, difficulty_groups, make_scheduler, prior_refusal
+from grpo_data.curriculum.scheduler import (
+    PRIOR_SCHEDULERS,
+    Scheduler,
+    difficulty_groups,
+    make_scheduler,
+    prior_refusal,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +79,7 @@ def float_column(values, n: int) -> np.ndarray:
 
 def level_column(values, n: int) -> np.ndarray | None:
     """Levels as float64 (NaN where missing), or None when no row has one (the trainer's rule,
-    `grpo_data.problems.level_array`). Text levels such as MATH's "Level 3" take their number, or
+    `grpo_data.tables.problems.level_array`). Text levels such as MATH's "Level 3" take their number, or
     else their rank among the distinct texts."""
     if values is None or all(v is None for v in values):
         return None
@@ -91,8 +97,8 @@ def level_column(values, n: int) -> np.ndarray | None:
 def dataset_prior(columns: Columns, spec: str | None, weight: float | None, ids: Sequence | None = None,
                   scheduler: str = "band", profile: str | None = None,
                   options: tuple[str, str, str] = ("prior=", "prior_profile=", "prior_weight=")) -> Prior | None:
-    """The plug-ins' prior: `spec` read from the dataset's columns (`grpo_data.priors`), or the
-    earlier profile at `profile` joined to `ids` (`grpo_data.prior_profile`; one source at a time),
+    """The plug-ins' prior: `spec` read from the dataset's columns (`grpo_data.curriculum.priors`), or the
+    earlier profile at `profile` joined to `ids` (`grpo_data.curriculum.prior_profile`; one source at a time),
     at most `weight` pseudo-samples a problem (None: the default; refused for a scheduler that
     cannot use a prior, `PRIOR_SCHEDULERS`); else the `prior_rate`/`prior_k` columns a `grpo shards
     --prior` set carries (for the band scheduler); else None. `options` names the three settings as
@@ -175,7 +181,7 @@ class Curriculum:
         the trainer does); `share` False keeps each problem's estimate to its own outcomes (no drift,
         no refits). `prior` (one row per id) gives the problems without offline counts its discounted
         pseudo-counts and adds them, moved by the offset fitted on the problems both cover, to the
-        counts of the others, as the trainer's `data.prior` does (`grpo_data.priors.merge_offline`)."""
+        counts of the others, as the trainer's `data.prior` does (`grpo_data.curriculum.priors.merge_offline`)."""
         if ids is None:
             raise MissingColumnError("the dataset has no `id` column: the scheduler needs one id per problem to map "
                                  "scored completions back (grpo shards writes it; or add one with "

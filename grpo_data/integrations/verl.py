@@ -32,9 +32,9 @@ hi, decay). A dry band fills by informativeness at G answers per prompt: G is le
 scored batch (`rollout.n`), or set `data.sampler.group_size`. The prior and difficulty groups come
 from `extra_info` {id, n_correct, k, level, and prior_rate/prior_k with `--prior`}, as `grpo shards
 --format verl` writes it. `+data.sampler.prior=SPEC` reads another model's published difficulty from
-the dataset's own columns instead (`grpo_data.priors`: e.g. skywork_7b for Skywork-OR1's
+the dataset's own columns instead (`grpo_data.curriculum.priors`: e.g. skywork_7b for Skywork-OR1's
 extra_info.model_difficulty, or FIELD:SCALE:SAMPLES), or `+data.sampler.prior_profile=PATH` an earlier
-profile of another checkpoint or model joined by id (`grpo_data.prior_profile`; one of the two), at
+profile of another checkpoint or model joined by id (`grpo_data.curriculum.prior_profile`; one of the two), at
 most `+data.sampler.prior_weight=K` (4) pseudo-samples a problem; the band scheduler only. (verl's `data.sampler` holds only class_path
 and class_name: every other key is added with Hydra's `+`.) A response counts as a success when the reward manager's
 `acc` is true, else when its summed `token_level_scores` >= success_at (0.5: 0/1 and -1/+1 rewards).
@@ -54,9 +54,8 @@ import logging
 import os
 from collections.abc import Mapping
 
-from grpo_data.integrations.feedback import Curriculum, MissingColumnError, set_prior, verdicts
-from grpo_data.prior_profile import one_source, read_profile_prior
-from grpo_data.priors import (
+from grpo_data.curriculum.prior_profile import one_source, read_profile_prior
+from grpo_data.curriculum.priors import (
     Columns,
     PriorError,
     dataset_columns,
@@ -65,7 +64,8 @@ from grpo_data.priors import (
     record_columns,
     stored_prior,
 )
-from grpo_data.scheduler import PRIOR_SCHEDULERS, prior_refusal
+from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, prior_refusal
+from grpo_data.integrations.feedback import Curriculum, MissingColumnError, set_prior, verdicts
 
 logger = logging.getLogger(__name__)
 

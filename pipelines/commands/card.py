@@ -27,9 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_data.cards import write_card
-    from grpo_data.exports import ExportError
-    from grpo_data.shards import ShardIntegrityError
+    from grpo_data.tables.cards import write_card
+    from grpo_data.tables.exports import ExportError
+    from grpo_data.tables.shards import ShardIntegrityError
 
     band = None
     if args.band:

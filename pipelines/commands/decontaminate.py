@@ -32,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_data.decontam import DecontamConfig
-    from grpo_data.loaders import DataError
+    from grpo_data.tables.decontam import DecontamConfig
+    from grpo_data.tables.loaders import DataError
     from pipelines.stages import decontaminate_file
 
     try:

@@ -4,12 +4,12 @@
     grpo export --profile runs/profile.parquet --format avg --k 32 --out P.avg.parquet
 
 Writes OUT (parquet, the record in its footer) and OUT.json (the record): model, weights hash,
-sampling, prompt template, verifier and versions, prior (`grpo_data.exports`). `--data` (a canonical
+sampling, prompt template, verifier and versions, prior (`grpo_data.tables.exports`). `--data` (a canonical
 problem table) gives each problem its level and per-level estimates, its question (`query`: the
 user messages), `source` and `meta` (file, row), and the record says how its ids were made
 (`ids`: the dataset's own, or the sha1 of the prompt text, which another team recomputes to join). avg: K is the fewest samples any
 problem got unless --k states it (refused when a problem has fewer): every row's rate averages at
-least K samples, its `k` column says how many. `grpo_data.exports.read_export` reads
+least K samples, its `k` column says how many. `grpo_data.tables.exports.read_export` reads
 either back into the profile's rows. An --out whose parquet or OUT.json would overwrite the profile,
 the --data table or a file beside them (NAME.json, NAME.inputs.json, NAME.rejects.jsonl) is refused.
 """
@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
     import polars as pl
 
-    from grpo_data.exports import ExportError, check_out, export_profile, read_problem_table, sidecar
     from grpo_data.profiler import read_profile, read_rejects
+    from grpo_data.tables.exports import ExportError, check_out, export_profile, read_problem_table, sidecar
 
     inputs = [args.profile, *([args.data] if args.data else [])]
     try:

@@ -10,7 +10,7 @@ HELP = "load a math dataset into the canonical problem table (parquet) + a rejec
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """Dataset flags shared by every command that reads raw data."""
-    from grpo_data.loaders import PRESETS
+    from grpo_data.tables.loaders import PRESETS
 
     parser.add_argument("--data", required=True, help="file, folder, save_to_disk folder, or Hub dataset name")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="dataset shape: " + "; ".join(
@@ -27,7 +27,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-prompt-tokens", type=int, help="reject longer prompts (needs --tokenizer)")
     parser.add_argument("--tokenizer", help="tokenizer path/name for --max-prompt-tokens")
     parser.add_argument("--prior", default=None, metavar="SPEC",
-                        help="another model's published difficulty (grpo_data.priors: bigmath, polaris, skywork_7b, "
+                        help="another model's published difficulty (grpo_data.curriculum.priors: bigmath, polaris, skywork_7b, "
                         "lime, dart, avg, or FIELD:SCALE:SAMPLES): loading keeps its field in each row's meta for "
                         "later stages; profile (adaptive) and shards also weigh it, discounted")
 
@@ -51,8 +51,8 @@ def check_prior_args(args) -> float:
     """The weight `--prior-weight` asks for (4 when left out; a 0 is kept, to be refused), checked
     before any data is read: a malformed `--prior` spec, a `--prior-profile` that is not a file,
     both (one prior source at a time), or `--prior-weight` without either, is a PriorError
-    (`grpo_data.prior_profile.check_prior_settings`)."""
-    from grpo_data.prior_profile import check_prior_settings
+    (`grpo_data.curriculum.prior_profile.check_prior_settings`)."""
+    from grpo_data.curriculum.prior_profile import check_prior_settings
 
     return check_prior_settings(getattr(args, "prior", None), getattr(args, "prior_profile", None),
                                 getattr(args, "prior_weight", None), prior_flags(args))
@@ -62,7 +62,7 @@ def read_prior_from_args(args, table):
     """The prior `--prior` names, read from a loaded or canonical table, or the earlier profile
     `--prior-profile` names, joined to the table's ids (`--prior-weight` where the command has one);
     None without either. PriorError when it cannot be read."""
-    from grpo_data.prior_profile import read_prior_settings
+    from grpo_data.curriculum.prior_profile import read_prior_settings
 
     return read_prior_settings(getattr(args, "prior", None), getattr(args, "prior_profile", None),
                                getattr(args, "prior_weight", None), table, args.data, prior_flags(args))
@@ -85,8 +85,8 @@ def add_prior_profile_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_data.loaders import DataError, write_load_result
-    from grpo_data.priors import PriorError
+    from grpo_data.curriculum.priors import PriorError
+    from grpo_data.tables.loaders import DataError, write_load_result
     from pipelines.stages import load_from_args
 
     try:

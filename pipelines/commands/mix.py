@@ -2,7 +2,7 @@
 
     grpo mix --spec mix.yaml --out data/pool.parquet
 
-The mixture file format is documented in `grpo_data/mixture.py`. Writes the pool (its footer records
+The mixture file format is documented in `grpo_data/tables/mixture.py`. Writes the pool (its footer records
 the mixture), the rejects of every source beside it, and prints each source's share.
 """
 
@@ -21,8 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_data.loaders import DataError, LoadLimits, write_load_result
-    from grpo_data.mixture import build_mixture, read_mixture
+    from grpo_data.tables.loaders import DataError, LoadLimits, write_load_result
+    from grpo_data.tables.mixture import build_mixture, read_mixture
 
     try:
         spec = read_mixture(args.spec)

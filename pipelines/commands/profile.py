@@ -9,7 +9,7 @@
     grpo profile ... --backend ray --ray-address 10.0.0.1:6379    # engine actors across a Ray cluster
     grpo profile ... --backend ray --adaptive --wave 8            # adaptive: 8 chunks decided at once
 
-Prompts are rendered and tokenized exactly as training renders them (`grpo_data.rollouts`); generation
+Prompts are rendered and tokenized exactly as training renders them (`grpo_data.generation.rollouts`); generation
 stops at the chat template's end-of-turn token and EOS unless --stop-token-ids says otherwise.
 A prompt that does not fit the engine's context (--max-model-len, else the model's) with --max-tokens
 is left out and listed in OUT.rejects.jsonl with its reason, or profiled with the room left under
@@ -36,8 +36,8 @@ import sys
 import time
 from pathlib import Path
 
-from grpo_data.prompting import SamplingConfig
-from grpo_data.stats import DEFAULT_BAND, StoppingRule
+from grpo_data.curriculum.stats import DEFAULT_BAND, StoppingRule
+from grpo_data.generation.prompting import SamplingConfig
 
 HELP = "profile pass rates: k samples per problem through vLLM (or HF), judged by math-verify"
 
@@ -155,8 +155,13 @@ def options_from_args(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_data.engines import ENGINES, check_model_path, default_engine, engine_settings, pin_local_device
-    from grpo_data.loaders import DataError
+    from grpo_data.generation.engines import (
+        ENGINES,
+        check_model_path,
+        default_engine,
+        engine_settings,
+        pin_local_device,
+    )
     from grpo_data.profiler import (
         ResumeError,
         discard_parts,
@@ -165,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
         profile_problems,
         run_metadata,
     )
-    from grpo_data.verify_pool import PoolConfig, VerifierPool
+    from grpo_data.tables.loaders import DataError
+    from grpo_data.verify.pool import PoolConfig, VerifierPool
     from pipelines.stages import read_problems
 
     try:
@@ -197,8 +203,8 @@ def run(args: argparse.Namespace) -> int:
         return 2 if "no valid rows" not in str(exc) else 1
     if args.limit:
         problems = problems.sort("id").head(args.limit)
-    from grpo_data.prior_profile import REUSE, check_other_source
-    from grpo_data.priors import PriorError
+    from grpo_data.curriculum.prior_profile import REUSE, check_other_source
+    from grpo_data.curriculum.priors import PriorError
     from grpo_data.profiler import weights_hash
     from pipelines.commands.load import read_prior_from_args
 
@@ -216,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
         if args.restart:
             discard_parts(args.out)
         return _run_on_ray(args, problems, cfg, engine_name, settings, shard, prior)
-    from grpo_data.engines import make_engine
+    from grpo_data.generation.engines import make_engine
 
     pin_local_device()  # under torchrun: this rank's engine on this rank's GPU, not every rank's on GPU 0
     engine = make_engine(engine_name, args.model, seed=args.seed + shard[0], settings=settings,
@@ -258,7 +264,7 @@ def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -
         profile_problems_ray,
         worker_env,
     )
-    from grpo_data.verify_pool import PoolConfig
+    from grpo_data.verify.pool import PoolConfig
 
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig(workers=1)
     try:

@@ -4,8 +4,8 @@
     grpo shards --data bigmath.parquet --prior bigmath --format verl --out shards/bigmath   # no profile: the prior
     grpo shards --data train.parquet --profile step200.parquet --prior-profile base.parquet --out shards/step200
 
-With --prior (another model's published difficulty, `grpo_data.priors`) or --prior-profile (an
-earlier profile of another checkpoint or model, `grpo_data.prior_profile`) the set also holds the
+With --prior (another model's published difficulty, `grpo_data.curriculum.priors`) or --prior-profile (an
+earlier profile of another checkpoint or model, `grpo_data.curriculum.prior_profile`) the set also holds the
 problems only the prior covers, with `prior_rate`/`prior_k` columns the plug-ins start from. A
 profile written by `grpo profile --adaptive --prior` (or --prior-profile) is used with the same prior
 and --prior-weight only (it stopped early where that prior agreed); anything else is refused, naming them.
@@ -36,11 +36,11 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from grpo_data.loaders import DataError, read_provenance
-    from grpo_data.prior_profile import check_other_source
-    from grpo_data.priors import PriorError, check_recorded_prior
+    from grpo_data.curriculum.prior_profile import check_other_source
+    from grpo_data.curriculum.priors import PriorError, check_recorded_prior
     from grpo_data.profiler import read_profile, read_rejects
-    from grpo_data.shards import write_shards
+    from grpo_data.tables.loaders import DataError, read_provenance
+    from grpo_data.tables.shards import write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args
     from pipelines.stages import read_problems
 
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     data = Path(args.data)
     prov = read_provenance(data) if data.is_file() and data.suffix == ".parquet" else {}
     rejected = {**rejected, **prov.get("rejected", {})}
-    try:  # a prior that repeats the profile's own samples is refused here (grpo_data.priors.merge_offline)
+    try:  # a prior that repeats the profile's own samples is refused here (grpo_data.curriculum.priors.merge_offline)
         manifest = write_shards(problems, profile, args.out, edges, args.format, source=args.data, profile_meta=meta,
                                 rejected=rejected, extra={"data": prov}, prior=prior, left_out=left_out)
     except PriorError as exc:

@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_data import io
-    from grpo_data.verify_pool import PoolConfig, VerifierPool, summarize, unread_examples
+    from grpo_data.tables import io
+    from grpo_data.verify.pool import PoolConfig, VerifierPool, summarize, unread_examples
 
     src = Path(args.input)
     if not src.is_file():

@@ -36,7 +36,7 @@ def _free_gib() -> float | None:
 
 def prompts(tokenizer, n: int = 24) -> list[list[int]]:
     """Token-id prompts rendered as training renders them (`encode_prompt`), each a different question."""
-    from grpo_data.prompting import encode_prompt
+    from grpo_data.generation.prompting import encode_prompt
 
     return [encode_prompt(tokenizer, [{"role": "user", "content": f"What is {7 + 3 * i}+{1 + i % 9}-{1 + (i * 5) % 9}?"}])
             for i in range(n)]
@@ -65,7 +65,7 @@ def logprob_gap(model, prompt_ids: list[list[int]], groups, pad_id: int, tempera
 
 
 def greedy_ids(engine, prompt_ids, max_tokens: int = 24) -> list[list[int]]:
-    from grpo_data.prompting import SamplingConfig
+    from grpo_data.generation.prompting import SamplingConfig
 
     return [list(g[0].token_ids) for g in engine.generate(prompt_ids, 1, SamplingConfig(temperature=0.0,
                                                                                          max_tokens=max_tokens))]
@@ -73,7 +73,7 @@ def greedy_ids(engine, prompt_ids, max_tokens: int = 24) -> list[list[int]]:
 
 def sample(engine, prompt_ids, n: int = 4, max_tokens: int = 24):
     """n answers per prompt at T = 1 with the engine's log-prob of each sampled token."""
-    from grpo_data.prompting import SamplingConfig
+    from grpo_data.generation.prompting import SamplingConfig
 
     return engine.generate(prompt_ids, n, SamplingConfig(temperature=1.0, max_tokens=max_tokens, logprobs=True))
 
@@ -97,7 +97,7 @@ def near_tie_gaps(model, prompt_ids, reference: list[list[int]], engine_ids: lis
 def engine_sleep(model: str, settings: dict) -> dict:
     """vLLM at `settings` (a GPU user's defaults when empty): greedy answers and sampled log-probs
     before sleep, GPU memory awake / asleep / woken, the same after the wake that `generate` does."""
-    from grpo_data.engines import EngineSettings, make_engine
+    from grpo_data.generation.engines import EngineSettings, make_engine
 
     engine = make_engine("vllm", model, seed=0, settings=EngineSettings(**settings))
     ids = prompts(engine.tokenizer)
@@ -127,7 +127,7 @@ def engine_sync(model_a: str, model_b: str, settings: dict) -> dict:
     """vLLM started on A; B's weights pushed in while it sleeps (the trainer's path: sleep, train,
     `load_weights`), then A's pushed back while awake (the resume path). After each: sampled
     log-probs against both models, greedy answers against HF `generate` of the synced model."""
-    from grpo_data.engines import EngineSettings, HFEngine, make_engine
+    from grpo_data.generation.engines import EngineSettings, HFEngine, make_engine
 
     engine = make_engine("vllm", model_a, seed=0, settings=EngineSettings(**settings))
     ids = prompts(engine.tokenizer)

@@ -1,4 +1,4 @@
-"""vLLM on CUDA through `grpo_data.vllm_engine.VLLMEngine`: GPU defaults, sleep mode, weight sync.
+"""vLLM on CUDA through `grpo_data.generation.vllm_engine.VLLMEngine`: GPU defaults, sleep mode, weight sync.
 
 Each test starts its engine in a fresh process (tests/gpu/scenarios.py) on a random-init model of
 Qwen2.5-0.5B's shape built locally (no download); the assertions are on what that process measured.

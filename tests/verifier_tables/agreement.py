@@ -5,7 +5,7 @@ cases and extraction misses on the prose table. Run from the repository root:
     .venv/bin/python tests/verifier_tables/agreement.py --root OLD     # another checkout's grpo_data
 
 (e.g. OLD made by `mkdir /tmp/old && git archive <commit> grpo_data | tar -x -C /tmp/old`). Only
-`grpo_data.verify.verify_answer` is used, so any version of the verifier can be measured.
+`grpo_data.verify.judge.verify_answer` is used, so any version of the verifier can be measured.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def main() -> int:
     args = parser.parse_args()
     sys.path.insert(0, args.root)
     logging.disable(logging.WARNING)  # math-verify logs every unparsable candidate
-    from grpo_data.verify import verify_answer
+    from grpo_data.verify.judge import verify_answer
 
     table = [r for r in read_rows("math_verify_cases.jsonl") if r["source"].startswith("huggingface/Math-Verify")]
     got = [verify_answer(r["gold"], r["pred"]).correct for r in table]

@@ -1,0 +1,587 @@
+"""Answer verification with math-verify: the only module that imports `math_verify`.
+
+`verify_answer(gold, pred)` judges one model output against one gold answer and returns a `Verdict`.
+It runs inside the worker processes of `grpo_data.verify.pool.VerifierPool`, never in a trainer's
+thread: math-verify's own timeouts use SIGALRM, which only works in a process's main thread, and a
+hang inside sympy can outlive them, so the pool adds a hard deadline and kills the worker.
+
+Model output is only parsed (regex extraction + latex2sympy + sympy comparison), never executed.
+
+Gold answers that are choice letters or words ("(C)", "Yes") are compared as strings
+(`grpo_data.verify.answers`): math-verify would read "No" as the product n*o. Those string paths read the
+prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`grpo_data.verify.prose`:
+"No, it is not possible." is no), then a final sentence that is one formula ("Therefore $E$.",
+"So $\\text{odd}$."); a formula elsewhere in the text is no answer. A count gold ("2 inequalities")
+is judged on its number, and on its unit when the answer names one ("2 equations" is no answer).
+
+What may follow a committed answer (`grpo_data.verify.committed`): after an "answer is X" clause, a boxed
+word answer or a leading yes/no sentence, only a closing remark (a whitelist: "I hope it is correct.",
+a short restatement or reason naming no other answer), else no_answer ("The answer is C. Or D.",
+"Yes. Just kidding.", "The answer is 2. Edit: 3."). After a boxed choice, yes/no, count or math answer
+any explanation may follow; only doubt or another answer unsettles it (`box_unsettled`). Boxes are
+judged one by one against the gold: two that disagree are wrong. The prediction ends at its first
+turn-ending token ("<|im_end|>"). A number gold's final answer that hedges ("5 or 6", "at least 3")
+is wrong. math-verify's
+own regression tables run through this function in tests/test_verifier_tables.py, and a grid grown
+from them in tests/test_verifier_properties.py: where math-verify is right, this is right too.
+
+Answer format. The prediction's final answer is taken, in priority order, from the last `\\boxed{}`,
+then from LaTeX in `$...$`/`\\[...\\]`, then from a plain number or expression (math-verify's
+`LatexExtractionConfig(boxed_match_priority=0)` + `ExprExtractionConfig()`). Only the last
+`pred_tail_chars` characters of a prediction are read: the final answer sits at the end, and a
+megabyte of rambling must not cost a megabyte of regex work. An answer followed by more than that
+much text is not read (no_answer): in a truncated output it is as often a tentative guess ("First
+guess: \\boxed{5}. Hmm, ...") as a final answer. Gold answers are bare strings
+("42", "\\frac{1}{2}", "(1, 2]"): they are wrapped in `$...$` unless they already carry a delimiter.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import logging
+import math
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import sympy
+from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
+from math_verify.errors import TimeoutException
+
+from grpo_data.verify.answers import (
+    _BOUND_WORDS,
+    _MATH_WORDS,
+    _OPERATOR_WORDS,
+    _SCALE_WORDS,
+    after_final_answer,
+    anchored_answers,
+    answer_kind,
+    answer_settled,
+    answer_taken_back,
+    bare_number,
+    choice_value_claim,
+    count_of,
+    count_unit,
+    final_answer_text,
+    for_math,
+    is_empty_set,
+    judge_answer,
+    judge_prose,
+    judge_string,
+    last_boxed,
+    none_followup,
+    numbers_in,
+    two_boxed,
+    unwrap,
+)
+from grpo_data.verify.committed import (
+    _FIRST_CLAUSE,
+    _LATER_ANSWER,
+    box_unsettled,
+    end_of_turn,
+    followup_ok,
+    without_closing,
+)
+from grpo_data.verify.counts import _COMPARATOR, count_refused, singular
+from grpo_data.verify.prose import (
+    _CONDITION,
+    _NEGATING_WORD,
+    _SCALE_WORD,
+    _prose,
+    final_says_none,
+    final_sentence,
+    flatten_text,
+    says_none,
+)
+
+_MARKDOWN = re.compile(r"\*\*|__|`")
+
+# Verdict reasons, in the order summaries print them.
+REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
+# The modules whose code decides a verdict and whether it counts as correct (the pool's, which turns a
+# hang or a crash into "timeout"/"error", included): their code is the verifier's version beside
+# math-verify's (`rules_hash`).
+RULE_MODULES = ("judge.py", "answers.py", "prose.py", "counts.py", "committed.py", "rewards.py",
+                "pool.py")
+# (gold, prediction) pairs whose verdicts fingerprint the judging stack as it runs (`verdict_fingerprint`):
+# each path of `verify_answer` (numbers, fractions, LaTeX, sets and intervals, choices, words, counts,
+# percents, prose, no answer, an answer followed by more than pred_tail_chars of text) and forms whose
+# reading math-verify, latex2sympy2_extended or sympy could change.
+FINGERPRINT_PAIRS = (
+    ("42", "The answer is \\boxed{42}."),
+    ("42", "So we get \\boxed{41}."),
+    ("\\frac{1}{2}", "\\boxed{0.5}"),
+    ("\\frac{1}{2}", "\\boxed{\\dfrac{2}{4}}"),
+    ("2\\sqrt{2}", "\\boxed{\\sqrt{8}}"),
+    ("(1, 2]", "\\boxed{(1,2]}"),
+    ("\\{1, 2\\}", "\\boxed{\\{2, 1\\}}"),
+    ("x^2 + 2x + 1", "\\boxed{(x+1)^2}"),
+    ("\\pi/2", "$\\frac{\\pi}{2}$"),
+    ("5\\%", "\\boxed{0.05}"),
+    ("(C)", "The answer is (C)."),
+    ("Yes", "Yes, it is possible."),
+    ("2 inequalities", "\\boxed{2}"),
+    ("12", "After all that, the total is 12"),
+    ("7", "I am not sure."),
+    ("5", "First guess: \\boxed{5}. " + "Let me check that again. " * 90),
+)
+_PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+_GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one prediction.
+
+    correct: True only when reason == "ok".
+    reason:  one of REASONS. "timeout" and "error" are scored as not correct: they say the verifier
+             could not decide, which summaries report apart from "wrong".
+    detail:  short free text for logs (exception type, extracted answer), never parsed.
+    answer:  the answer the verifier read from the prediction (the parsed expression's text, or the
+             choice/text answer), "" when none: majority voting compares these strings.
+    """
+
+    correct: bool
+    reason: str
+    detail: str = ""
+    answer: str = ""
+
+
+def rules_digest(sources: dict[str, str]) -> str:
+    """sha256 (first 16 hex) over modules' code, {name: source text}, as Python parses it with the
+    docstrings removed (`ast.dump`): a comment, a docstring or a line break does not change it, a change
+    to the code does."""
+    h = hashlib.sha256()
+    for name, text in sources.items():
+        tree = ast.parse(text)
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
+                    and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                node.body = body[1:] or [ast.Pass()]
+        h.update(name.encode())
+        h.update(ast.dump(tree).encode())
+    return h.hexdigest()[:16]
+
+
+@functools.cache
+def rules_hash() -> str:
+    """`rules_digest` of this project's judging rules (RULE_MODULES): any change to how an answer is
+    read or compared changes it, with no version number to forget to bump. Recorded in a profile's
+    metadata beside the versions of math-verify, sympy and latex2sympy2_extended and the verdict
+    fingerprint, so a card says which rules judged its counts."""
+    here = Path(__file__).parent
+    return rules_digest({name: (here / name).read_text(encoding="utf-8") for name in RULE_MODULES})
+
+
+@functools.lru_cache(maxsize=8)
+def verdict_fingerprint(pred_tail_chars: int = 2000) -> str:
+    """sha256 (first 16 hex) of the verdicts (reason, correct) `verify_answer` gives FINGERPRINT_PAIRS
+    here, in-process, reading `pred_tail_chars`: what the installed math-verify, latex2sympy2_extended
+    and sympy decide, so an upgrade that changes a verdict changes it where their version numbers may
+    not say. math-verify's own timeouts are off (they need the main thread's SIGALRM; these pairs
+    take milliseconds)."""
+    library_log = logging.getLogger("math_verify")
+    level = library_log.level
+    library_log.setLevel(logging.ERROR)  # its warning that the timeouts are off is expected here
+    try:
+        verdicts = [verify_answer(gold, pred, timeout_s=0, pred_tail_chars=pred_tail_chars)
+                    for gold, pred in FINGERPRINT_PAIRS]
+    finally:
+        library_log.setLevel(level)
+    return hashlib.sha256(json.dumps([[v.reason, v.correct] for v in verdicts]).encode()).hexdigest()[:16]
+
+
+def _wrap_gold(gold: str) -> str:
+    text = gold.strip()
+    if "$" in text or "\\boxed" in text or "\\[" in text or "\\(" in text:
+        return text
+    return f"${text}$"
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_gold(gold: str, timeout_s: int = 2) -> tuple:
+    """Parsed gold answer (a tuple of sympy objects / strings), cached: a profile checks k predictions
+    against each gold. Raises TimeoutException or other errors from math-verify."""
+    # no_fallback: a gold answer must parse into a math object; a raw string match ("\\frac{")
+    # would only ever equal the identical string.
+    return tuple(parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, fallback_mode="no_fallback",
+                       parsing_timeout=timeout_s, raise_on_error=True))
+
+
+def gold_is_parseable(gold: str, timeout_s: int = 2) -> Verdict:
+    """Verdict "ok" when `gold` can be judged: a plain number or simple fraction, a choice letter or
+    words (`grpo_data.verify.answers`, no math-verify needed), or anything math-verify extracts an answer
+    from; else "unparseable_gold"."""
+    if answer_kind(gold) != "math":
+        return Verdict(True, "ok")
+    return _math_gold_is_parseable(gold, timeout_s)
+
+
+def _math_gold_is_parseable(gold: str, timeout_s: int) -> Verdict:
+    try:
+        parsed = parse_gold(gold, timeout_s)
+    except TimeoutException:
+        return Verdict(False, "unparseable_gold", "timeout while parsing gold")
+    except Exception as exc:  # math-verify raises arbitrary sympy/antlr errors on odd input
+        return Verdict(False, "unparseable_gold", type(exc).__name__)
+    if not parsed:
+        return Verdict(False, "unparseable_gold", "no math expression found")
+    return Verdict(True, "ok")
+
+
+MAX_LOG10_MAGNITUDE = 10_000  # numbers beyond 10^10000 are not answers; comparing them can hang sympy
+
+
+def _log10_magnitude(expr) -> float:
+    """Upper estimate of log10|value| of a numeric power tower / factorial; 0 for anything else."""
+    if isinstance(expr, sympy.Pow) and not expr.free_symbols:
+        base, exp = expr.args
+        exp_log = _log10_magnitude(exp)
+        if exp_log > 300:
+            return math.inf
+        try:
+            e = float(abs(exp)) if exp_log == 0 else 10.0**exp_log
+            b = abs(float(base)) if not isinstance(base, sympy.Pow) else 10.0 ** min(_log10_magnitude(base), 300)
+        except (TypeError, ValueError, OverflowError):
+            return 0.0
+        return e * math.log10(b) if b > 1 else 0.0
+    if isinstance(expr, sympy.factorial) and not expr.free_symbols:
+        try:
+            n = float(expr.args[0])
+        except (TypeError, ValueError):
+            return 0.0
+        return n * math.log10(max(n, 1.0))  # log10(n!) <= n log10 n
+    return 0.0
+
+
+def too_large(parsed) -> bool:
+    """True when a parsed answer contains a number too large to compare (9^9^9^9, 10^{10^9}, 10^8!)."""
+    for item in parsed:
+        if not isinstance(item, sympy.Basic):
+            continue
+        for node in item.atoms(sympy.Pow, sympy.factorial):
+            if _log10_magnitude(node) > MAX_LOG10_MAGNITUDE:
+                return True
+    return False
+
+
+class _Clock:
+    """math-verify's whole-second limit for each parse or comparison of one item, within the item's
+    budget: one item may parse the gold, parse the prediction and compare (three calls), and three
+    full timeouts would outlast the pool's hard deadline, which then kills the worker. With a budget,
+    a call starts with what is left (at most `timeout_s`), and one with under a second left is not
+    started: it raises math-verify's own TimeoutException, which every call site reports as "timeout"."""
+
+    def __init__(self, timeout_s: int, budget_s: float | None) -> None:
+        self.timeout_s = timeout_s
+        self.end = None if budget_s is None else time.monotonic() + budget_s
+
+    def limit(self) -> int:
+        if self.end is None:
+            return self.timeout_s
+        left = int(self.end - time.monotonic())
+        if left < 1:
+            raise TimeoutException("the item's verification budget is spent")
+        return min(self.timeout_s, left)
+
+
+def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000,
+                  budget_s: float | None = None) -> Verdict:
+    """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric).
+    Choice and text golds (`grpo_data.verify.answers.answer_kind`) are compared as strings, count golds by
+    their number. A "no_answer" verdict carries the final sentence it could not read in `detail`.
+    `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`)."""
+    pred = end_of_turn(pred)  # text after the first turn-ending token ("<|im_end|>") is not the model's
+    tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
+    return _judge(gold, tail, _Clock(timeout_s, budget_s))
+
+
+def _judge(gold: str, text: str, clock: _Clock) -> Verdict:
+    kind = answer_kind(gold)
+    if kind in ("choice", "text"):
+        return _judge_string_gold(gold, text, kind, clock)
+    if kind == "count":
+        return _judge_count(gold, text, clock)
+    return _judge_math(gold, text, clock, kind)
+
+
+def _unread(text: str) -> Verdict:
+    """"no_answer", with the final sentence that was not read (for the user to see what models write)."""
+    return Verdict(False, "no_answer", (final_sentence(text) or "")[:160])
+
+
+def _judged(correct: bool, said: str, detail: str = "") -> Verdict:
+    return Verdict(True, "ok", "", said[:80]) if correct else Verdict(False, "wrong", detail or said[:80], said[:80])
+
+
+def _judge_string_gold(gold: str, text: str, kind: str, clock: _Clock) -> Verdict:
+    correct, detail = judge_string(gold, text, kind)
+    if correct is None:  # no answer (the final sentence may hold one), or one that needs the question
+        return _unread(text) if detail else _judge_unboxed(gold, text, kind)
+    claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
+    if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
+        return _judge(claim[0], f"\\boxed{{{claim[1]}}}", clock)
+    return _judged(correct, (final_answer_text(text) or text.strip())[:80], detail)
+
+
+# A final sentence that is only one formula, maybe after "So"/"Therefore": "Therefore $B$.", "$B$",
+# "$$\\text{The midpoints form a regular hexagon}$$".
+_WHOLE_FINAL_MATH = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:(?:so|thus|hence|therefore)\b[\s,]*)?"
+                               r"(\$\$[^$]{1,200}\$\$|\\\[[^\n]{1,200}?\\\]|\$[^$\n]{1,200}\$|\\\([^\n]{1,200}?\\\))\s*\.?\s*$",
+                               re.I)
+
+
+def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
+    """A choice or text gold against a prediction with no boxed or "answer is" answer: its final
+    sentence ("No, it is not possible.", "There are no such primes."), else a final sentence that is one
+    formula ("Therefore $B$.", "So $\\text{odd}$."). A formula anywhere else is no answer: "Consider
+    triangle $ABC$. The point $C$ lies on the circle." names no choice, and "Is it $\\text{Yes}$? Let me
+    think." says no yes. Else no answer."""
+    if kind == "text":
+        correct, said = judge_prose(gold, text, kind)
+        if correct is not None:
+            return _judged(correct, said)
+    m = _WHOLE_FINAL_MATH.search(without_closing(_MARKDOWN.sub("", text)))
+    if m is None or answer_kind(m.group(1)) != kind:
+        return _unread(text)
+    correct = judge_answer(gold, m.group(1), kind)
+    return _unread(text) if correct is None else _judged(correct, unwrap(m.group(1)))
+
+
+_COUNT_WORDS_OFF = _SCALE_WORDS | _BOUND_WORDS | _MATH_WORDS | _OPERATOR_WORDS
+_LATEX_BOUND = re.compile(r"\\(?:geq?|leq?|geqslant|leqslant|gtrsim|lesssim|ne|neq|gt|lt|approx|sim|simeq|pm|mp|infty)(?![A-Za-z])"
+                          r"|[<>\u2264\u2265\u2260\u2248\u00b1]")
+
+
+# An explanation after an "answer is" count, inside its clause: "3 triangles, namely ABC, ABD and BCD".
+_EXPLANATION = re.compile(r"\s*[,;:]?\s+(?:namely|i\.e\.|that is|because|since|as|which|for example|e\.g\.)\b.*$", re.I | re.S)
+
+
+def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
+    """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
+    number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
+    else goes to math-verify (and the final sentence) with the number alone. (math-verify alone reads
+    the gold as a product of letters, so nothing here departs from a verdict it gets right.)"""
+    number, unit = count_of(gold), count_unit(gold) or ""
+    if answer_taken_back(text):  # "The answer is 2. Hmm, wait, it is 3."
+        return _unread(text)
+    answer = final_answer_text(text)
+    if answer is not None and last_boxed(text) is None and len(
+            {" ".join(a.split()).rstrip(".").lower() for a in anchored_answers(text)}) > 1:
+        return _unread(text)  # "The final answer is 3. The answer is 2.": a later answer takes back the first
+    boxes = two_boxed(text, gold, "count")
+    if boxes:  # "\\boxed{2} ... \\boxed{3}": two answers
+        return _judged(False, boxes[-1], "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:]))
+    explained = None
+    if answer is not None and last_boxed(text) is None:  # "3 triangles, namely ABC, ABD and BCD"
+        m = _EXPLANATION.search(answer)
+        if m is not None:
+            answer, explained = answer[:m.start()], answer[m.start():]
+    stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
+    if stated is not None and explained is not None and box_unsettled(explained, "number", stated):
+        return _unread(text)
+    if stated is not None and "/" not in stated and "frac" not in stated:
+        said_unit = count_unit(answer)
+        if said_unit and unit and singular(said_unit.split()[-1]) != singular(unit.split()[-1]):
+            return _unread(text)  # "2 equations" against "2 inequalities": a count of something else
+        if float(stated) == float(number) and not _count_settled(text, unit, answer):
+            return _unread(text)  # "The answer is 2. Edit: 3.", "\\boxed{2}. Hmm, wait."
+        return _judged(float(stated) == float(number), answer)
+    if answer is not None:
+        flat = flatten_text(unwrap(answer))
+        if len(numbers_in(flat)) > 1:  # "2 or 3": two answers, not the count
+            return _judged(False, answer)
+        # "not 2", "2 million", "\\geq 2", "2 or more": a bound, scale or negation of a number is not the count
+        tokens = set(re.findall(r"[a-z]+", flat.lower()))
+        if (tokens & (_COUNT_WORDS_OFF) or _COMPARATOR.search(flat) or _NEGATING_WORD.search(flat) or _SCALE_WORD.search(flat)
+                or _LATEX_BOUND.search(answer)):
+            return _judged(False, answer)
+        return _judge_math(number, "\\boxed{" + answer + "}", clock, "number")  # the answer only, not the whole text
+    sentence = final_sentence(text)
+    if sentence is not None and count_refused(sentence, unit):  # "Only inequality 2 holds.": a number that is no count
+        return _unread(text)
+    return _judge_math(number, text, clock, "number")
+
+
+def _count_settled(text: str, unit: str, answer: str) -> bool:
+    """What follows a count answer leaves it standing (`answer_settled`), the gold's own unit word right
+    after a box taken off first ("\\boxed{3} triangles.", "$\\boxed{3}$ \\text{triangles}")."""
+    if last_boxed(text) is None or not unit:
+        return answer_settled(text, "number", answer)
+    after = after_final_answer(text)
+    word = re.escape(singular(unit.split()[-1]))
+    after = re.sub(r"^\s*\$?\s*(?:\\text\s*\{\s*)?" + r"(?:" + word + r"|" + word + r"s|" + word[:-1] + r"ies|" + word + r"es)\b"
+                   r"\s*\}?\s*\$?", "", after, count=1, flags=re.I)
+    return not box_unsettled(after, "number", answer)
+
+
+def _same_unparsed(gold: str, text: str, clock: _Clock) -> bool:
+    """A gold math-verify reads only as a string ("x = \\frac{1}{2}, x = \\frac{-1 \\pm \\sqrt{13}}{4}")
+    answered with that same string: math-verify calls it right, and so does this."""
+    try:
+        gold_strings = parse(_wrap_gold(gold), extraction_config=_GOLD_CONFIG, parsing_timeout=clock.limit())
+        pred_strings = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit())
+    except TimeoutException:
+        return False
+    wanted = {" ".join(x.split()) for x in gold_strings if isinstance(x, str)}
+    return any(isinstance(x, str) and " ".join(x.split()) in wanted for x in pred_strings)
+
+
+def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
+    gold = for_math(gold)  # "\\$5" -> "5"; a percent stays: math-verify knows 5\\% = 0.05
+    if is_empty_set(gold):  # math-verify reads "\\varnothing" and "\\text{None}" as no empty set
+        answer = final_answer_text(text)
+        if answer is not None and not answer_taken_back(text) and (
+                is_empty_set(answer) or says_none(flatten_text(unwrap(answer)))):
+            return _judged(True, answer)
+    try:
+        gold_limit = clock.limit()  # the same limit for both parse_gold calls: the second is a cache hit
+    except TimeoutException:
+        return Verdict(False, "timeout", "budget spent before parsing gold")
+    gold_check = _math_gold_is_parseable(gold, gold_limit)
+    if gold_check.reason != "ok":
+        if _same_unparsed(gold, text, clock):
+            return Verdict(True, "ok", "same string as the gold", gold[:80])
+        return gold_check
+    gold_parsed = parse_gold(gold, gold_limit)
+    try:
+        pred_parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit(), raise_on_error=True)
+    except TimeoutException:
+        return Verdict(False, "timeout", "parsing prediction")
+    except Exception as exc:
+        return Verdict(False, "error", f"parsing prediction: {type(exc).__name__}")
+    if not pred_parsed:
+        return _judge_math_prose(gold, text, kind)
+    hedged = _hedged_number(text) if kind == "number" else None
+    if hedged is not None:
+        return hedged
+    if kind == "number" and final_answer_text(text) is None and _PROSE_BOUND.search(_prose(final_sentence(text) or "")):
+        return _unread(text)  # "There are at least 3 such triangles.": a bound, not the number
+    if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
+        return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
+    try:
+        ok = verify(list(gold_parsed), pred_parsed, timeout_seconds=clock.limit(), raise_on_error=True)
+    except TimeoutException:
+        return Verdict(False, "timeout", "comparing")
+    except Exception as exc:
+        return Verdict(False, "error", f"comparing: {type(exc).__name__}")
+    said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
+    if ok and (_unsettled(text, " ".join([*(str(x) for x in pred_parsed[1:2]), *_decimal_form(pred_parsed[0])]))
+               or _later_answer_disagrees(text, gold_parsed, clock)):
+        return _unread(text)
+    return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
+
+
+# A number answer that is two answers or a bound: "5 or 6", "either 5 or 6", "5 (or 6)", "at least 3",
+# "\\geq 3", "3 or more"; "or equivalently 0.5" names the same answer.
+_NUMBER_HEDGE = re.compile(r"\bor\b(?!\s+(?:equivalently|in other words|simply|written|expressed|as a decimal|in decimal))"
+                           r"[\s,(]*(?:possibly|maybe|perhaps|even|else|also|just)?[\s$\\(]*-?\d"
+                           r"|\b(?:at least|at most|or more|or less|or fewer|or greater|more than|less than|fewer than"
+                           r"|greater than|up to|no more than|no less than|approximately|roughly|about|around|nearly|almost)\b"
+                           r"|\\(?:geq?|leq?|geqslant|leqslant|gt|lt|approx)(?![A-Za-z])|[<>\u2264\u2265\u2248]", re.I)
+
+
+# A bound in a final sentence with no box or "answer is" clause ("There are at least 3 such triangles.").
+# "At most N" is how a maximum is stated ("At most two of them can hold."), as the count reader takes it.
+_PROSE_BOUND = re.compile(r"\b(?:at least|more than|fewer than|less than|greater than|or more|or fewer|or less"
+                          r"|no fewer than|no less than)\s+\S*\d|\d\S*\s+or (?:more|fewer|less|greater)\b", re.I)
+
+
+def _hedged_number(text: str) -> Verdict | None:
+    """A number gold's final answer (box or "answer is" clause) that states two numbers or a bound
+    ("The answer is 5 or 6.", "\\boxed{\\geq 3}"): wrong, as the count path judges it (math-verify
+    credits the first number); one with a condition ("5, unless n is even, in which case it is 6"): no
+    answer. None when the answer is neither."""
+    answer = final_answer_text(text)
+    if answer is None:
+        return None
+    flat = flatten_text(answer)
+    if _NUMBER_HEDGE.search(flat) or _NUMBER_HEDGE.search(answer):
+        return _judged(False, answer)
+    if _CONDITION.search(flat) and len(numbers_in(flat)) > 1:
+        return _unread(text)
+    return None
+
+
+def _unsettled(text: str, extracted: str = "") -> bool:
+    """A right math answer that the text after it unsettles: an "answer is X" clause (no `\\boxed{}`)
+    followed by more than a closing remark (`followup_ok`: "The answer is 2. Edit: 3."), or a boxed
+    answer followed by doubt or another answer (`box_unsettled`: "\\boxed{4}. Hmm, that seems off.",
+    "\\boxed{5}\n\nFinal answer: 6"). After a box only such signals are looked for: math-verify's own
+    tables credit boxed answers followed by whole explanations, and this verifier is not worse there."""
+    if last_boxed(text) is not None:
+        # the answer is the box and what math-verify took ("... \\boxed{255} ... The final answer is $10,455$.")
+        return box_unsettled(after_final_answer(text), "math", f"{last_boxed(text)} {extracted}")
+    answer = final_answer_text(text)
+    return answer is not None and (answer_taken_back(text) or not followup_ok(after_final_answer(text), "math", answer))
+
+
+MAX_DECIMAL_PLACES = 12  # the longest decimal form `_decimal_form` writes
+
+
+def _decimal_form(value) -> list[str]:
+    """A rational answer's exact decimal form ("0.5" for \\frac12, "-0.000075" for -3/40000), so that
+    a later "The final answer is $0.5$." restates the box instead of naming another number; [] for
+    anything else: a non-terminating decimal (1/3's matches no rounded decimal a model writes: those
+    stay unsettled, conservatively) or one of more than MAX_DECIMAL_PLACES places. Written out in
+    full, never in scientific notation, whose exponent digits would read as stray numbers."""
+    try:
+        if not getattr(value, "is_Rational", False) or getattr(value, "is_Integer", True):
+            return []
+        p, q = int(value.p), int(value.q)
+    except (TypeError, ValueError, AttributeError):
+        return []
+    twos, fives, rest = 0, 0, q
+    while rest % 2 == 0:
+        rest, twos = rest // 2, twos + 1
+    while rest % 5 == 0:
+        rest, fives = rest // 5, fives + 1
+    places = max(twos, fives)
+    if rest != 1 or places > MAX_DECIMAL_PLACES:
+        return []
+    scaled = abs(p) * (10 ** places // q)  # exact: q divides 10**places
+    whole, frac = divmod(scaled, 10 ** places)
+    return [f"{'-' if p < 0 else ''}{whole}.{frac:0{places}d}"]
+
+
+_MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]{1,200})\$")
+
+
+def _later_answer_disagrees(text: str, gold_parsed, clock: _Clock) -> bool:
+    """After a box, a later answer clause whose math is not the gold ("\\boxed{\\frac12} ... The
+    final answer is $\\frac13$.", "... is $x^2+2$."): math-verify alone reads the later answer there,
+    and the digit comparison of `box_unsettled` cannot see that 1/3 or x^2+2 differs. The clause's
+    first $...$ span, else its first clause; one that does not parse, or errs, unsettles nothing."""
+    if last_boxed(text) is None:
+        return False
+    for m in _LATER_ANSWER.finditer(after_final_answer(text)):
+        span = _MATH_SPAN.search(m.group("x"))
+        clause = span.group("m") if span else _FIRST_CLAUSE.split(m.group("x"), maxsplit=1)[0]
+        if not clause.strip(" \t.:"):
+            continue
+        try:
+            said = parse(f"${clause.strip()}$", extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit())
+            if said and not verify(list(gold_parsed), said, timeout_seconds=clock.limit()):
+                return True
+        except Exception:  # a timeout or an unreadable clause: no evidence either way
+            continue
+    return False
+
+
+def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
+    """No math in the prediction: a number gold against a number in words ("At most two of them can
+    hold."), an empty-set gold against "There are no such primes."; else no answer."""
+    if kind == "number":
+        correct, said = judge_prose(gold, text, kind)
+        if correct is not None:
+            return _judged(correct, said)
+    sentence = final_sentence(text)  # math-verify extracted nothing (the caller's check)
+    if sentence is not None and is_empty_set(gold) and final_says_none(text, "", none_followup):
+        return _judged(True, "none")
+    return _unread(text)
