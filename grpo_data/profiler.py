@@ -86,8 +86,9 @@ from grpo_data.generation.rollouts import RolloutSampler
 from grpo_data.tables import io
 from grpo_data.tables.exports import METADATA_KEY, ROUND_SCHEMA
 from grpo_data.tables.problems import level_array, spread_prompts
-from grpo_data.verify.judge import REASONS, rules_hash, verdict_fingerprint
+from grpo_data.verify.judge import rules_hash, verdict_fingerprint
 from grpo_data.verify.rewards import Answer, correctness
+from grpo_data.verify.verdict import REASONS
 
 logger = logging.getLogger(__name__)
 

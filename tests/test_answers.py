@@ -4,16 +4,15 @@ import pytest
 
 from grpo_data.verify.answers import (
     answer_kind,
-    answer_taken_back,
     bare_number,
     choice_letter,
     count_of,
-    final_answer_text,
     for_math,
     gold_claim,
     is_number,
     parse_choice,
 )
+from grpo_data.verify.final_answer import answer_taken_back, final_answer_text
 from grpo_data.verify.judge import _math_gold_is_parseable, gold_is_parseable, verify_answer
 
 KINDS = [

@@ -283,7 +283,7 @@ def test_make_group_overlong_modes():
 
     comps = [Completion("\\boxed{1}", tuple(range(4)), "stop"), Completion("\\boxed{1}", tuple(range(16)), "length"),
              Completion("x", tuple(range(14)), "stop")]
-    from grpo_data.verify.judge import Verdict
+    from grpo_data.verify.verdict import Verdict
 
     verdicts = [Verdict(c, "ok" if c else "wrong") for c in (True, True, False)]
     scored = ScoredGroup(comps, verdicts)

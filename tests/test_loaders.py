@@ -11,13 +11,13 @@ from grpo_data.tables.loaders import (
     DataError,
     LoadLimits,
     answer_after_hashes,
-    last_boxed,
     load_problems,
     resolve_preset,
     write_load_result,
 )
 from grpo_data.tables.problems import SCHEMA, problem_id, user_prompt
 from grpo_data.tables.readers import parse_level
+from grpo_data.verify.final_answer import last_boxed
 
 
 def write_jsonl(path, rows):

@@ -340,7 +340,7 @@ class BoxedVerifier:
     a timeout on a loaded machine."""
 
     def verify(self, golds, preds):
-        from grpo_data.verify.judge import Verdict
+        from grpo_data.verify.verdict import Verdict
 
         return [Verdict(True, "ok") if p == f"\\boxed{{{g}}}" else Verdict(False, "wrong") for g, p in zip(golds, preds)]
 

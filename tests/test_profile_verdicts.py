@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import polars as pl
 
 from grpo_data.profiler import UNREAD_EXAMPLES, _Tally, keep_unread, verdict_totals, warn_format
-from grpo_data.verify.judge import Verdict
+from grpo_data.verify.verdict import Verdict
 
 
 def test_verdict_totals_count_no_answer_apart_from_wrong():

@@ -9,7 +9,6 @@ import torch
 
 from grpo_data.generation.engines import Completion
 from grpo_data.generation.rollouts import ScoredGroup
-from grpo_data.verify.judge import Verdict
 from grpo_data.verify.rewards import (
     REWARDS,
     Answer,
@@ -19,6 +18,7 @@ from grpo_data.verify.rewards import (
     format_reward,
     length_penalty,
 )
+from grpo_data.verify.verdict import Verdict
 from grpo_train.config import AlgoConfig, load_config
 from grpo_train.learner import flatten_groups, group_reward_stats, sequence_advantages
 from grpo_train.rollout import Overlong, make_group

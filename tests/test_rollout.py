@@ -50,7 +50,7 @@ def make_batcher(patterns, dynamic=True, batch_groups=4, max_rounds=3):
     n = 50
     prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(n)]
     sched = RecordingScheduler(n)
-    from grpo_data.verify.judge import Verdict
+    from grpo_data.verify.verdict import Verdict
 
     def judge(golds, preds):
         return [Verdict(True, "ok") if x == "\\boxed{1}" else Verdict(False, "wrong") for x in preds]
@@ -205,7 +205,7 @@ def sized_batcher(mode, plans, rates, batch_groups=2, group_size=8, max_rounds=1
     from grpo_data.curriculum.allocation import Sizing
     from grpo_data.generation.prompting import PromptConfig, SamplingConfig
     from grpo_data.generation.rollouts import RolloutSampler
-    from grpo_data.verify.judge import Verdict
+    from grpo_data.verify.verdict import Verdict
     from grpo_train.tiny_policy import build_tokenizer
 
     n = len(rates)

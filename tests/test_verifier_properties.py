@@ -205,7 +205,7 @@ def test_followup_reading_is_linear_on_degenerate_input():
     import sys
 
     code = ("from grpo_data.verify.committed import followup_ok, retracted, without_closing\n"
-            "from grpo_data.verify.answers import boxed_answers, after_final_answer\n"
+            "from grpo_data.verify.final_answer import boxed_answers, after_final_answer\n"
             "from grpo_data.verify.counts import count_refused, stated_count\n"
             "texts = ['The answer is C.' + ' ' * 1990 + 'x', '\\\\boxed{2}' + '}$.\\\\]' * 400 + 'x',\n"
             "         'The answer is C. ' + 'D ' * 990, '\\\\boxed{' * 300, 'The answer is C. ' + '\\\\(' * 600,\n"

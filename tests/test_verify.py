@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grpo_data.verify.judge import Verdict, verify_answer
+from grpo_data.verify.judge import verify_answer
 from grpo_data.verify.pool import PoolConfig, VerifierPool, summarize, unread_examples
+from grpo_data.verify.verdict import Verdict
 
 # (gold, prediction, expected correct)
 CASES = [

@@ -91,7 +91,7 @@ def has_format(text: str, fmt: str | None, tail_chars: int = 2000) -> bool | Non
     if fmt is None:
         return None
     if fmt == "boxed":
-        from grpo_data.verify.answers import last_boxed
+        from grpo_data.verify.final_answer import last_boxed
 
         return last_boxed(text[-tail_chars:]) is not None
     raise ValueError(f"unknown answer format {fmt!r}; known: boxed")

@@ -37,7 +37,7 @@ from grpo_data.generation.prompting import (
 class ScoredGroup:
     """The answers sampled for one prompt and the verifier's verdict on each.
 
-    completions: the sampled answers; verdicts: one `grpo_data.verify.judge.Verdict` per answer;
+    completions: the sampled answers; verdicts: one `grpo_data.verify.verdict.Verdict` per answer;
     formatted: per answer, whether it carries the answer in the requested format (None: not requested)."""
 
     completions: list[Completion]

@@ -54,7 +54,8 @@ from grpo_data.tables import io
 from grpo_data.tables.problems import SCHEMA, normalize_expr, problem_ids, problem_text_expr, prompt_text_expr
 from grpo_data.tables.readers import DataError, Fields, Part
 from grpo_data.tables.sources import parse_configs, parse_splits, read_parts
-from grpo_data.verify.answers import answer_kind, last_boxed
+from grpo_data.verify.answers import answer_kind
+from grpo_data.verify.final_answer import last_boxed
 
 logger = logging.getLogger(__name__)
 

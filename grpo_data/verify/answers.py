@@ -11,10 +11,9 @@ so "\\boxed{on}" would be judged equal to "No", and a choice "E" would be Euler'
 choice letters are therefore compared as strings, case-insensitively, after taking off `\\text{}`,
 parentheses, `$` and a final period.
 
-The prediction's answer for a string comparison is the last `\\boxed{}` when there is one, else the
-last "answer is X" / "answer: X" clause. (math-verify's `StringExtractionConfig` was tried for choices
-and missed "The answer is (C)." and "\\boxed{C}", so the extraction here is our own and tested.)
-Without either, a Yes/No, "none" or count gold is judged on the prediction's final sentence
+The prediction's answer for a string comparison is its final answer (`grpo_data.verify.final_answer`:
+the last `\\boxed{}` when there is one, else the last "answer is X" / "answer: X" clause). Without
+either, a Yes/No, "none" or count gold is judged on the prediction's final sentence
 (`grpo_data.verify.prose`: "No, it is not possible." reads as no; an ambiguous sentence reads as nothing).
 A Yes/No answer is only ever a leading yes/no word: "It is impossible." (boxed or not) answers "Is it
 possible?" with no but "Is it impossible?" with yes, and the question is not seen here.
@@ -30,6 +29,14 @@ import re
 
 from grpo_data.verify.committed import box_unsettled, followup_ok
 from grpo_data.verify.counts import stated_count
+from grpo_data.verify.final_answer import (
+    _MARKDOWN,
+    after_final_answer,
+    answer_taken_back,
+    boxed_answers,
+    final_answer_text,
+    last_boxed,
+)
 from grpo_data.verify.prose import (
     after_final_sentence,
     answer_polarity,
@@ -77,7 +84,6 @@ _OPERATOR_WORDS = frozenset({"times", "over"})
 _BOUND_WORDS = frozenset({"or", "and", "than", "least", "most", "not", "no", "nor", "about", "approximately", "nearly",
                           "almost", "roughly", "around", "maximum", "minimum", "max", "min"})
 _SHORT_TEXT = frozenset({"no", "ok"})
-_MARKDOWN = re.compile(r"\*\*|__|\*|`")
 # An explanation after the answer: "yes, because 2 divides 4", "C, since 12 works". A comma alone does
 # not end the answer ("odd, even" and "C, D" list two answers).
 _CLAUSE_END = re.compile(r"\s*[,;]?\s+(?:because|since|as|so|which)\b.*$", re.I | re.S)
@@ -95,12 +101,6 @@ _COUNT = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s+([A-Za-z]{3,}(?:[ \-][A-Za-z]+)
 _NONE_GOLD = re.compile(r"^(?:none|no such(?: [a-z]+){1,2}|no(?: [a-z]+)? solutions?|(?:it |they )?(?:does|do) not exist"
                         r"|there (?:is|are) no(?: [a-z]+){1,3}|the empty set|empty set)$")
 
-_ANCHOR = re.compile(r"answer(?:\s+is|\s*[:=])\s*:?\s*(?P<ans>[^\n]*?)\s*(?:\.\s*$|\.\s|\n|$)", re.IGNORECASE)
-# Second thoughts after an "answer is X" clause ("The answer is (C). Hmm, wait, it is (D)."): the clause
-# was a guess. (A \boxed{} answer is a deliberate final answer, as math-verify takes it too.)
-_SECOND_THOUGHT = re.compile(r"\b(?:wait|actually|hmm+|mistake|correction|instead|rather|reconsider|on second thought"
-                             r"|oops|scratch that|never ?mind|nope|(?:the )?correct (?:answer|choice|option|one|letter)|incorrect|wrong|retract\w*"
-                             r"|not sure|maybe|perhaps)\b|\?", re.I)
 # Two answers in one: "2 or 3", "2 inequalities, or maybe 3"
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]?\d)")
 
@@ -235,114 +235,6 @@ def gold_claim(gold: str) -> str | None:
         return w
     return "none" if w is not None and _NONE_GOLD.match(w) else None
 
-
-def _last_boxed_span(text: str) -> tuple[int, str | None] | None:
-    """(end index, content) of the last \\boxed{...} (or, without one, \\fbox{...}); content None when its
-    braces do not balance or it is empty; None when there is no box."""
-    for marker in ("\\boxed{", "\\fbox{"):
-        start = text.rfind(marker)
-        if start < 0:
-            continue
-        i = start + len(marker)
-        depth = 1
-        for j in range(i, len(text)):
-            if text[j] == "{":
-                depth += 1
-            elif text[j] == "}":
-                depth -= 1
-                if depth == 0:
-                    return j + 1, text[i:j].strip() or None
-        return len(text), None  # unbalanced
-    return None
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} (or \\fbox{...}) with balanced braces, else None."""
-    span = _last_boxed_span(text)
-    return None if span is None else span[1]
-
-
-def boxed_answers(text: str) -> list[str]:
-    """The contents of every \\boxed{...} with balanced braces, in order ("\\boxed{No}\\boxed{Yes}" ->
-    ["No", "Yes"]); a box inside another closed one is part of its content. One pass with a stack
-    (many unclosed "\\boxed{" cost no rescans)."""
-    marker = "\\boxed{"
-    closed, stack, depth, i = [], [], 0, 0
-    while i < len(text):
-        if text.startswith(marker, i):
-            stack.append((i + len(marker), depth))
-            depth += 1
-            i += len(marker)
-            continue
-        ch = text[i]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if stack and stack[-1][1] == depth:
-                start, _ = stack.pop()
-                closed.append((start, i))
-        i += 1
-    found, last_end = [], -1
-    for start, end in sorted(closed):
-        if start > last_end:  # not inside an earlier closed box
-            found.append(text[start:end].strip())
-            last_end = end
-    return found
-
-
-def after_final_answer(pred: str) -> str:
-    """The text after the prediction's final answer (`final_answer_text`): after the last `\\boxed{}`,
-    else after the last "answer is X" clause; "" when there is no answer."""
-    span = _last_boxed_span(pred)
-    if span is not None:
-        return pred[span[0]:]
-    plain = _MARKDOWN.sub("", pred)
-    ends = [m.end() for m in _ANCHOR.finditer(plain)]
-    return plain[ends[-1]:] if ends else ""
-
-
-def final_answer_text(pred: str) -> str | None:
-    """The prediction's final answer as a string: the last \\boxed{}, else the last "answer is X"."""
-    boxed = last_boxed(pred)
-    if boxed is not None:
-        return boxed
-    found = None
-    for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred)):
-        found = m.group("ans")
-    answer = _innermost(found) if found else ""  # the last clause, even when it names nothing
-    return answer or None
-
-
-# "Final Answer: The final answer is (C)": the Minerva format names the answer twice
-_NESTED_ANCHOR = re.compile(r"(?:the\s+)?(?:final\s+)?answer(?:\s+is|\s*[:=])\s*:?\s*", re.I)
-
-
-def _innermost(answer: str) -> str:
-    """"The final answer is (C)" -> "(C)": the X of an "answer is X" clause inside another one's."""
-    for _ in range(3):
-        m = _NESTED_ANCHOR.match(answer)
-        if m is None:
-            break
-        answer = answer[m.end():]
-    return answer.strip()
-
-
-def anchored_answers(pred: str) -> list[str]:
-    """Every "answer is X" clause's X, in order ("The final answer is 3. The answer is 2." -> ["3", "2"];
-    "Final Answer: The final answer is 3." -> ["3"])."""
-    found = [_innermost(m.group("ans")) for m in _ANCHOR.finditer(_MARKDOWN.sub("", pred))]
-    return [a for a in found if a]
-
-
-def answer_taken_back(pred: str) -> bool:
-    """True when the final answer is an "answer is X" clause (no `\\boxed{}`) that later text doubts or
-    takes back: it is read as no answer, not as X."""
-    if last_boxed(pred) is not None:
-        return False
-    plain = _MARKDOWN.sub("", pred)
-    ends = [m.end() for m in _ANCHOR.finditer(plain)]
-    return bool(ends) and _SECOND_THOUGHT.search(plain[ends[-1]:]) is not None
 
 
 def numbers_in(answer: str) -> set[float]:

@@ -7,12 +7,13 @@ hang inside sympy can outlive them, so the pool adds a hard deadline and kills t
 
 Model output is only parsed (regex extraction + latex2sympy + sympy comparison), never executed.
 
-Gold answers that are choice letters or words ("(C)", "Yes") are compared as strings
-(`grpo_data.verify.answers`): math-verify would read "No" as the product n*o. Those string paths read the
-prediction's `\\boxed{}` or "answer is X"; without either, the final sentence (`grpo_data.verify.prose`:
-"No, it is not possible." is no), then a final sentence that is one formula ("Therefore $E$.",
-"So $\\text{odd}$."); a formula elsewhere in the text is no answer. A count gold ("2 inequalities")
-is judged on its number, and on its unit when the answer names one ("2 equations" is no answer).
+Gold answers that are choice letters, words or counts ("(C)", "Yes", "2 inequalities") are judged in
+`grpo_data.verify.word_golds`: math-verify would read "No" as the product n*o. Those string paths read the
+prediction's `\\boxed{}` or "answer is X" (`grpo_data.verify.final_answer`); without either, the final
+sentence (`grpo_data.verify.prose`: "No, it is not possible." is no), then a final sentence that is one
+formula ("Therefore $E$.", "So $\\text{odd}$."); a formula elsewhere in the text is no answer. A count
+gold is judged on its number, and on its unit when the answer names one ("2 equations" is no answer).
+Where they still compare math (a choice's value, a count's number) they call back into this module.
 
 What may follow a committed answer (`grpo_data.verify.committed`): after an "answer is X" clause, a boxed
 word answer or a leading yes/no sentence, only a closing remark (a whitelist: "I hope it is correct.",
@@ -45,7 +46,6 @@ import logging
 import math
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import sympy
@@ -53,60 +53,32 @@ from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, veri
 from math_verify.errors import TimeoutException
 
 from grpo_data.verify.answers import (
-    _BOUND_WORDS,
-    _MATH_WORDS,
-    _OPERATOR_WORDS,
-    _SCALE_WORDS,
-    after_final_answer,
-    anchored_answers,
     answer_kind,
-    answer_settled,
-    answer_taken_back,
-    bare_number,
-    choice_value_claim,
-    count_of,
-    count_unit,
-    final_answer_text,
     for_math,
     is_empty_set,
-    judge_answer,
     judge_prose,
-    judge_string,
-    last_boxed,
     none_followup,
     numbers_in,
-    two_boxed,
     unwrap,
 )
-from grpo_data.verify.committed import (
-    _FIRST_CLAUSE,
-    _LATER_ANSWER,
-    box_unsettled,
-    end_of_turn,
-    followup_ok,
-    without_closing,
-)
-from grpo_data.verify.counts import _COMPARATOR, count_refused, singular
+from grpo_data.verify.committed import _FIRST_CLAUSE, _LATER_ANSWER, box_unsettled, end_of_turn, followup_ok
+from grpo_data.verify.final_answer import after_final_answer, answer_taken_back, final_answer_text, last_boxed
 from grpo_data.verify.prose import (
     _CONDITION,
-    _NEGATING_WORD,
-    _SCALE_WORD,
     _prose,
     final_says_none,
     final_sentence,
     flatten_text,
     says_none,
 )
+from grpo_data.verify.verdict import Verdict, judged, unread
+from grpo_data.verify.word_golds import judge_count, judge_string_gold
 
-_MARKDOWN = re.compile(r"\*\*|__|`")
-
-# Verdict reasons, in the order summaries print them.
-REASONS = ("ok", "wrong", "no_answer", "timeout", "error", "unparseable_gold")
 # The modules whose code decides a verdict and whether it counts as correct (the pool's, which turns a
 # hang or a crash into "timeout"/"error", included): their code is the verifier's version beside
 # math-verify's (`rules_hash`).
-RULE_MODULES = ("judge.py", "answers.py", "prose.py", "counts.py", "committed.py", "rewards.py",
-                "pool.py")
+RULE_MODULES = ("judge.py", "verdict.py", "word_golds.py", "answers.py", "final_answer.py", "prose.py", "counts.py",
+                "committed.py", "rewards.py", "pool.py")
 # (gold, prediction) pairs whose verdicts fingerprint the judging stack as it runs (`verdict_fingerprint`):
 # each path of `verify_answer` (numbers, fractions, LaTeX, sets and intervals, choices, words, counts,
 # percents, prose, no answer, an answer followed by more than pred_tail_chars of text) and forms whose
@@ -131,24 +103,6 @@ FINGERPRINT_PAIRS = (
 )
 _PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The judgement of one prediction.
-
-    correct: True only when reason == "ok".
-    reason:  one of REASONS. "timeout" and "error" are scored as not correct: they say the verifier
-             could not decide, which summaries report apart from "wrong".
-    detail:  short free text for logs (exception type, extracted answer), never parsed.
-    answer:  the answer the verifier read from the prediction (the parsed expression's text, or the
-             choice/text answer), "" when none: majority voting compares these strings.
-    """
-
-    correct: bool
-    reason: str
-    detail: str = ""
-    answer: str = ""
 
 
 def rules_digest(sources: dict[str, str]) -> str:
@@ -295,7 +249,8 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
                   budget_s: float | None = None) -> Verdict:
     """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric).
     Choice and text golds (`grpo_data.verify.answers.answer_kind`) are compared as strings, count golds by
-    their number. A "no_answer" verdict carries the final sentence it could not read in `detail`.
+    their number (`grpo_data.verify.word_golds`). A "no_answer" verdict carries the final sentence it
+    could not read in `detail`.
     `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`)."""
     pred = end_of_turn(pred)  # text after the first turn-ending token ("<|im_end|>") is not the model's
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
@@ -305,120 +260,10 @@ def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int
 def _judge(gold: str, text: str, clock: _Clock) -> Verdict:
     kind = answer_kind(gold)
     if kind in ("choice", "text"):
-        return _judge_string_gold(gold, text, kind, clock)
+        return judge_string_gold(gold, text, kind, lambda value, pred: _judge(value, pred, clock))
     if kind == "count":
-        return _judge_count(gold, text, clock)
+        return judge_count(gold, text, lambda number, pred: _judge_math(number, pred, clock, "number"))
     return _judge_math(gold, text, clock, kind)
-
-
-def _unread(text: str) -> Verdict:
-    """"no_answer", with the final sentence that was not read (for the user to see what models write)."""
-    return Verdict(False, "no_answer", (final_sentence(text) or "")[:160])
-
-
-def _judged(correct: bool, said: str, detail: str = "") -> Verdict:
-    return Verdict(True, "ok", "", said[:80]) if correct else Verdict(False, "wrong", detail or said[:80], said[:80])
-
-
-def _judge_string_gold(gold: str, text: str, kind: str, clock: _Clock) -> Verdict:
-    correct, detail = judge_string(gold, text, kind)
-    if correct is None:  # no answer (the final sentence may hold one), or one that needs the question
-        return _unread(text) if detail else _judge_unboxed(gold, text, kind)
-    claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
-    if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
-        return _judge(claim[0], f"\\boxed{{{claim[1]}}}", clock)
-    return _judged(correct, (final_answer_text(text) or text.strip())[:80], detail)
-
-
-# A final sentence that is only one formula, maybe after "So"/"Therefore": "Therefore $B$.", "$B$",
-# "$$\\text{The midpoints form a regular hexagon}$$".
-_WHOLE_FINAL_MATH = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:(?:so|thus|hence|therefore)\b[\s,]*)?"
-                               r"(\$\$[^$]{1,200}\$\$|\\\[[^\n]{1,200}?\\\]|\$[^$\n]{1,200}\$|\\\([^\n]{1,200}?\\\))\s*\.?\s*$",
-                               re.I)
-
-
-def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
-    """A choice or text gold against a prediction with no boxed or "answer is" answer: its final
-    sentence ("No, it is not possible.", "There are no such primes."), else a final sentence that is one
-    formula ("Therefore $B$.", "So $\\text{odd}$."). A formula anywhere else is no answer: "Consider
-    triangle $ABC$. The point $C$ lies on the circle." names no choice, and "Is it $\\text{Yes}$? Let me
-    think." says no yes. Else no answer."""
-    if kind == "text":
-        correct, said = judge_prose(gold, text, kind)
-        if correct is not None:
-            return _judged(correct, said)
-    m = _WHOLE_FINAL_MATH.search(without_closing(_MARKDOWN.sub("", text)))
-    if m is None or answer_kind(m.group(1)) != kind:
-        return _unread(text)
-    correct = judge_answer(gold, m.group(1), kind)
-    return _unread(text) if correct is None else _judged(correct, unwrap(m.group(1)))
-
-
-_COUNT_WORDS_OFF = _SCALE_WORDS | _BOUND_WORDS | _MATH_WORDS | _OPERATOR_WORDS
-_LATEX_BOUND = re.compile(r"\\(?:geq?|leq?|geqslant|leqslant|gtrsim|lesssim|ne|neq|gt|lt|approx|sim|simeq|pm|mp|infty)(?![A-Za-z])"
-                          r"|[<>\u2264\u2265\u2260\u2248\u00b1]")
-
-
-# An explanation after an "answer is" count, inside its clause: "3 triangles, namely ABC, ABD and BCD".
-_EXPLANATION = re.compile(r"\s*[,;:]?\s+(?:namely|i\.e\.|that is|because|since|as|which|for example|e\.g\.)\b.*$", re.I | re.S)
-
-
-def _judge_count(gold: str, text: str, clock: _Clock) -> Verdict:
-    """A count gold ("2 inequalities"): a boxed or "answer is" count or number is compared with its
-    number, an answer with two numbers ("2 or 3") is wrong, one taken back later is no answer; anything
-    else goes to math-verify (and the final sentence) with the number alone. (math-verify alone reads
-    the gold as a product of letters, so nothing here departs from a verdict it gets right.)"""
-    number, unit = count_of(gold), count_unit(gold) or ""
-    if answer_taken_back(text):  # "The answer is 2. Hmm, wait, it is 3."
-        return _unread(text)
-    answer = final_answer_text(text)
-    if answer is not None and last_boxed(text) is None and len(
-            {" ".join(a.split()).rstrip(".").lower() for a in anchored_answers(text)}) > 1:
-        return _unread(text)  # "The final answer is 3. The answer is 2.": a later answer takes back the first
-    boxes = two_boxed(text, gold, "count")
-    if boxes:  # "\\boxed{2} ... \\boxed{3}": two answers
-        return _judged(False, boxes[-1], "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:]))
-    explained = None
-    if answer is not None and last_boxed(text) is None:  # "3 triangles, namely ABC, ABD and BCD"
-        m = _EXPLANATION.search(answer)
-        if m is not None:
-            answer, explained = answer[:m.start()], answer[m.start():]
-    stated = None if answer is None else count_of(answer) or bare_number(unwrap(answer))
-    if stated is not None and explained is not None and box_unsettled(explained, "number", stated):
-        return _unread(text)
-    if stated is not None and "/" not in stated and "frac" not in stated:
-        said_unit = count_unit(answer)
-        if said_unit and unit and singular(said_unit.split()[-1]) != singular(unit.split()[-1]):
-            return _unread(text)  # "2 equations" against "2 inequalities": a count of something else
-        if float(stated) == float(number) and not _count_settled(text, unit, answer):
-            return _unread(text)  # "The answer is 2. Edit: 3.", "\\boxed{2}. Hmm, wait."
-        return _judged(float(stated) == float(number), answer)
-    if answer is not None:
-        flat = flatten_text(unwrap(answer))
-        if len(numbers_in(flat)) > 1:  # "2 or 3": two answers, not the count
-            return _judged(False, answer)
-        # "not 2", "2 million", "\\geq 2", "2 or more": a bound, scale or negation of a number is not the count
-        tokens = set(re.findall(r"[a-z]+", flat.lower()))
-        if (tokens & (_COUNT_WORDS_OFF) or _COMPARATOR.search(flat) or _NEGATING_WORD.search(flat) or _SCALE_WORD.search(flat)
-                or _LATEX_BOUND.search(answer)):
-            return _judged(False, answer)
-        return _judge_math(number, "\\boxed{" + answer + "}", clock, "number")  # the answer only, not the whole text
-    sentence = final_sentence(text)
-    if sentence is not None and count_refused(sentence, unit):  # "Only inequality 2 holds.": a number that is no count
-        return _unread(text)
-    return _judge_math(number, text, clock, "number")
-
-
-def _count_settled(text: str, unit: str, answer: str) -> bool:
-    """What follows a count answer leaves it standing (`answer_settled`), the gold's own unit word right
-    after a box taken off first ("\\boxed{3} triangles.", "$\\boxed{3}$ \\text{triangles}")."""
-    if last_boxed(text) is None or not unit:
-        return answer_settled(text, "number", answer)
-    after = after_final_answer(text)
-    word = re.escape(singular(unit.split()[-1]))
-    after = re.sub(r"^\s*\$?\s*(?:\\text\s*\{\s*)?" + r"(?:" + word + r"|" + word + r"s|" + word[:-1] + r"ies|" + word + r"es)\b"
-                   r"\s*\}?\s*\$?", "", after, count=1, flags=re.I)
-    return not box_unsettled(after, "number", answer)
 
 
 def _same_unparsed(gold: str, text: str, clock: _Clock) -> bool:
@@ -439,7 +284,7 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
         answer = final_answer_text(text)
         if answer is not None and not answer_taken_back(text) and (
                 is_empty_set(answer) or says_none(flatten_text(unwrap(answer)))):
-            return _judged(True, answer)
+            return judged(True, answer)
     try:
         gold_limit = clock.limit()  # the same limit for both parse_gold calls: the second is a cache hit
     except TimeoutException:
@@ -462,7 +307,7 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     if hedged is not None:
         return hedged
     if kind == "number" and final_answer_text(text) is None and _PROSE_BOUND.search(_prose(final_sentence(text) or "")):
-        return _unread(text)  # "There are at least 3 such triangles.": a bound, not the number
+        return unread(text)  # "There are at least 3 such triangles.": a bound, not the number
     if too_large(pred_parsed):  # cheap structural check instead of a sympy comparison that hangs
         return Verdict(False, "error", f"number beyond 10^{MAX_LOG10_MAGNITUDE}")
     try:
@@ -474,7 +319,7 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
     if ok and (_unsettled(text, " ".join([*(str(x) for x in pred_parsed[1:2]), *_decimal_form(pred_parsed[0])]))
                or _later_answer_disagrees(text, gold_parsed, clock)):
-        return _unread(text)
+        return unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
 
 
@@ -503,9 +348,9 @@ def _hedged_number(text: str) -> Verdict | None:
         return None
     flat = flatten_text(answer)
     if _NUMBER_HEDGE.search(flat) or _NUMBER_HEDGE.search(answer):
-        return _judged(False, answer)
+        return judged(False, answer)
     if _CONDITION.search(flat) and len(numbers_in(flat)) > 1:
-        return _unread(text)
+        return unread(text)
     return None
 
 
@@ -580,8 +425,8 @@ def _judge_math_prose(gold: str, text: str, kind: str) -> Verdict:
     if kind == "number":
         correct, said = judge_prose(gold, text, kind)
         if correct is not None:
-            return _judged(correct, said)
+            return judged(correct, said)
     sentence = final_sentence(text)  # math-verify extracted nothing (the caller's check)
     if sentence is not None and is_empty_set(gold) and final_says_none(text, "", none_followup):
-        return _judged(True, "none")
-    return _unread(text)
+        return judged(True, "none")
+    return unread(text)

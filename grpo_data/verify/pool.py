@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 
-from grpo_data.verify.judge import Verdict
+from grpo_data.verify.verdict import REASONS, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -282,8 +282,6 @@ def unread_examples(verdicts: list[Verdict], n: int = 5) -> list[str]:
 
 def summarize(verdicts: list[Verdict]) -> dict[str, int]:
     """Counts per reason, every reason present (zeros included), in REASONS order."""
-    from grpo_data.verify.judge import REASONS
-
     counts = dict.fromkeys(REASONS, 0)
     for v in verdicts:
         counts[v.reason] = counts.get(v.reason, 0) + 1

@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grpo_data.verify.answers import last_boxed
+from grpo_data.verify.final_answer import last_boxed
 
 REWARDS: dict[str, Callable[..., float | None]] = {}
 
