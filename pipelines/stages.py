@@ -41,10 +41,12 @@ def load_from_args(args):
 
     preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
     preset = replace(preset, keep=keep_patterns(getattr(args, "prior", None)))
-    limits = LoadLimits(args.max_prompt_chars, args.max_prompt_tokens, args.tokenizer)
+    given = {"max_prompt_chars": args.max_prompt_chars, "max_prompt_tokens": args.max_prompt_tokens,
+             "tokenizer": args.tokenizer}
     if getattr(args, "context_length", None) is not None:  # `grpo load` only; profile and train measure their own
-        limits = replace(limits, context_length=args.context_length, max_tokens=args.max_tokens,
-                         overlong_prompts=args.overlong_prompts, min_clipped_tokens=args.min_clipped_tokens)
+        given.update(context_length=args.context_length, max_tokens=args.max_tokens,
+                     overlong_prompts=args.overlong_prompts, min_clipped_tokens=args.min_clipped_tokens)
+    limits = LoadLimits(**{name: value for name, value in given.items() if value is not None})  # unset: its default
     return load_problems(args.data, preset, limits, split=args.split, hub_config=args.hub_config)
 
 

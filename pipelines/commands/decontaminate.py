@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "remove training problems sharing n-grams (default 13) or their whole text with evaluation sets"
+HELP = "remove training problems sharing n-grams or their whole text with evaluation sets"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from grpo_data.tables.decontam import DecontamConfig
+
     parser.add_argument("--data", required=True, help="canonical problem table (parquet from grpo load / mix)")
     parser.add_argument("--against", required=True, nargs="+", help="evaluation sets: files, folders or Hub names")
     parser.add_argument("--against-preset", help="shape of evaluation sets that are not canonical tables")
@@ -23,10 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "instead of a preset (AIME-style `Problem`)")
     parser.add_argument("--against-split", default="test", help="split(s) of Hub/save_to_disk evaluation sets")
     parser.add_argument("--against-config", help="config(s) of Hub evaluation sets: a name, a comma list or 'all'")
-    parser.add_argument("--ngram", type=int, default=13, help="words per n-gram (default 13)")
-    parser.add_argument("--min-shared", type=int, default=1, help="n-grams shared with one evaluation row to remove")
-    parser.add_argument("--min-words", type=int, default=4,
-                        help="evaluation rows shorter than --ngram but this long are matched by containment")
+    parser.add_argument("--ngram", type=int, default=None, help=f"words per n-gram (default {DecontamConfig.ngram})")
+    parser.add_argument("--min-shared", type=int, default=None,
+                        help=f"n-grams shared with one evaluation row to remove (default {DecontamConfig.min_shared})")
+    parser.add_argument("--min-words", type=int, default=None,
+                        help="evaluation rows shorter than --ngram but this long are matched by containment "
+                        f"(default {DecontamConfig.min_words})")
     parser.add_argument("--no-exact", action="store_true", help="skip the whole-text (normalized) comparison")
     parser.add_argument("--out", required=True, help="output parquet")
 
@@ -37,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.stages import decontaminate_file
 
     try:
-        cfg = DecontamConfig(args.ngram, args.min_shared, args.min_words, not args.no_exact)
+        given = {"ngram": args.ngram, "min_shared": args.min_shared, "min_words": args.min_words}
+        cfg = DecontamConfig(**{k: v for k, v in given.items() if v is not None}, exact=not args.no_exact)
         summary = decontaminate_file(args.data, args.against, args.out, cfg, args.against_preset, args.against_split,
                                      args.against_config, args.against_question_field)
     except (DataError, ValueError, FileNotFoundError) as exc:
@@ -45,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"checked {summary['checked']} problems against {summary['eval_rows']} evaluation rows: "
           f"removed {summary['removed']} ({summary['removed_exact']} by exact text, {summary['removed_contained']} "
-          f"containing a short evaluation problem, {summary['removed_ngram']} by shared {args.ngram}-grams)")
+          f"containing a short evaluation problem, {summary['removed_ngram']} by shared {cfg.ngram}-grams)")
     ignored = summary["boilerplate_ignored"]
     if any(ignored.values()):
         print(f"  ignored as boilerplate (template text, not problems): {ignored}")

@@ -10,7 +10,7 @@ HELP = "load a math dataset into the canonical problem table (parquet) + a rejec
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """Dataset flags shared by every command that reads raw data."""
-    from grpo_data.tables.loaders import PRESETS
+    from grpo_data.tables.loaders import PRESETS, LoadLimits
 
     parser.add_argument("--data", required=True, help="file, folder, save_to_disk folder, or Hub dataset name")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="dataset shape: " + "; ".join(
@@ -23,7 +23,8 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
                         help="split(s) for Hub/save_to_disk datasets: a name or a comma list (default train)")
     parser.add_argument("--hub-config", help="config(s) of a Hub dataset, or of a folder holding one save_to_disk "
                         "folder per config: a name, a comma list, or 'all'; recorded in each row's source")
-    parser.add_argument("--max-prompt-chars", type=int, default=20_000, help="reject longer prompts")
+    parser.add_argument("--max-prompt-chars", type=int, default=None,
+                        help=f"reject longer prompts (default {LoadLimits.max_prompt_chars})")
     parser.add_argument("--max-prompt-tokens", type=int, help="reject longer prompts (needs --tokenizer)")
     parser.add_argument("--tokenizer", help="tokenizer path/name for --max-prompt-tokens")
     parser.add_argument("--prior", default=None, metavar="SPEC",
@@ -33,6 +34,8 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from grpo_data.tables.loaders import LoadLimits
+
     add_data_arguments(parser)
     parser.add_argument("--out", required=True, help="output parquet; rejects go to OUT stem + .rejects.jsonl")
     parser.add_argument("--strict", action="store_true", help="exit non-zero when any row is rejected")
@@ -41,10 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fit.add_argument("--context-length", type=int, default=None,
                      help="the engine's context in tokens (vLLM max_model_len): prompt, rendered with the "
                      "tokenizer's chat template, plus --max-tokens must fit")
-    fit.add_argument("--max-tokens", type=int, default=256, help="completion budget the problems will get (default 256)")
-    fit.add_argument("--overlong-prompts", choices=("skip", "clip"), default="skip",
-                     help="clip: keep prompts that leave at least --min-clipped-tokens of room")
-    fit.add_argument("--min-clipped-tokens", type=int, default=32)
+    fit.add_argument("--max-tokens", type=int, default=None,
+                     help=f"completion budget the problems will get (default {LoadLimits.max_tokens})")
+    fit.add_argument("--overlong-prompts", choices=("skip", "clip"), default=None,
+                     help="clip: keep prompts that leave at least --min-clipped-tokens of room "
+                     f"(default {LoadLimits.overlong_prompts})")
+    fit.add_argument("--min-clipped-tokens", type=int, default=None,
+                     help=f"clip: the least room a kept prompt leaves (default {LoadLimits.min_clipped_tokens})")
 
 
 def check_prior_args(args) -> float:
@@ -75,13 +81,15 @@ def prior_flags(args) -> tuple[str, str | None, str]:
 
 def add_prior_profile_argument(parser: argparse.ArgumentParser) -> None:
     """`--prior-profile PATH` and `--prior-weight K` (grpo profile, grpo shards)."""
+    from grpo_data.curriculum.prior_sources import DEFAULT_WEIGHT
+
     parser.add_argument("--prior-profile", default=None, metavar="PATH",
                         help="an earlier profile (another checkpoint or model) as the prior, joined by id, each "
                         "problem's rate from its k samples counted as at most --prior-weight pseudo-samples; "
                         "instead of --prior")
     parser.add_argument("--prior-weight", type=float, default=None, metavar="K",
                         help="with --prior or --prior-profile: the most pseudo-samples one of its values counts for "
-                        "(default 4)")
+                        f"(default {DEFAULT_WEIGHT:g})")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,9 +15,11 @@ HELP = "mix several datasets (weights or caps, cross-source dedup) into one prob
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from grpo_data.tables.loaders import LoadLimits
+
     parser.add_argument("--spec", required=True, help="mixture YAML (sources with data/preset/weight/cap)")
     parser.add_argument("--out", required=True, help="output parquet; rejects go to OUT stem + .rejects.jsonl")
-    parser.add_argument("--max-prompt-chars", type=int, default=20_000, help="reject longer prompts")
+    parser.add_argument("--max-prompt-chars", type=int, default=None, help=f"reject longer prompts (default {LoadLimits.max_prompt_chars})")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         spec = read_mixture(args.spec)
-        result, report = build_mixture(spec, LoadLimits(max_prompt_chars=args.max_prompt_chars))
+        result, report = build_mixture(spec, LoadLimits() if args.max_prompt_chars is None else LoadLimits(max_prompt_chars=args.max_prompt_chars))
     except (DataError, FileNotFoundError) as exc:
         print(f"grpo mix: {exc}", file=sys.stderr)
         return 2

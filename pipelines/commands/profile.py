@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 from grpo_data.curriculum.stats import DEFAULT_BAND, StoppingRule
+from grpo_data.generation.engine_base import EngineSettings
 from grpo_data.generation.prompting import SamplingConfig
 
 HELP = "profile pass rates: k samples per problem through vLLM (or HF), judged by math-verify"
@@ -45,13 +46,15 @@ logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from grpo_data.profiler import ProfileConfig
+    from grpo_data.ray_profile import START_TIMEOUT_S
     from pipelines.commands.load import add_data_arguments, add_prior_profile_argument
 
     add_data_arguments(parser)
     parser.add_argument("--model", required=True, help="model folder (save_pretrained) or Hub name")
     parser.add_argument("--out", required=True, help="profile parquet to write (parts go to OUT.parts/)")
     parser.add_argument("--engine", default=None, help="vllm (default where it imports) or hf")
-    parser.add_argument("--k", type=int, default=None, help="samples per problem (fixed mode; default 16)")
+    parser.add_argument("--k", type=int, default=None, help=f"samples per problem (fixed mode; default {ProfileConfig.k})")
     parser.add_argument("--adaptive", action="store_true", help="sequential sampling toward the band")
     parser.add_argument("--band", default=None, help=f"target band lo,hi (default {DEFAULT_BAND[0]},{DEFAULT_BAND[1]})")
     parser.add_argument("--confidence", type=float, default=None,
@@ -61,17 +64,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prior-screen-k", type=int, default=None,
                         help="adaptive with --prior/--prior-profile: first samples of a problem the prior, moved by "
                              "the offset fitted on the problems before it, already decides (at most --screen-k; "
-                             "--prior-screen-k equal to --screen-k screens every problem alike; default 1)")
+                             f"--prior-screen-k equal to --screen-k screens every problem alike; default {StoppingRule.prior_screen_k})")
     parser.add_argument("--step-k", type=int, default=None,
                         help=f"adaptive: samples added per round (default {StoppingRule.step_k})")
     parser.add_argument("--max-k", type=int, default=None,
                         help=f"adaptive: most samples per problem (default {StoppingRule.max_k})")
     add_prior_profile_argument(parser)
-    parser.add_argument("--prior-groups", choices=("level", "none"), default="level",
-                        help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once")
-    parser.add_argument("--answer-format", choices=("auto", "boxed", "none"), default="auto",
+    parser.add_argument("--prior-groups", choices=("level", "none"), default=None,
+                        help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once "
+                        f"(default {ProfileConfig.prior_groups})")
+    parser.add_argument("--answer-format", choices=("auto", "boxed", "none"), default=None,
                         help="format whose rate is counted per problem (auto: the one the instruction or the "
-                        "problems' own prompts ask for)")
+                        f"problems' own prompts ask for; default {ProfileConfig.answer_format})")
     parser.add_argument("--temperature", type=float, default=None,
                         help=f"sampling temperature (default {SamplingConfig.temperature})")
     parser.add_argument("--top-p", type=float, default=None, help=f"nucleus mass kept (default {SamplingConfig.top_p})")
@@ -81,18 +85,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a prompt that cannot fit the context with --max-tokens: left out (skip, the default) "
                         "or profiled with the room left (clip; its row's max_tokens records the budget)")
     parser.add_argument("--min-clipped-tokens", type=int, default=None,
-                        help="clip: the smallest budget worth profiling; less room leaves the prompt out (default 32)")
+                        help="clip: the smallest budget worth profiling; less room leaves the prompt out "
+                        f"(default {ProfileConfig.min_clipped_tokens})")
     parser.add_argument("--stop", action="append", default=[], metavar="TEXT",
                         help="stop string (repeatable); generation ends after the token that completes it")
     parser.add_argument("--stop-token-ids", default=None, metavar="ID,ID",
                         help="tokens that end generation (default: the chat template's end-of-turn token and EOS)")
     parser.add_argument("--system-prompt", default=None)
-    parser.add_argument("--instruction-suffix", default="", help="appended to the question, e.g. a \\boxed{} instruction")
-    parser.add_argument("--chunk-size", type=int, default=None, help="problems per flushed chunk (default 64)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--wave", type=int, default=1,
+    parser.add_argument("--instruction-suffix", default=None, help="appended to the question, e.g. a \\boxed{} instruction")
+    parser.add_argument("--chunk-size", type=int, default=None, help=f"problems per flushed chunk (default {ProfileConfig.chunk_size})")
+    parser.add_argument("--seed", type=int, default=None, help=f"sampling seed (default {ProfileConfig.seed})")
+    parser.add_argument("--wave", type=int, default=None,
                         help="adaptive: chunks whose decisions weigh the same history (every earlier wave's counts), "
-                        "so that many run at once; the profile depends on it, not on the backend or worker count")
+                        "so that many run at once; the profile depends on it, not on the backend or worker count "
+                        f"(default {ProfileConfig.wave})")
     ray = parser.add_argument_group("Ray backend (grpo_data.ray_profile)")
     ray.add_argument("--backend", choices=("local", "ray"), default="local",
                      help="local: this process (or torchrun's ranks); ray: engine actors on a Ray cluster")
@@ -105,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="GPUs each actor holds (default 1 when the cluster has GPUs, else 0)")
     ray.add_argument("--ray-start-timeout", type=float, default=None,
                      help="seconds an actor may take to be placed and load its engine before the run stops "
-                          "(default 1800)")
+                          f"(default {START_TIMEOUT_S:.0f})")
     parser.add_argument("--shard", default=None, help="i/n: profile one slice (default from RANK/WORLD_SIZE)")
     parser.add_argument("--merge", action="store_true", help="only merge finished shard parts into --out")
     parser.add_argument("--restart", action="store_true",
@@ -113,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "everything again; one run only: with shards, delete OUT.parts before starting them")
     parser.add_argument("--limit", type=int, default=None, help="profile only the first N problems (by id)")
     vllm = parser.add_argument_group("vLLM engine (defaults per device kind: eager on CPU, CUDA graphs on GPU)")
-    vllm.add_argument("--gpu-memory-utilization", type=float, default=None, help="share of this rank's GPU (default 0.5)")
+    vllm.add_argument("--gpu-memory-utilization", type=float, default=None, help=f"share of this rank's GPU (default {EngineSettings.gpu_memory_utilization})")
     vllm.add_argument("--max-model-len", type=int, default=None, help="longest prompt + completion")
     vllm.add_argument("--dtype", default=None, help="auto (default), bfloat16, float16, float32")
     vllm.add_argument("--enforce-eager", dest="enforce_eager", action="store_true", default=None,
@@ -225,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
     from grpo_data.generation.engines import make_engine
 
     pin_local_device()  # under torchrun: this rank's engine on this rank's GPU, not every rank's on GPU 0
-    engine = make_engine(engine_name, args.model, seed=args.seed + shard[0], settings=settings,
+    engine = make_engine(engine_name, args.model, seed=cfg.seed + shard[0], settings=settings,
                          trust_remote_code=args.trust_remote_code)
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig()
     if args.restart:
@@ -269,7 +275,7 @@ def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -
     pool_cfg = PoolConfig(workers=args.workers) if args.workers else PoolConfig(workers=1)
     try:
         with RayCluster(address=args.ray_address, env=worker_env()) as cluster:
-            spec = engine_worker_spec(engine_name, args.model, cluster.resources(), pool_cfg, seed=args.seed,
+            spec = engine_worker_spec(engine_name, args.model, cluster.resources(), pool_cfg, seed=cfg.seed,
                                       settings=settings, trust_remote_code=args.trust_remote_code,
                                       cpus=args.ray_cpus_per_worker, gpus=args.ray_gpus_per_worker)
             timeout = {"start_timeout_s": args.ray_start_timeout} if args.ray_start_timeout else {}
