@@ -115,7 +115,7 @@ def run_key(args: list[str], inputs: list[str]) -> dict:
 
     import yaml
 
-    from grpo_train.config import config_from_tree, dump_config
+    from grpo_train.config_io import config_from_tree, dump_config
 
     tree = yaml.safe_load(dump_config(config_from_tree({}, args)))
     tree["run"].pop("out"), tree["run"].pop("eval_first")

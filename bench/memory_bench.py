@@ -158,7 +158,7 @@ def old_path_step(model: str, sequences: int, completion_tokens: int) -> dict:
     from transformers import AutoModelForCausalLM
 
     from grpo_train.core_algos import compute_advantages
-    from grpo_train.learner import build_tensors
+    from grpo_train.sequences import build_tensors
 
     torch.manual_seed(0)
     policy = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32)

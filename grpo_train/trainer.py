@@ -34,7 +34,8 @@ from grpo_data.generation.rollouts import RolloutSampler
 from grpo_data.tables import io
 from grpo_data.tables.problems import level_array, spread_prompts
 from grpo_data.verify.rewards import build_reward
-from grpo_train.config import TrainConfig, dump_config, schedule_steps
+from grpo_train.config import TrainConfig, schedule_steps
+from grpo_train.config_io import dump_config
 from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.metrics import (
     MetricsLog,

@@ -24,7 +24,7 @@ import polars as pl
 import yaml
 
 from grpo_data.tables import io
-from grpo_train.config import PRIOR_KEYS, deep_merge
+from grpo_train.config_io import PRIOR_KEYS, deep_merge
 from pipelines.pipeline_priors import (
     check_priors,
     prior_fields,
@@ -297,7 +297,8 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
     from grpo_data.tables.cards import write_card
     from grpo_data.tables.loaders import read_provenance
     from grpo_data.tables.shards import ShardIntegrityError, read_manifest, write_shards
-    from grpo_train.config import RolloutConfig, SchedulerSection, stage_prior
+    from grpo_train.config import RolloutConfig, SchedulerSection
+    from grpo_train.config_io import stage_prior
 
     shards_dir = out / "shards"
     prof_table, prof_meta = read_profile(profile)
@@ -334,7 +335,7 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
 
 def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None) -> dict:
     """Run every stage; returns the summary dict (also written to OUT/summary.json)."""
-    from grpo_train.config import config_from_tree, dump_config, train_tree
+    from grpo_train.config_io import config_from_tree, dump_config, train_tree
     from pipelines.plots import write_plots
     from pipelines.report import write_report
 
@@ -354,7 +355,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
         model = spec["model"]
     else:
         from grpo_train.bootstrap import BootstrapConfig, bootstrap
-        from grpo_train.config import build_section
+        from grpo_train.config_io import build_section
 
         bcfg = build_section(BootstrapConfig, spec.get("bootstrap", {}) or {}, "bootstrap")
         if "sft" not in paths:
@@ -427,7 +428,7 @@ def launch_training(cfg, config_path: Path) -> None:
     """Train in cfg.run.ranks processes through the launcher; the resolved config goes by file."""
     import subprocess
 
-    from grpo_train.config import dump_config
+    from grpo_train.config_io import dump_config
 
     io.write_text(config_path, dump_config(cfg))
     cmd = launch_command(cfg.run.ranks, config_path)

@@ -2,7 +2,7 @@
 `prior_weight` in `profile:` and `shards:`, as `data.prior`, ... in `train:`, with the meaning and the
 checks of `grpo profile/shards/train --prior/--prior-profile/--prior-weight`
 (`grpo_data.curriculum.prior_profile.check_prior_settings`, `read_prior_settings`). The stages after the
-profile take the profile's prior unless their section names its own (`grpo_train.config.stage_prior`):
+profile take the profile's prior unless their section names its own (`grpo_train.config_io.stage_prior`):
 an adaptive profile that stopped early on a prior is read with that prior only.
 """
 
@@ -15,7 +15,7 @@ import polars as pl
 from grpo_data.curriculum.prior_profile import check_prior_settings, read_prior_settings
 from grpo_data.curriculum.priors import DEFAULT_WEIGHT, PriorError, keep_patterns
 from grpo_data.tables.shards import sha256_file
-from grpo_train.config import PRIOR_KEYS, stage_prior
+from grpo_train.config_io import PRIOR_KEYS, stage_prior
 
 
 def check_priors(spec: dict, path: str | Path) -> None:

@@ -362,7 +362,7 @@ def test_the_frontier_noise_floor_re_measures_the_untrained_policy():
 def test_gsweep_arms_keep_the_answers_per_step_and_compare_allocation_with_the_best_fixed_g():
     from bench.gsweep_bench import STEP_ANSWERS, arm_summary, arms, compare, fixed, kl_arms
     from bench.report import gsweep_lines
-    from grpo_train.config import config_from_tree
+    from grpo_train.config_io import config_from_tree
 
     for name, overrides in {**arms(), **kl_arms()}.items():
         cfg = config_from_tree({}, overrides)  # every arm is a valid train config

@@ -38,7 +38,7 @@ def test_train_with_a_missing_model_is_one_line_naming_the_path():
 
 
 def test_train_with_missing_data_names_the_key_and_what_to_run(tmp_path):
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.trainer import check_inputs
 
     (tmp_path / "m").mkdir()
@@ -50,7 +50,7 @@ def test_train_with_missing_data_names_the_key_and_what_to_run(tmp_path):
 
 def test_gpu_example_config_names_its_model_and_data():
     """`grpo train --config pipelines/gpu_example.yaml` trains what the file names, not the toy."""
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
 
     cfg = load_config("pipelines/gpu_example.yaml")
     assert cfg.model == "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B"

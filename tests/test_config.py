@@ -3,7 +3,7 @@ the key named, numbers, and the settings a config hands the scheduler and the pr
 
 import pytest
 
-from grpo_train.config import dump_config, load_config
+from grpo_train.config_io import dump_config, load_config
 
 
 def test_config_overrides_unknown_keys_and_bad_combinations(tmp_path):
@@ -52,7 +52,7 @@ def test_config_numbers_written_without_a_dot_are_numbers_and_bad_ones_name_the_
 
 
 def test_a_profile_sampled_unlike_training_is_named():
-    from grpo_train.config import config_from_tree
+    from grpo_train.config_io import config_from_tree
     from grpo_train.scheduler_start import profile_mismatches
 
     cfg = config_from_tree({}, ["model=runs/policy", "rollout.temperature=0.7", "rollout.max_tokens=1024"])

@@ -209,7 +209,7 @@ def test_the_card_counts_the_problems_the_profile_left_out(tmp_path, pool):
 
 def test_train_config_names_the_policy_and_the_context_comes_from_the_model(untrained_policy):
     """No engine: the embedded tiny policy's config (max_position_embeddings 192)."""
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.prompt_fit import rollout_context
 
     with pytest.raises(ValueError, match="rollout.overlong_prompts must be skip or clip .*'cut'"):

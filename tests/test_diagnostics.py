@@ -161,7 +161,7 @@ def test_the_trainer_marks_an_evaluation_that_regressed(tmp_path):
 
     import polars as pl
 
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.trainer import Trainer
 
     heldout = pl.DataFrame({"id": [f"p{i}" for i in range(200)], "level": [1 + i % 2 for i in range(200)]})

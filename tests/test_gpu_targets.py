@@ -35,9 +35,10 @@ def test_gpu_tests_call_project_code_that_exists_with_the_keywords_they_pass():
     from grpo_data.generation.vllm_engine import VLLMEngine
     from grpo_data.profiler import parts_dir, shard_slice
     from grpo_train.config import AlgoConfig, DeepSpeedSection, OptimConfig
-    from grpo_train.learner import DeepSpeedLearner, Sequence, flatten_groups, pad_batch, sequence_advantages
+    from grpo_train.learner import DeepSpeedLearner
     from grpo_train.logprobs import token_logprobs
     from grpo_train.rank_check import max_weight_difference, synthetic_groups
+    from grpo_train.sequences import Sequence, flatten_groups, pad_batch, sequence_advantages
     from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer
     from pipelines.pipeline import launch_command
 
@@ -79,7 +80,7 @@ def test_gpu_scenarios_exist_and_take_the_specs_the_tests_send():
 
 
 def test_gpu_train_overrides_and_profile_flags_are_accepted():
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from pipelines.commands.profile import add_arguments, options_from_args
 
     train = _load("test_gpu_train")

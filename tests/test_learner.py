@@ -21,7 +21,9 @@ import torch
 from grpo_data.generation.engines import Completion
 from grpo_train.config import AlgoConfig
 from grpo_train.core_algos import LossNorm, compute_advantages
-from grpo_train.learner import (
+from grpo_train.logprobs import token_logprobs
+from grpo_train.rollout import Group
+from grpo_train.sequences import (
     Sequence,
     flatten_groups,
     micro_batches,
@@ -29,8 +31,6 @@ from grpo_train.learner import (
     pad_batch,
     sequence_advantages,
 )
-from grpo_train.logprobs import token_logprobs
-from grpo_train.rollout import Group
 
 ROOT = Path(__file__).resolve().parent.parent
 

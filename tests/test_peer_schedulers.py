@@ -273,7 +273,7 @@ def test_curriculum_from_columns_runs_the_peer_schedulers(name, settings):
 
 
 def test_trainer_config_selects_the_peer_schedulers_and_passes_their_settings():
-    from grpo_train.config import dump_config, load_config
+    from grpo_train.config_io import dump_config, load_config
     from grpo_train.scheduler_start import scheduler_kwargs
 
     cfg = load_config(None, ["scheduler.name=pools"])

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_bootstrap_section_is_checked_like_the_train_config():
     # it used to keep only seed/steps/batch_size/lr and drop every other key without a word
     from grpo_train.bootstrap import BootstrapConfig
-    from grpo_train.config import build_section
+    from grpo_train.config_io import build_section
 
     cfg = build_section(BootstrapConfig, {"lr": "3e-3", "steps": 5, "warmup_steps": 2, "model": {"num_layers": 2}}, "bootstrap")
     assert (cfg.lr, cfg.steps, cfg.warmup_steps, cfg.model.num_layers) == (0.003, 5, 2, 2)
@@ -64,7 +64,7 @@ def test_a_demo_seed_replaces_every_seed_and_writes_apart():
 
 
 def test_gpu_example_is_a_valid_pipeline_and_train_config():
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
 
     spec = load_spec(ROOT / "pipelines" / "gpu_example.yaml")
     assert spec["model"] and spec["data"]["source"]

@@ -66,7 +66,7 @@ def test_bad_prior_settings_stop_the_pipeline_naming_the_section_and_field(tmp_p
 
 
 def test_the_stages_after_the_profile_take_its_prior_unless_they_name_their_own(tmp_path):
-    from grpo_train.config import stage_prior, train_tree
+    from grpo_train.config_io import stage_prior, train_tree
 
     profile = {"adaptive": False, "prior": "bigmath", "prior_weight": 2}
     assert stage_prior(None, profile) == {"prior": "bigmath", "prior_weight": 2}
@@ -85,7 +85,7 @@ def test_a_pipeline_prior_reaches_the_profiler_the_shards_and_the_scheduler(tmp_
     inputs stamp record it, its rows hold own samples only); the shard set and its card take the
     profile's prior without naming it, and training's scheduler starts from the same prior and offset."""
     from grpo_data.tables.shards import read_manifest
-    from grpo_train.config import config_from_tree, deep_merge, train_tree
+    from grpo_train.config_io import config_from_tree, deep_merge, train_tree
     from grpo_train.scheduler_start import scheduler_start
     from pipelines.pipeline import data_stage, profile_stage, shards_stage
 

@@ -240,7 +240,7 @@ def test_a_profile_that_stopped_on_a_prior_profile_is_used_with_it_only(tmp_path
 
     from grpo_data.curriculum.stats import StoppingRule
     from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.trainer import check_inputs
     from pipelines.cli import main
 
@@ -281,7 +281,7 @@ def test_train_takes_a_prior_profile_and_starts_its_scheduler_from_it(tmp_path):
     without the file, and when the policy's or the profile's own weights drew it."""
     from grpo_data.curriculum.band_math import offline_evidence
     from grpo_data.curriculum.priors import merge_offline
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.scheduler_start import build_scheduler
     from grpo_train.trainer import check_inputs
 

@@ -275,7 +275,7 @@ def test_the_discount_lets_outcomes_override_another_models_ranking(seed):
 
 # ---------------------------------------------------------------------------- plumbing: grpo train
 def test_train_config_takes_a_prior_and_refuses_a_bad_one_before_any_engine(tmp_path):
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.scheduler_start import training_prior
     from grpo_train.trainer import check_inputs
 

@@ -36,7 +36,7 @@ def test_a_weight_without_a_prior_is_refused(tmp_path, capsys):
 
     from grpo_data.integrations.trl import TRLCurriculum
     from grpo_data.integrations.verl import CurriculumSampler
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from pipelines.cli import main
 
     data = tmp_path / "problems.parquet"
@@ -180,7 +180,7 @@ def test_the_trainer_starts_its_scheduler_from_profile_and_prior_combined(tmp_pa
     from grpo_data.curriculum.band_math import offline_evidence
     from grpo_data.curriculum.priors import merge_offline, origin_groups
     from grpo_data.curriculum.scheduler import difficulty_groups
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.scheduler_start import build_scheduler
     from grpo_train.trainer import check_inputs
 
@@ -212,7 +212,7 @@ def test_a_profile_that_stopped_on_a_prior_is_used_with_that_prior_only(tmp_path
     """`grpo profile --adaptive --prior bigmath` stopped early where the prior agreed: its own counts
     alone are fewer samples than its decisions rested on. grpo shards and grpo train refuse it with
     no prior or another spec or weight, naming the profile, what it recorded and what to pass."""
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.trainer import check_inputs
     from pipelines.cli import main
 
@@ -248,7 +248,7 @@ def test_schedulers_that_ignore_a_prior_refuse_it(name, tmp_path):
     from grpo_data.integrations.feedback import Curriculum
     from grpo_data.integrations.trl import TRLCurriculum
     from grpo_data.integrations.verl import CurriculumSampler
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
 
     used_by = "is used by the band scheduler only"
     extra = ["data.profile=p.parquet"] if name == "offline_band" else []

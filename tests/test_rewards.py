@@ -19,9 +19,10 @@ from grpo_data.verify.rewards import (
     length_penalty,
 )
 from grpo_data.verify.verdict import Verdict
-from grpo_train.config import AlgoConfig, load_config
-from grpo_train.learner import flatten_groups, group_reward_stats, sequence_advantages
+from grpo_train.config import AlgoConfig
+from grpo_train.config_io import load_config
 from grpo_train.rollout import Overlong, make_group
+from grpo_train.sequences import flatten_groups, group_reward_stats, sequence_advantages
 
 RIGHT, WRONG, NONE, TIMEOUT = (Verdict(True, "ok"), Verdict(False, "wrong"), Verdict(False, "no_answer"),
                                Verdict(False, "timeout"))

@@ -5,9 +5,9 @@ batch trace."""
 import numpy as np
 import pytest
 
-from grpo_train.learner import build_tensors
 from grpo_train.metrics import coverage
 from grpo_train.rollout import Group, RolloutBatcher
+from grpo_train.sequences import build_tensors
 
 
 class FixedEngine:

@@ -65,7 +65,7 @@ def test_a_bad_sampling_setting_in_the_rollout_section_is_refused_there():
 def test_allowed_names_come_from_the_registries():
     from grpo_data.curriculum.scheduler import SCHEDULERS
     from grpo_data.generation.engines import ENGINES
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
 
     with pytest.raises(ValueError, match=" or ".join([", ".join(ENGINES[:-1]), ENGINES[-1]])):
         load_config("pipelines/arith_demo.yaml", ["rollout.engine=sglang"])

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from grpo_train.config import load_config
+    from grpo_train.config_io import load_config
     from grpo_train.trainer import check_inputs, train
 
     try:

@@ -51,8 +51,8 @@ def _load_hf(path: str):
 def logprob_gap(model, prompt_ids: list[list[int]], groups, pad_id: int, temperature: float = 1.0) -> dict:
     """How far the engine's log-prob of each sampled token is from `model`'s (fp32 HF, through the
     learner's `token_logprobs`, teacher-forced on the same ids): mean and max over tokens."""
-    from grpo_train.learner import Sequence, pad_batch
     from grpo_train.logprobs import token_logprobs
+    from grpo_train.sequences import Sequence, pad_batch
 
     seqs = [Sequence(tuple(p) + tuple(c.token_ids), len(p), 0.0, 0, True, c.logprobs)
             for p, group in zip(prompt_ids, groups, strict=True) for c in group if c.token_ids]
@@ -174,8 +174,8 @@ def _weights(learner) -> dict[str, torch.Tensor]:
 
 def _objective(model_dir: Path, groups, algo, temperature: float) -> float:
     """sum over answers and tokens of advantage x log-prob (T): what a token-mean GRPO step raises."""
-    from grpo_train.learner import flatten_groups, pad_batch, sequence_advantages
     from grpo_train.logprobs import token_logprobs
+    from grpo_train.sequences import flatten_groups, pad_batch, sequence_advantages
 
     seqs = flatten_groups(groups)
     adv = sequence_advantages(seqs, algo)  # (B,)

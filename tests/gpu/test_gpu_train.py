@@ -96,7 +96,7 @@ def test_grpo_train_on_two_gpus_keeps_the_ranks_identical(tmp_path, warm_policy)
     world["train"].write_parquet(train)
     world["heldout"].head(32).write_parquet(held)
     out = tmp_path / "run2"
-    from grpo_train.config import dump_config, load_config
+    from grpo_train.config_io import dump_config, load_config
 
     cfg = load_config(None, [f"model={policy}", f"data.train={train}", f"data.heldout={held}", f"run.out={out}",
                              "run.steps=2", "run.ranks=2", *TRAIN_OVERRIDES])
