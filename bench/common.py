@@ -151,7 +151,7 @@ def input_hashes(inputs: list[str]) -> dict[str, str]:
     import polars as pl
 
     files = {}
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
 
     for name in inputs:
         digest = hashlib.sha256()

@@ -280,7 +280,7 @@ def sweep_warm_start(results: Path) -> Path:
     whatever CPU each gets, so every session continues from the stored copy."""
     import shutil
 
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
     from grpo_data.tables import io
     from pipelines.stages import warm_policy
 

@@ -98,7 +98,7 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
     from bench.gsweep_bench import sweep_warm_start
     from grpo_data.curriculum.prior_profile import read_profile_prior
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profiler import read_profile
+    from grpo_data.profile_parts import read_profile
     from grpo_data.tables import io
     from pipelines import pipeline
     from pipelines.stages import write_world

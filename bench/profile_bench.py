@@ -22,7 +22,9 @@ import polars as pl
 from grpo_data.curriculum.stats import StoppingRule
 from grpo_data.generation.engines import make_engine
 from grpo_data.generation.prompting import SamplingConfig
-from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
+from grpo_data.profile_config import ProfileConfig
+from grpo_data.profile_parts import merge_parts
+from grpo_data.profiler import profile_problems
 from grpo_data.verify.pool import VerifierPool
 
 

@@ -15,7 +15,9 @@ import numpy as np
 def run(quick: bool = False, n_problems: int = 1000) -> dict:
     from grpo_data.generation.engines import make_engine
     from grpo_data.generation.prompting import SamplingConfig
-    from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profile_parts import merge_parts
+    from grpo_data.profiler import profile_problems
     from grpo_data.tables.world import WorldConfig, generate
     from grpo_data.verify.pool import VerifierPool
     from grpo_train.bootstrap import BootstrapConfig, bootstrap

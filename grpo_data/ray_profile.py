@@ -41,16 +41,10 @@ from pathlib import Path
 
 import polars as pl
 
-from grpo_data.profiler import (
-    ChunkResult,
-    ProfileConfig,
-    ProfilePlan,
-    RunTally,
-    make_sampler,
-    prepare_parts,
-    run_chunk,
-    run_metadata,
-)
+from grpo_data.profile_chunks import ChunkResult, make_sampler, run_chunk
+from grpo_data.profile_config import ProfileConfig
+from grpo_data.profile_metadata import run_metadata
+from grpo_data.profiler import ProfilePlan, RunTally, prepare_parts
 from grpo_data.verify.pool import PoolConfig
 
 logger = logging.getLogger(__name__)

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import polars as pl
 
-from grpo_data.profiler import weights_hash
+from grpo_data.profile_metadata import weights_hash
 from grpo_data.tables import io
 from grpo_data.tables.world import solution
 from grpo_train.tiny_policy import TinyModelConfig, build_model, build_tokenizer

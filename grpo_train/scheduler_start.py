@@ -53,7 +53,7 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
     (`grpo_data.curriculum.priors.check_recorded_prior`)."""
     if not profile_path:
         return None
-    from grpo_data.profiler import read_profile
+    from grpo_data.profile_parts import read_profile
 
     prof, meta = read_profile(profile_path)
     check_recorded_prior(meta, prior, f"data.profile {profile_path}", "Set data.{option}={spec} data.prior_weight={weight}",
@@ -90,7 +90,7 @@ def check_prior_model(prior: Prior | None, model: str) -> None:
     """Refuse a prior profile the policy's own weights drew (`check_other_source`): the run's start
     is that profile, as data.profile. Hashes the model's weights only when the prior is a profile."""
     if prior is not None and prior.source.profile:
-        from grpo_data.profiler import weights_hash
+        from grpo_data.profile_metadata import weights_hash
 
         check_other_source(prior, weights_hash(model), f"the policy, model {model}",
                            "set it as data.profile={path} instead of data.prior_profile")

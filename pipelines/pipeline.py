@@ -190,7 +190,8 @@ def profile_key(model: str, train: Path, pcfg: dict, seed: int = 0, limit: int |
     """What a profile depends on (stored beside it as OUT.inputs.json): the model and its weights,
     the data, the settings, and what judges the samples (rules hash, verdict fingerprint, pool
     settings, judging libraries' versions): a change to any starts the profile over."""
-    from grpo_data.profiler import JUDGING_PACKAGES, package_versions, profile_options, weights_hash
+    from grpo_data.profile_config import profile_options
+    from grpo_data.profile_metadata import JUDGING_PACKAGES, package_versions, weights_hash
     from grpo_data.verify.judge import rules_hash, verdict_fingerprint
     from grpo_data.verify.pool import PoolConfig
 
@@ -236,14 +237,10 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
     from grpo_data.curriculum.prior_profile import REUSE, check_other_source
     from grpo_data.generation.engines import engine_settings, make_engine
-    from grpo_data.profiler import (
-        merge_parts,
-        parts_dir,
-        profile_options,
-        profile_problems,
-        run_metadata,
-        weights_hash,
-    )
+    from grpo_data.profile_config import profile_options
+    from grpo_data.profile_metadata import run_metadata, weights_hash
+    from grpo_data.profile_parts import merge_parts, parts_dir
+    from grpo_data.profiler import profile_problems
     from grpo_data.verify.pool import VerifierPool
 
     backend_spec, rest = split_backend(pcfg)
@@ -293,7 +290,7 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
     left-out problems stay out of the set, prior or not. Returns the card's path."""
     from grpo_data.curriculum.prior_profile import check_other_source
     from grpo_data.curriculum.priors import check_recorded_prior
-    from grpo_data.profiler import read_profile, read_rejects
+    from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.cards import write_card
     from grpo_data.tables.loaders import read_provenance
     from grpo_data.tables.shards import ShardIntegrityError, read_manifest, write_shards
@@ -377,7 +374,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
                       "heldout": str(paths["heldout"]), "profile": str(profile)}, "run": {"out": str(out / "train")}})
     cfg = config_from_tree(tree)
     run_dir = Path(cfg.run.out)
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
     from grpo_train.metrics import latest_checkpoint, run_complete
 
     # resume only a run of the same inputs: a new warm start or profile under the same paths starts over
@@ -440,7 +437,7 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
     """Test accuracy before/after (overall, by level) and the training pool's pass rates before and
     after: mean posterior estimate and the share estimated inside the band training used."""
     from grpo_data.curriculum.estimates import profile_estimates
-    from grpo_data.profiler import read_profile
+    from grpo_data.profile_parts import read_profile
     from grpo_train.metrics import read_metrics
 
     records = read_metrics(run_dir)
@@ -481,7 +478,7 @@ def warm_start_identity(model: str | Path) -> dict | None:
     """A built warm start's weights hash (the one profiles and cards print) and whether its CPU
     kernels were pinned (bootstrap.json), so a user can tell whether the policy their machine built
     is the one the README's figures started from; None for a model given by the user."""
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
 
     meta = Path(model) / "bootstrap.json"
     if not meta.exists():

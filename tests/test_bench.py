@@ -569,7 +569,7 @@ def test_gsweep_run_stores_each_run_reuses_it_and_stops_on_a_mismatch_before_tra
     policy = tmp_path / "policy"
     policy.mkdir()
     (policy / "model.safetensors").write_bytes(b"weights")
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
 
     (policy / "bootstrap.json").write_text(json.dumps({"weights_hash": weights_hash(str(policy))}))
     world = {}

@@ -140,7 +140,7 @@ def test_warm_start_pins_cpu_kernels_where_the_cpu_has_avx2(tmp_path, world_tabl
     """The child trains on the AVX2 paths whatever this process uses; unpinned trains in-process."""
     import dataclasses
 
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
 
     if not can_pin_kernels():
         pytest.skip("no AVX2 x86-64 CPU: the warm start runs unpinned here")
@@ -201,7 +201,9 @@ def test_warm_policy_loads_everywhere_and_has_a_moving_frontier_shape(warm_polic
 
     from grpo_data.generation.engines import make_engine
     from grpo_data.generation.prompting import SamplingConfig
-    from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profile_parts import merge_parts
+    from grpo_data.profiler import profile_problems
 
     policy, world = warm_policy
     AutoModelForCausalLM.from_pretrained(policy)

@@ -15,15 +15,10 @@ from grpo_data.generation.context import LEFT_OUT_SCHEMA, ContextPolicy, fit_pro
 from grpo_data.generation.engines import Completion, check_engine_context, config_context_length
 from grpo_data.generation.prompting import PromptConfig, SamplingConfig
 from grpo_data.generation.rollouts import RolloutSampler
-from grpo_data.profiler import (
-    ProfileConfig,
-    merge_parts,
-    profile_options,
-    profile_problems,
-    read_profile,
-    rejects_file,
-    run_metadata,
-)
+from grpo_data.profile_config import ProfileConfig, profile_options
+from grpo_data.profile_metadata import run_metadata
+from grpo_data.profile_parts import merge_parts, read_profile, rejects_file
+from grpo_data.profiler import profile_problems
 
 
 # (prompt tokens, max_tokens, context, policy, min_tokens) -> (status, budget, reason)

@@ -14,7 +14,9 @@ from test_profiler import ReseedableEngine
 from grpo_data.curriculum.prior_profile import read_profile_prior
 from grpo_data.curriculum.priors import frame_columns, read_prior
 from grpo_data.curriculum.stats import StoppingRule
-from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems, read_profile
+from grpo_data.profile_config import ProfileConfig
+from grpo_data.profile_parts import merge_parts, read_profile
+from grpo_data.profiler import profile_problems
 from grpo_data.tables.exports import export_profile, read_export
 
 N = 48
@@ -188,7 +190,7 @@ def test_a_profile_resumed_after_a_crash_lists_each_round_once(tmp_path, with_pr
 
 def merge_parts_ids(out) -> set[str]:
     """Ids in the parts a run left (without merging: the run did not finish)."""
-    from grpo_data.profiler import finished_parts
+    from grpo_data.profile_parts import finished_parts
 
     return set(finished_parts(out)["id"].to_list())
 

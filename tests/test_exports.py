@@ -12,20 +12,16 @@ from grpo_data.curriculum.estimates import with_estimates
 from grpo_data.curriculum.priors import frame_columns, read_prior
 from grpo_data.curriculum.stats import StoppingRule, grid_mean_std, level_posteriors
 from grpo_data.generation.engines import Completion
-from grpo_data.profiler import (
-    ROUND_SCHEMA,
-    ProfileConfig,
-    merge_parts,
-    parts_dir,
-    profile_problems,
-    read_profile,
-    run_metadata,
-)
-from grpo_data.profiler import summarize_problem as row
+from grpo_data.profile_chunks import summarize_problem as row
+from grpo_data.profile_config import ProfileConfig
+from grpo_data.profile_metadata import run_metadata
+from grpo_data.profile_parts import merge_parts, parts_dir, read_profile
+from grpo_data.profiler import profile_problems
 from grpo_data.tables.cards import profile_column, read_card_record, write_card
 from grpo_data.tables.exports import (
     DART_COLUMNS,
     EXPORT_KEY,
+    ROUND_SCHEMA,
     ExportError,
     card_record,
     export_profile,

@@ -33,7 +33,8 @@ def test_gpu_tests_call_project_code_that_exists_with_the_keywords_they_pass():
     from grpo_data.generation.engines import EngineSettings, HFEngine, make_engine
     from grpo_data.generation.prompting import SamplingConfig, encode_prompt
     from grpo_data.generation.vllm_engine import VLLMEngine
-    from grpo_data.profiler import parts_dir, shard_slice
+    from grpo_data.profile_parts import parts_dir
+    from grpo_data.profiler import shard_slice
     from grpo_train.config import AlgoConfig, DeepSpeedSection, OptimConfig
     from grpo_train.learner import DeepSpeedLearner
     from grpo_train.logprobs import token_logprobs

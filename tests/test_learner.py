@@ -245,7 +245,8 @@ def test_profiling_rollouts_and_evaluation_send_identical_ids_with_one_bos(tmp_p
 
     from grpo_data.generation.prompting import PromptConfig, SamplingConfig
     from grpo_data.generation.rollouts import RolloutSampler
-    from grpo_data.profiler import ProfileConfig, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profiler import profile_problems
     from grpo_data.tables.problems import to_table, user_prompt
     from grpo_train.rollout import RolloutBatcher
     from grpo_train.trainer import evaluate
@@ -456,7 +457,7 @@ def test_profiling_ranks_pin_their_own_gpu(monkeypatch):
 def test_profile_options_one_set_of_defaults_for_cli_and_pipeline():
     import argparse
 
-    from grpo_data.profiler import profile_options
+    from grpo_data.profile_config import profile_options
     from pipelines.commands.profile import add_arguments, options_from_args
 
     parser = argparse.ArgumentParser()

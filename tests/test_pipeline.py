@@ -75,7 +75,7 @@ def test_gpu_example_is_a_valid_pipeline_and_train_config():
 
 @pytest.mark.slow
 def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
     from grpo_train.bootstrap import can_pin_kernels
 
     spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())

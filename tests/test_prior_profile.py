@@ -30,7 +30,8 @@ def earlier_profile(path, problems, rates: np.ndarray, cfg, weights: str = "base
     (one per problem, in the table's order), its metadata naming `model` and `weights`."""
     from test_profiler import ScriptedEngine
 
-    from grpo_data.profiler import merge_parts, profile_problems
+    from grpo_data.profile_parts import merge_parts
+    from grpo_data.profiler import profile_problems
 
     by_question = {f"q{int(i[2:])}": (int(i[2:]), float(r)) for i, r in zip(problems["id"], rates, strict=True)}
     profile_problems(problems, ScriptedEngine(by_question, seed=11), BoxedVerifier(), cfg, path, progress=False,
@@ -63,7 +64,7 @@ def test_a_profile_started_from_an_earlier_profile_decides_the_bands_with_fewer_
     from test_profiler import scripted_problems
 
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profiler import ProfileConfig
+    from grpo_data.profile_config import ProfileConfig
 
     problems, rates = scripted_problems(120)
     true = np.array([rates[f"q{int(i[2:])}"][1] for i in problems["id"]])
@@ -99,7 +100,9 @@ def test_problems_the_earlier_profile_lacks_stay_unprofiled(tmp_path):
     from test_profiler import ScriptedEngine, scripted_problems
 
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profile_parts import merge_parts
+    from grpo_data.profiler import profile_problems
 
     base = tmp_path / "base.parquet"
     write_profile(base, {"id000": (0, 16), "id001": (16, 16), "id002": (8, 16), "zzz": (3, 4), "7": (1, 2)},
@@ -130,8 +133,8 @@ def test_bad_prior_profiles_are_refused_naming_the_file(tmp_path):
     pl.DataFrame({"id": ["a"], "n_correct": [1], "k": [2]}).write_parquet(plain)
     with pytest.raises(PriorError, match="is not a profile `grpo profile` wrote \\(no `grpo_profile` metadata"):
         read_profile_prior(plain, ["a"])
-    from grpo_data.profiler import METADATA_KEY
     from grpo_data.tables import io
+    from grpo_data.tables.exports import METADATA_KEY
 
     io.write_parquet(plain, pl.DataFrame({"id": ["a"], "k": [2]}), metadata={METADATA_KEY: "{}"})
     with pytest.raises(PriorError, match="is not a profile `grpo profile` wrote \\(no columns n_correct\\)"):
@@ -156,7 +159,8 @@ def test_a_prior_profile_of_the_same_weights_is_refused_before_sampling(tmp_path
     from test_profiler import ScriptedEngine, scripted_problems
 
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profiler import ProfileConfig, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profiler import profile_problems
 
     problems, rates = scripted_problems(4)
     base = tmp_path / "base.parquet"
@@ -239,7 +243,9 @@ def test_a_profile_that_stopped_on_a_prior_profile_is_used_with_it_only(tmp_path
     from test_profiler import ScriptedEngine, scripted_problems
 
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profile_parts import merge_parts
+    from grpo_data.profiler import profile_problems
     from grpo_train.config_io import load_config
     from grpo_train.trainer import check_inputs
     from pipelines.cli import main
@@ -355,7 +361,7 @@ def test_weights_are_hashed_once_until_a_file_changes(tmp_path, monkeypatch):
     file was rewritten in between."""
     import builtins
 
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
 
     model = tmp_path / "model"
     model.mkdir()
@@ -381,7 +387,7 @@ def test_problems_the_prior_settles_are_screened_with_one_sample(tmp_path, scatt
     from test_profiler import scripted_problems
 
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profiler import ProfileConfig
+    from grpo_data.profile_config import ProfileConfig
 
     problems, rates = scripted_problems(120)
     true = np.array([rates[f"q{int(i[2:])}"][1] for i in problems["id"]])
@@ -410,7 +416,7 @@ def test_problems_the_prior_settles_are_screened_with_one_sample(tmp_path, scatt
 def test_the_prior_screen_reaches_the_rule_from_the_command_line():
     import argparse
 
-    from grpo_data.profiler import profile_options
+    from grpo_data.profile_config import profile_options
     from pipelines.commands import profile as command
 
     parser = argparse.ArgumentParser()

@@ -352,7 +352,9 @@ def profile_with_and_without(tmp_path, prior, rule, seed: int, true: np.ndarray)
     from test_profiler import ScriptedEngine, scripted_problems
 
     from grpo_data.curriculum.stats import row_priors
-    from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profile_parts import merge_parts
+    from grpo_data.profiler import profile_problems
 
     problems, rates = scripted_problems(true.size)
     cfg = ProfileConfig(rule=rule, chunk_size=40, prior_groups="none")
@@ -455,7 +457,7 @@ def test_grpo_shards_with_a_prior_and_the_card_that_names_it(tmp_path, capsys):
     # with a profile of p0-p3 (verl): the profile's rows kept, p2 and p3 carry both, the rest the prior alone
     profile = tmp_path / "profile.parquet"
     own = pl.DataFrame({"id": ["p0", "p1", "p2", "p3"], "k": [4, 4, 4, 4], "n_correct": [0, 4, 1, 3]})
-    from grpo_data.profiler import summarize_problem
+    from grpo_data.profile_chunks import summarize_problem
 
     rows = [{"id": i, **summarize_problem(c, k, [], 0, {})} for i, k, c in own.iter_rows()]
     pl.DataFrame(rows).write_parquet(profile)

@@ -134,8 +134,9 @@ def with_avg(table: pl.DataFrame, rates: list, ks: list) -> pl.DataFrame:
 
 def write_profile(path, counts_by_id: dict, meta: dict | None = None) -> None:
     """A profile parquet of (n_correct, k) per id, with `meta` as its run metadata."""
-    from grpo_data.profiler import METADATA_KEY, summarize_problem
+    from grpo_data.profile_chunks import summarize_problem
     from grpo_data.tables import io
+    from grpo_data.tables.exports import METADATA_KEY
 
     rows = [{"id": i, **summarize_problem(c, k, [], 0, {})} for i, (c, k) in counts_by_id.items()]
     io.write_parquet(path, pl.DataFrame(rows), metadata={METADATA_KEY: json.dumps(meta or {})})
@@ -146,7 +147,7 @@ def test_shards_keep_the_profiles_left_out_problems_out_with_a_prior(tmp_path, c
     """The profiler left p2 out (its prompt does not fit the context): a prior value does not make it
     fit, so the set holds it no more than without the prior, and the manifest counts it as rejected,
     not as a problem on the prior alone."""
-    from grpo_data.profiler import rejects_file
+    from grpo_data.profile_parts import rejects_file
     from grpo_data.tables.shards import read_manifest, read_shards
     from pipelines.cli import main
 
@@ -276,7 +277,9 @@ def test_a_profile_resumes_with_a_prior_when_its_parts_hold_other_ids(tmp_path, 
     from test_profiler import ScriptedEngine, scripted_problems
 
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profiler import ProfileConfig, finished_parts, profile_problems
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profile_parts import finished_parts
+    from grpo_data.profiler import profile_problems
 
     problems, rates = scripted_problems(30)
     prior = read_prior("score:1:64", frame_columns(pl.DataFrame({"score": np.linspace(0.05, 0.95, 30)})))

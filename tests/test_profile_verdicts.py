@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import polars as pl
 
-from grpo_data.profiler import UNREAD_EXAMPLES, _Tally, keep_unread, verdict_totals, warn_format
+from grpo_data.profile_chunks import UNREAD_EXAMPLES, _Tally, keep_unread
+from grpo_data.profile_parts import verdict_totals, warn_format
 from grpo_data.verify.verdict import Verdict
 
 
@@ -75,7 +76,9 @@ def test_a_profile_counts_no_answer_apart_and_shows_what_it_could_not_read(tmp_p
     """End to end through the profiler and the killable verifier workers: the merged profile's metadata
     counts no_answer apart from wrong, and the run's format warning quotes the unread final sentences."""
     from grpo_data.generation.prompting import PromptConfig, SamplingConfig
-    from grpo_data.profiler import ProfileConfig, merge_parts, profile_problems, read_profile
+    from grpo_data.profile_config import ProfileConfig
+    from grpo_data.profile_parts import merge_parts, read_profile
+    from grpo_data.profiler import profile_problems
     from grpo_data.tables.problems import to_table, user_prompt
 
     texts = ["right 1", "right 2", "wrong 3", "prose 4", "prose 5", "prose 6", "prose 7"]

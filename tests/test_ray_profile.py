@@ -18,13 +18,9 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from grpo_data.curriculum.stats import StoppingRule  # noqa: E402
-from grpo_data.profiler import (  # noqa: E402
-    ProfileConfig,
-    ProfilePlan,
-    merge_parts,
-    parts_dir,
-    profile_problems,
-)
+from grpo_data.profile_config import ProfileConfig  # noqa: E402
+from grpo_data.profile_parts import merge_parts, parts_dir  # noqa: E402
+from grpo_data.profiler import ProfilePlan, profile_problems  # noqa: E402
 from grpo_data.ray_profile import (  # noqa: E402
     ClusterError,
     ProfileWorker,
@@ -375,7 +371,9 @@ def test_the_pipeline_profile_stage_shards_over_fake_gpus(tmp_path, monkeypatch)
 
     def fake_ray(model, problems, cfg, choice, ray_settings, out, data, prior):
         seen.update(ray_settings, rows=problems.height)
-        from grpo_data.profiler import PROFILE_COLUMNS, io, parts_dir, summarize_problem
+        from grpo_data.profile_chunks import PROFILE_COLUMNS, summarize_problem
+        from grpo_data.profile_parts import parts_dir
+        from grpo_data.tables import io
 
         parts_dir(out).mkdir(parents=True, exist_ok=True)
         rows = pl.DataFrame([{"id": i, **summarize_problem(1, 2, [], 0, {})} for i in problems["id"]])

@@ -41,7 +41,7 @@ def fake_run(folder, steps=30, warn_at=22):
 
 
 def profile(path, rates, k=8):
-    from grpo_data.profiler import summarize_problem
+    from grpo_data.profile_chunks import summarize_problem
 
     rows = [{"id": f"p{i}", **summarize_problem(int(round(r * k)), k, [10] * k, 0, {})} for i, r in enumerate(rates)]
     pl.DataFrame(rows).write_parquet(path)
@@ -137,7 +137,7 @@ def test_pass_rate_plots_draw_estimates_and_the_runs_training_band(tmp_path):
     import matplotlib.pyplot as plt
 
     from grpo_data.curriculum.estimates import profile_estimates
-    from grpo_data.profiler import read_profile
+    from grpo_data.profile_parts import read_profile
     from pipelines.plots import write_plots
     from pipelines.report import pass_rate_figure, pool_levels, run_config, training_band
 

@@ -31,7 +31,7 @@ def test_sections_and_option_tables_derive_the_owners_defaults():
     from grpo_data.curriculum.band_scheduler import BandConfig
     from grpo_data.curriculum.stats import DEFAULT_BAND, StoppingRule
     from grpo_data.generation.prompting import SamplingConfig
-    from grpo_data.profiler import PROFILE_OPTIONS, ProfileConfig, profile_options
+    from grpo_data.profile_config import PROFILE_OPTIONS, ProfileConfig, profile_options
     from grpo_train.config import RolloutConfig, SchedulerSection
 
     band, section = BandConfig(), SchedulerSection()

@@ -113,7 +113,7 @@ def check_path(path: str | Path) -> None:
 
 def _read(path: str | Path) -> tuple[pl.DataFrame, dict]:
     """The earlier profile's id, n_correct and k and its run metadata; PriorError naming the file
-    and what to give instead. Read here, not with `grpo_data.profiler.read_profile`, whose imports
+    and what to give instead. Read here, not with `grpo_data.profile_parts.read_profile`, whose imports
     (the verifier's) a verl environment cannot hold."""
     check_path(path)
     try:

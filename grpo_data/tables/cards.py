@@ -227,7 +227,7 @@ def seeding_note(seeding: str | None) -> str:
     """The card's words on the profile's seeding (metadata `seeding`; absent in older profiles)."""
     if seeding is None:
         return ""
-    from grpo_data.profiler import SEEDING
+    from grpo_data.profile_chunks import SEEDING
 
     if seeding == SEEDING:
         return (f", samples seeded {seeding}: a profile resumed after a crash equals an uninterrupted one "
@@ -402,7 +402,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     prof = manifest.get("profile", {})
     export, in_set = None, set_problems(table)
     if profile is not None:
-        from grpo_data.profiler import read_profile, read_rejects
+        from grpo_data.profile_parts import read_profile, read_rejects
 
         rows, rows_meta = read_profile(profile)
         same_profile(prof, rows_meta, Path(profile))

@@ -80,9 +80,9 @@ from grpo_data.tables.shards import community_column
 logger = logging.getLogger(__name__)
 
 EXPORT_KEY = "grpo_card"
-METADATA_KEY = "grpo_profile"  # a profile's run metadata in its parquet footer (`grpo_data.profiler` writes it)
+METADATA_KEY = "grpo_profile"  # a profile's run metadata in its parquet footer (`grpo_data.profile_parts.merge_parts` writes it)
 FORMATS = ("dart", "avg")
-# a profile's samples and successes per sampling round (`grpo_data.profiler` writes them)
+# a profile's samples and successes per sampling round (`grpo_data.profile_chunks.summarize_problem` counts them)
 ROUND_SCHEMA = {"k_rounds": pl.List(pl.Int64), "n_correct_rounds": pl.List(pl.Int64)}
 # per row: whether the round lists are the profile's own (false: one round of all its samples stands in)
 ROUNDS_RECORDED = "rounds_recorded"
@@ -111,7 +111,7 @@ class ExportError(ValueError):
 
 
 def card_record(meta: dict) -> dict:
-    """What produced a profile, from its run metadata (`grpo_data.profiler.run_metadata`): model,
+    """What produced a profile, from its run metadata (`grpo_data.profile_metadata.run_metadata`): model,
     weights hash, engine, backend (local or ray, its workers, the adaptive wave), sampling settings, seed and seeding scheme, samples per problem (k or the adaptive rule),
     prompt template hash and prompt settings, context, verifier (library, its version and those of
     sympy and latex2sympy2_extended, this project's rules hash and version, the verdict fingerprint,
@@ -125,7 +125,7 @@ def card_record(meta: dict) -> dict:
         "backend": {"name": meta.get("backend"), "workers": meta.get("ray_workers"),
                     "wave": cfg.get("wave")},  # where it ran (`grpo_data.ray_profile`); None in older profiles
         "sampling": {**{name: sampling.get(name) for name in SAMPLING_FIELDS}, "seed": cfg.get("seed"),
-                     "seeding": meta.get("seeding")},  # how samples were seeded (`grpo_data.profiler.SEEDING`)
+                     "seeding": meta.get("seeding")},  # how samples were seeded (`grpo_data.profile_chunks.SEEDING`)
         "samples": {"rule": cfg["rule"]} if cfg.get("rule") else {"k": cfg.get("k")},
         "prompt": {"template_hash": meta.get("template_hash"), **(cfg.get("prompt") or {})},
         "context_length": meta.get("context_length"),
@@ -384,7 +384,7 @@ def export_profile(profile: pl.DataFrame, meta: dict, out: str | Path, fmt: str 
     """Write the export of `profile` to `out` (parquet, footer EXPORT_KEY) and its record beside it
     (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"}). `inputs` (the
     profile's path, the problem table's) are refused as `out` (`check_out`). `left_out` (id, reason,
-    detail: the problems the profile left out, `grpo_data.profiler.read_rejects`) goes into the
+    detail: the problems the profile left out, `grpo_data.profile_parts.read_rejects`) goes into the
     record: they have no row."""
     check_out(out, inputs)
     table, info = export_table(profile, meta, fmt, problems, k, where, estimates)

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
 
     import polars as pl
 
-    from grpo_data.profiler import read_profile, read_rejects
+    from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.exports import ExportError, check_out, export_profile, read_problem_table, sidecar
 
     inputs = [args.profile, *([args.data] if args.data else [])]

@@ -145,7 +145,7 @@ def parse_shard(text: str | None) -> tuple[int, int]:
 
 
 def options_from_args(args: argparse.Namespace) -> dict:
-    """The flags as `grpo_data.profiler.profile_options` names them (one set of defaults there)."""
+    """The flags as `grpo_data.profile_config.profile_options` names them (one set of defaults there)."""
     vllm = {k: getattr(args, k) for k in ("gpu_memory_utilization", "max_model_len", "dtype", "enforce_eager",
                                           "max_num_seqs") if getattr(args, k) is not None}
     stop_ids = None if args.stop_token_ids is None else [int(x) for x in args.stop_token_ids.split(",") if x]
@@ -168,14 +168,10 @@ def run(args: argparse.Namespace) -> int:
         engine_settings,
         pin_local_device,
     )
-    from grpo_data.profiler import (
-        ResumeError,
-        discard_parts,
-        merge_parts,
-        profile_options,
-        profile_problems,
-        run_metadata,
-    )
+    from grpo_data.profile_config import profile_options
+    from grpo_data.profile_metadata import run_metadata
+    from grpo_data.profile_parts import ResumeError, discard_parts, merge_parts
+    from grpo_data.profiler import profile_problems
     from grpo_data.tables.loaders import DataError
     from grpo_data.verify.pool import PoolConfig, VerifierPool
     from pipelines.stages import read_problems
@@ -211,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         problems = problems.sort("id").head(args.limit)
     from grpo_data.curriculum.prior_profile import REUSE, check_other_source
     from grpo_data.curriculum.priors import PriorError
-    from grpo_data.profiler import weights_hash
+    from grpo_data.profile_metadata import weights_hash
     from pipelines.commands.load import read_prior_from_args
 
     try:
@@ -253,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _report_left_out(stats: dict, out: str, context: int | None, cfg) -> None:
     if stats["left_out"] or stats["clipped"]:
-        from grpo_data.profiler import rejects_file
+        from grpo_data.profile_parts import rejects_file
 
         print(f"left out {stats['left_out']} problems whose prompt does not fit the context of "
               f"{context} tokens with max_tokens {cfg.sampling.max_tokens} (reasons in "
@@ -262,7 +258,7 @@ def _report_left_out(stats: dict, out: str, context: int | None, cfg) -> None:
 
 def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -> int:
     """The profile on a Ray cluster's engine actors (`grpo_data.ray_profile`), then the same merge."""
-    from grpo_data.profiler import ResumeError
+    from grpo_data.profile_parts import ResumeError
     from grpo_data.ray_profile import (
         ClusterError,
         RayCluster,
@@ -292,7 +288,7 @@ def _run_on_ray(args, problems, cfg, engine_name: str, settings, shard, prior) -
 
 
 def _finish(args, problems, shard) -> int:
-    from grpo_data.profiler import merge_parts
+    from grpo_data.profile_parts import merge_parts
 
     if shard[1] == 1:
         table = merge_parts(args.out, expected_ids=set(problems["id"].to_list()))
@@ -306,7 +302,7 @@ def _finish(args, problems, shard) -> int:
 
 def _merge_when_all_done(out: str, n: int, timeout_s: float = 3600) -> None:
     """Rank 0 under a launcher: wait for every rank's done marker, then merge."""
-    from grpo_data.profiler import merge_parts, parts_dir
+    from grpo_data.profile_parts import merge_parts, parts_dir
 
     deadline = time.monotonic() + timeout_s
     pdir = parts_dir(out)

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from grpo_data.curriculum.prior_profile import check_other_source
     from grpo_data.curriculum.priors import PriorError, check_recorded_prior
-    from grpo_data.profiler import read_profile, read_rejects
+    from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.loaders import DataError, read_provenance
     from grpo_data.tables.shards import write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args

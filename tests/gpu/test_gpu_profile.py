@@ -66,7 +66,8 @@ def test_profile_across_two_gpus_equals_the_one_gpu_profile(tmp_path, warm_polic
     parts' ids); each rank ran on its own GPU (two engines at 0.6 of one GPU cannot both start); and
     the verdicts equal the one-GPU profile's on at least 95% of problems (the same weights and
     kernels; only how prompts are batched differs, which can move a near-tie)."""
-    from grpo_data.profiler import parts_dir, shard_slice
+    from grpo_data.profile_parts import parts_dir
+    from grpo_data.profiler import shard_slice
 
     policy, world = warm_policy
     data = tmp_path / "problems.parquet"
