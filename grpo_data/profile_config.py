@@ -11,6 +11,10 @@ from grpo_data.curriculum.stats import DEFAULT_BAND, StoppingRule
 from grpo_data.generation.context import MIN_CLIPPED_TOKENS, ContextPolicy
 from grpo_data.generation.prompting import PromptConfig, SamplingConfig
 
+# Ray backend: seconds an engine actor may take to be placed and load its engine (a 70B model from
+# network storage takes minutes); here so `grpo profile --help` states it without importing Ray's side.
+START_TIMEOUT_S = 1800.0
+
 
 @dataclass(frozen=True)
 class ProfileConfig:

@@ -42,7 +42,7 @@ from pathlib import Path
 import polars as pl
 
 from grpo_data.profile_chunks import ChunkResult, make_sampler, run_chunk
-from grpo_data.profile_config import ProfileConfig
+from grpo_data.profile_config import START_TIMEOUT_S, ProfileConfig
 from grpo_data.profile_metadata import run_metadata
 from grpo_data.profiler import ProfilePlan, RunTally, prepare_parts
 from grpo_data.verify.pool import PoolConfig
@@ -50,7 +50,6 @@ from grpo_data.verify.pool import PoolConfig
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3  # actors a chunk may take down before the run stops with its ids
-START_TIMEOUT_S = 1800.0  # placing an actor and loading its engine (a 70B model from network storage: minutes)
 
 
 class ClusterError(RuntimeError):

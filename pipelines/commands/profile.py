@@ -46,8 +46,7 @@ logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from grpo_data.profiler import ProfileConfig
-    from grpo_data.ray_profile import START_TIMEOUT_S
+    from grpo_data.profile_config import START_TIMEOUT_S, ProfileConfig
     from pipelines.commands.load import add_data_arguments, add_prior_profile_argument
 
     add_data_arguments(parser)
