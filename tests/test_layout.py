@@ -116,3 +116,15 @@ def test_a_room_loads_no_engine_until_a_name_needs_one():
             "print(sorted(m for m in ('vllm', 'torch', 'datasets', 'math_verify', 'transformers') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_the_command_line_builds_its_parser_without_an_engine():
+    """`grpo --help` (every command's flags, their defaults read from the dataclasses that own them)
+    imports no engine: a flag's help that reaches for a default must find it in a light module."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom pipelines.cli import build_parser\nbuild_parser()\n"
+            "print(sorted(m for m in ('vllm', 'torch', 'ray', 'datasets', 'math_verify', 'deepspeed') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]", out.stderr
