@@ -288,7 +288,7 @@ def test_the_metadata_says_how_samples_were_seeded():
     assert seeding_scheme(ReseedableEngine(rates)) == SEEDING
     assert seeding_scheme(ScriptedEngine(rates)) == SEEDING_ENGINE_WIDE
     # the exported card record and the dataset card carry it; an older profile without it says nothing
-    from grpo_data.tables.cards import seeding_note
+    from grpo_data.tables.card_provenance import seeding_note
     from grpo_data.tables.exports import card_record
 
     assert card_record({"seeding": SEEDING})["sampling"]["seeding"] == SEEDING

@@ -388,7 +388,7 @@ def test_the_pipeline_profile_stage_shards_over_fake_gpus(tmp_path, monkeypatch)
 
 
 def test_the_card_records_the_backend():
-    from grpo_data.tables.cards import backend_note
+    from grpo_data.tables.card_provenance import backend_note
     from grpo_data.tables.exports import card_record
 
     ray_meta = {"backend": "ray", "ray_workers": 8, "config": {"wave": 16}}

@@ -5,6 +5,8 @@
     cell_index       problems filed by cell, drawn in proportion to a shared score
     band_scheduler   problems likely in the target band of pass rates, from the prior and every
                      group the trainer scores
+    band_selection   how the band scheduler picks a batch among its candidates, and what to re-estimate
+    band_state       what the band scheduler reports (`stats`, the dry band's log) and saves for a resume
     peer_schedulers  prime-rl's difficulty pools and GRESO's skipping, rebuilt as schedulers
     scheduler        the scheduler interface and `make_scheduler`, the registry by name
     scheduler_state  a scheduler's state on disk (arrays, no pickle), for resuming

@@ -59,14 +59,15 @@ Step by step (the math is in `grpo_data.curriculum.band_math`):
   accuracy. `epoch="pass"` is a pass over the pool that skips what is predicted not to teach
   (E[mixed] < `skip_below`): every problem that can teach is trained once per pass, band first,
   and the predicted all-right and all-wrong ones are not generated at all.
+
+How candidates become a batch is in `grpo_data.curriculum.band_selection`; what the scheduler
+reports and saves (`stats`, `state_dict`) in `grpo_data.curriculum.band_state`.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
-from pathlib import Path
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -79,7 +80,6 @@ from grpo_data.curriculum.band_math import (
     count_cells,
     decay_factor,
     drift_step,
-    gumbel_top,
     offline_evidence,
     push_forward,
     refit_group_priors,
@@ -87,13 +87,19 @@ from grpo_data.curriculum.band_math import (
     starting_priors,
     transport,
 )
-from grpo_data.curriculum.cell_index import CellIndex
-from grpo_data.curriculum.scheduler_state import check_state_matches, load_state, save_state
+from grpo_data.curriculum.band_selection import (
+    LIKELY,
+    refresh_picks,
+    select_dry,
+    select_in_band,
+    uniform_offerable,
+)
+from grpo_data.curriculum.band_state import BandState
+from grpo_data.curriculum.cell_index import CellIndex, CellTable
 from grpo_data.curriculum.stats import DEFAULT_BAND, GRID, grid_likelihood, grid_posterior
 
 logger = logging.getLogger(__name__)
 
-LIKELY = 0.5  # P(in band) from which a problem counts as in band: the profiler's decision rule
 CHUNK = 1 << 16  # rows per block when a whole pool's posteriors are asked for
 
 
@@ -203,20 +209,7 @@ class BandConfig:
             raise ValueError(f"selection must be band, thompson or mean, got {self.selection!r}")
 
 
-class CellTable(NamedTuple):
-    """The occupied cells of a CellIndex with their proposal scores, all (U,)."""
-
-    slots: np.ndarray
-    group: np.ndarray
-    successes: np.ndarray
-    failures: np.ndarray
-    sizes: np.ndarray
-    avail: np.ndarray
-    score: np.ndarray
-    informative: np.ndarray
-
-
-class BandScheduler:
+class BandScheduler(BandState):
     name = "band"
 
     def __init__(self, n: int, cfg: BandConfig = BandConfig(), seed: int = 0,
@@ -357,73 +350,34 @@ class BandScheduler:
 
     # ------------------------------------------------------------ selection
     def _uniform_offerable(self, m: int, exclude: np.ndarray) -> np.ndarray:
-        """Up to m distinct problems drawn uniformly among those offerable now and not in `exclude`
-        (offerable, distinct): by rejection while the pool is mostly free, else from the free list."""
-        wr = self.cfg.without_replacement
-        m = min(m, (self.n - self.n_used if wr else self.n) - exclude.size)
-        out = np.zeros(0, dtype=np.int64)
-        for _ in range(8):
-            if out.size >= m:
-                break
-            draw = self.rng.integers(0, self.n, 2 * (m - out.size) + 8)
-            keep = ~np.isin(draw, exclude) & ~np.isin(draw, out)
-            if wr:
-                keep &= ~self.used[draw]
-            draw = draw[keep]
-            first = np.sort(np.unique(draw, return_index=True)[1])  # distinct, in the order drawn
-            out = np.concatenate([out, draw[first][: m - out.size]])
-        if out.size < m:  # the pool is nearly used up: enumerate what is left
-            free = np.flatnonzero(~self.used) if wr else np.arange(self.n)
-            rest = np.setdiff1d(free, np.concatenate([exclude, out]))
-            out = np.concatenate([out, self.rng.choice(rest, size=m - out.size, replace=False)])
-        return out
+        """Up to m distinct problems drawn uniformly among those offerable now and not in `exclude`."""
+        if self.cfg.without_replacement:
+            return uniform_offerable(self.rng, m, self.n, exclude, self.used, self.n_used)
+        return uniform_offerable(self.rng, m, self.n, exclude)
 
     def _propose(self, table: CellTable, m: int, score: np.ndarray | None = None) -> np.ndarray:
         """Up to m distinct offerable candidates: a cell in proportion to score (default: the band's,
         table.score) x offerable members, then one of its offerable members uniformly."""
-        cum = np.cumsum((table.score if score is None else score) * table.avail)
-        if m < 1 or cum[-1] <= 0:
-            return np.zeros(0, dtype=np.int64)
-        pick = np.minimum(np.searchsorted(cum, self.rng.random(m) * cum[-1], side="right"), cum.size - 1)
-        within = self.rng.random(m)
-        return np.unique([self.cells.member(int(table.slots[j]), float(u)) for j, u in zip(pick, within)])
+        return self.cells.draw(table.slots, (table.score if score is None else score) * table.avail, m, self.rng)
 
     def _select(self, cand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """k of the candidates by their exact posteriors; (chosen, their P(in band))."""
+        """k of the candidates by their exact posteriors (`band_selection.select_in_band`); (chosen,
+        their P(in band))."""
         post, values = self.posterior(cand)  # (M, G) each
         first, last = band_columns(self.drift, self.lo, self.hi)
         q = band_mass(post, first[self.group[cand]], last[self.group[cand]])  # (M,) P(in band)
-        if self.cfg.selection == "band":
-            order = gumbel_top(np.log(np.maximum(q, 1e-300)) / self.cfg.temperature, k, self.rng)
-        else:
-            if self.cfg.selection == "thompson":  # one plausible pass rate per candidate
-                u = self.rng.random(cand.size)
-                col = np.minimum((np.cumsum(post, axis=1) < u[:, None]).sum(axis=1), GRID.size - 1)
-                value = values[np.arange(cand.size), col]
-            else:
-                value = (post * values).sum(axis=1)
-            out_of_band = (value < self.lo) | (value > self.hi)
-            order = np.argsort(out_of_band + 0.5 * self.rng.random(cand.size), kind="stable")[:k]  # in band first
+        order = select_in_band(post, values, q, k, self.lo, self.hi, self.cfg.selection, self.cfg.temperature, self.rng)
         return cand[order], q[order]
 
     def _select_dry(self, cand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """k of the candidates when the band is dry: those likely in band first (drawn by P(in band)
-        as `_select` draws), the rest in proportion to expected informativeness ** (1 / temperature).
-        (chosen, their P(in band)); `dry_filled` is set to the slots filled by informativeness."""
+        """k of the candidates when the band is dry (`band_selection.select_dry`): (chosen, their
+        P(in band)); `dry_filled` is set to the slots filled by informativeness."""
         post, values = self.posterior(cand)
         first, last = band_columns(self.drift, self.lo, self.hi)
         q = band_mass(post, first[self.group[cand]], last[self.group[cand]])
         e = expected_informative(post, values, self.cfg.group_size)
-        likely = np.flatnonzero(q >= LIKELY)
-        rest = np.flatnonzero(q < LIKELY)
-        t = self.cfg.temperature
-        top = likely[gumbel_top(np.log(np.maximum(q[likely], 1e-300)) / t, k, self.rng)]
-        key = np.log(np.maximum(e[rest], 1e-300)) / t
-        if self.cfg.epoch == "pass":  # every candidate worth generating ranks before any that is not
-            key = key + np.where(e[rest] >= self.cfg.skip_below, 1e6, 0.0)
-        fill = rest[gumbel_top(key, k - top.size, self.rng)]
-        order = np.concatenate([top, fill])
-        self.dry_filled = int(fill.size)
+        skip_below = self.cfg.skip_below if self.cfg.epoch == "pass" else None
+        order, self.dry_filled = select_dry(q, e, k, self.cfg.temperature, skip_below, self.rng)
         return cand[order], q[order]
 
     def _maybe_adjust_band(self, batch: int) -> bool:
@@ -484,15 +438,7 @@ class BandScheduler:
         # the logged state, against the largest batch asked for: a top-up round asks for fewer and must
         # not make the log flap between dry and refilled within a step
         dry_state = self.cfg.dry == "informative" and self.likely_total < self.largest_batch
-        if dry_state != self.dry:
-            if dry_state:
-                logger.warning("scheduler: only %d problems likely in [%.2f, %.2f] for a batch of %d: the rest of each "
-                               "batch is filled by expected informativeness at G=%d (no worse than uniform sampling "
-                               "where the posteriors are calibrated)", self.likely_total, self.lo, self.hi,
-                               self.largest_batch, self.cfg.group_size)
-            else:
-                logger.info("scheduler: the band holds a batch again (%d likely in band)", self.likely_total)
-            self.dry = dry_state
+        self._report_dry_state(dry_state)
         m = n_band * self.cfg.oversample
         if dry:  # half the candidates as the band proposes (its likely members), half by informativeness
             worth = table.informative
@@ -542,90 +488,11 @@ class BandScheduler:
     def tick(self) -> None:
         self.step += 1
 
-    def mark_prior_rows(self, rows: np.ndarray) -> None:
-        """Say which problems started from another model's view (a (N,) boolean mask): `stats` then
-        reports their mean logit shift apart, the offset against that model learned online."""
-        rows = np.asarray(rows, dtype=bool)
-        if rows.shape != (self.n,):
-            raise ValueError(f"prior rows must be {self.n} booleans, one per problem, got shape {rows.shape}")
-        self.prior_rows = rows
-        self._count_members()
-
-    def _count_members(self) -> None:
-        """Members per group, of the pool and of the prior's rows: `stats` averages the groups' shifts
-        with them in O(groups) per step (the groups change only at construction and load)."""
-        size = self.drift.size
-        self._members = np.bincount(self.group, minlength=size)
-        self._prior_members = (None if self.prior_rows is None or not self.prior_rows.any()
-                               else np.bincount(self.group[self.prior_rows], minlength=size))
-
-    def logit_shift(self) -> np.ndarray:
-        """(N,) each problem's group drift learned since the start, in logits (folded and current):
-        how much easier (> 0) the policy finds its group than the start said."""
-        return (self.shifted + self.drift)[self.group]
-
-    def stats(self) -> dict:
-        shift = self.shifted + self.drift  # per group; `logit_shift` is the same per problem
-        prior = ({} if self._prior_members is None
-                 else {"prior_logit_shift": float(self._prior_members @ shift / self._prior_members.sum())})
-        return {"band_lo": self.lo, "band_hi": self.hi, "widenings": self.widenings, "epoch": self.epoch,
-                "band_occupancy": self.last_batch_in_band, "likely_in_band": self.likely_total, "step": self.step,
-                "band_dry": float(self.dry), "dry_fills": self.dry_fills,
-                "logit_shift": float(self._members @ shift / self.n), **prior}
-
-    # ------------------------------------------------------------ state
-    def state_dict(self) -> dict:
-        """Arrays (numpy) and JSON-able settings: everything `load_state_dict` needs for an exact resume."""
-        arrays = {"successes": self.successes, "failures": self.failures, "last": self.last, "used": self.used,
-                  "group": self.group, "weights": self.weights, "pool_weights": self.pool_weights,
-                  "drift": self.drift, "shifted": self.shifted, **self.cells.state()}
-        meta = {"name": self.name, "n": self.n, "config": asdict(self.cfg), "step": self.step, "epoch": self.epoch,
-                "lo": self.lo, "hi": self.hi, "widenings": self.widenings, "scored_at": self.scored_at,
-                "refit_at": self.refit_at, "fresh": self.fresh, "last_batch_in_band": self.last_batch_in_band,
-                "largest_batch": self.largest_batch, "dry": self.dry, "dry_fills": self.dry_fills,
-                "rng": self.rng.bit_generator.state}
-        return {"arrays": {k: np.array(v, copy=True) for k, v in arrays.items()}, "meta": meta}
-
-    def load_state_dict(self, state: dict, origin: str = "state") -> None:
-        meta, z = state["meta"], state["arrays"]
-        check_state_matches(meta, self.name, self.n, origin)
-        if "successes" not in z:
-            raise ValueError(f"{origin}: band scheduler state from an older version (Beta posteriors); this "
-                             "version cannot resume it: start the run's scheduler afresh")
-        self.successes, self.failures, self.last, self.used = z["successes"], z["failures"], z["last"], z["used"]
-        self.group, self.drift, self.weights, self.pool_weights = z["group"], z["drift"], z["weights"], z["pool_weights"]
-        self.shifted = z["shifted"] if "shifted" in z else np.zeros_like(self.drift)  # absent in older states
-        self._count_members()
-        self.cells = CellIndex.from_state(z)
-        self._lik = np.zeros((0, GRID.size))
-        self.n_used = int(np.count_nonzero(self.used))
-        self.step, self.epoch, self.widenings = meta["step"], meta["epoch"], meta["widenings"]
-        self.lo, self.hi, self.scored_at, self.refit_at = meta["lo"], meta["hi"], meta["scored_at"], meta["refit_at"]
-        self.fresh, self.last_batch_in_band, self.largest_batch = meta["fresh"], meta["last_batch_in_band"], meta["largest_batch"]
-        self.dry, self.dry_fills = meta.get("dry", False), meta.get("dry_fills", 0)  # absent in older states
-        self.rng.bit_generator.state = meta["rng"]
-
-    def save(self, folder: str | Path) -> None:
-        save_state(self.state_dict(), folder)
-
-    def load(self, folder: str | Path) -> None:
-        self.load_state_dict(load_state(folder), origin=str(folder))
-
     # ------------------------------------------------------------ refresh
     def refresh_candidates(self, m: int) -> np.ndarray:
-        """Up to m distinct problems worth re-estimating: half the stalest (longest without an
-        outcome; ties, such as all the problems never sampled, broken at random), half those whose
-        band decision is least sure (cell score nearest LIKELY; ties at random too)."""
-        m = min(int(m), self.n)
-        staleness = (self.step - self.last) + self.rng.random(self.n)  # whole steps; the fraction breaks ties
-        half = m // 2
-        stale = np.argpartition(-staleness, half - 1)[:half] if half else np.zeros(0, dtype=np.int64)
-        stale = stale[np.argsort(-staleness[stale])]
+        """Up to m distinct problems worth re-estimating (`band_selection.refresh_picks`): half the
+        stalest, half those whose band decision is least sure (cell score nearest LIKELY)."""
         t = self._cell_table()
         slot_score = np.zeros(len(self.cells.keys))
         slot_score[t.slots] = t.score
-        unsure = np.abs(slot_score[self.cells.slot] - LIKELY) + 1e-9 * self.rng.random(self.n)
-        unsure[stale] = np.inf
-        rest = m - half
-        near = np.argpartition(unsure, rest - 1)[:rest] if rest else np.zeros(0, dtype=np.int64)
-        return np.concatenate([stale, near[np.argsort(unsure[near])]])
+        return refresh_picks(self.rng, m, self.step - self.last, slot_score[self.cells.slot])

@@ -9,6 +9,7 @@ already offered:
     index = CellIndex(keys, offered)       # O(N log N), at a rescore
     cells = index.occupied()               # slots with members; score them, then
     i = index.member(slot, u)              # a uniform offerable member of a slot, O(1)
+    picks = index.draw(slots, weight, m, rng)  # or m of them, cells in proportion to weight
     index.offer(i); index.move(i, key)     # O(1) each
     index.reset_offered()                  # a new epoch: O(cells)
 
@@ -17,6 +18,8 @@ Each slot's members are a Python list: [offerable ... | offered ...], the bounda
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,6 +34,19 @@ def sort_by_cell(codes: np.ndarray) -> np.ndarray:
             rank = (np.cumsum(seen > 0) - 1).astype(np.uint16)
             return np.argsort(rank[codes], kind="stable")
     return np.argsort(codes, kind="stable")
+
+
+class CellTable(NamedTuple):
+    """The occupied cells of a CellIndex with their proposal scores, all (U,)."""
+
+    slots: np.ndarray
+    group: np.ndarray
+    successes: np.ndarray
+    failures: np.ndarray
+    sizes: np.ndarray
+    avail: np.ndarray
+    score: np.ndarray
+    informative: np.ndarray
 
 
 class CellIndex:
@@ -61,6 +77,16 @@ class CellIndex:
     def member(self, slot: int, u: float) -> int:
         """The offerable member at fraction u in [0, 1) of the slot's offerable ones."""
         return self.members[slot][int(u * self.avail[slot])]
+
+    def draw(self, slots: np.ndarray, weight: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+        """Up to m distinct offerable problems: a cell of `slots` in proportion to `weight` (U,) (a
+        score x its offerable members), then one of its offerable members uniformly."""
+        cum = np.cumsum(weight)
+        if m < 1 or cum[-1] <= 0:
+            return np.zeros(0, dtype=np.int64)
+        pick = np.minimum(np.searchsorted(cum, rng.random(m) * cum[-1], side="right"), cum.size - 1)
+        within = rng.random(m)
+        return np.unique([self.member(int(slots[j]), float(u)) for j, u in zip(pick, within)])
 
     def _swap(self, slot: int, a: int, b: int) -> None:
         m = self.members[slot]

@@ -8,6 +8,7 @@
     decontam    training problems that overlap an evaluation set, removed
     shards      difficulty-bucketed, checksummed parquet shards
     cards       Hugging Face dataset cards for a shard set
+    card_provenance  a card's words on how its pass rates were measured and where its rows came from
     exports     profiles others can read (per-problem counts and the run that measured them)
     world       the embedded arithmetic world
     io          atomic writes (a crash leaves the old file or the new one)
