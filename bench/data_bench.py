@@ -154,7 +154,8 @@ def run_pipeline(pool: str, evals: str, out: str) -> dict:
     """load -> decontaminate -> write shards; returns the seconds of each step and counts."""
     from grpo_data.tables import io
     from grpo_data.tables.decontam import DecontamConfig, decontaminate, removed_as_rejects
-    from grpo_data.tables.loaders import load_problems, read_eval_rows, resolve_preset
+    from grpo_data.tables.loaders import load_problems, read_eval_rows
+    from grpo_data.tables.presets import resolve_preset
 
     t0 = time.monotonic()
     loaded = load_problems(pool, resolve_preset("gsm8k"))

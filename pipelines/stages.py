@@ -37,7 +37,8 @@ def load_from_args(args):
     from dataclasses import replace
 
     from grpo_data.curriculum.priors import keep_patterns
-    from grpo_data.tables.loaders import LoadLimits, load_problems, resolve_preset
+    from grpo_data.tables.loaders import LoadLimits, load_problems
+    from grpo_data.tables.presets import resolve_preset
 
     preset = resolve_preset(args.preset, args.question_field, args.answer_field, args.id_field, args.level_field)
     preset = replace(preset, keep=keep_patterns(getattr(args, "prior", None)))
@@ -99,7 +100,8 @@ def eval_rows(spec: str, preset: str | None, split: str = "test", config: str | 
     columns, whatever the preset) or, with `preset` or `question_field`, of any dataset the loaders read."""
     import polars as pl
 
-    from grpo_data.tables.loaders import DataError, read_eval_rows, resolve_preset
+    from grpo_data.tables.loaders import DataError, read_eval_rows
+    from grpo_data.tables.presets import resolve_preset
     from grpo_data.tables.problems import SCHEMA
 
     path = Path(spec)

@@ -248,7 +248,8 @@ def test_training_never_draws_a_problem_over_the_context_and_evaluation_states_i
 
 def test_loading_rejects_prompts_that_cannot_fit_when_given_a_tokenizer_and_a_context(tmp_path, untrained_policy):
     """No engine: `grpo load` with the embedded tiny policy's tokenizer and its context (192 tokens)."""
-    from grpo_data.tables.loaders import LoadLimits, load_problems, resolve_preset
+    from grpo_data.tables.loaders import LoadLimits, load_problems
+    from grpo_data.tables.presets import resolve_preset
     from grpo_data.tables.readers import DataError
 
     data = tmp_path / "p.jsonl"

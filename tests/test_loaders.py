@@ -7,14 +7,8 @@ import sys
 import polars as pl
 import pytest
 
-from grpo_data.tables.loaders import (
-    DataError,
-    LoadLimits,
-    answer_after_hashes,
-    load_problems,
-    resolve_preset,
-    write_load_result,
-)
+from grpo_data.tables.loaders import DataError, LoadLimits, load_problems, write_load_result
+from grpo_data.tables.presets import answer_after_hashes, resolve_preset
 from grpo_data.tables.problems import SCHEMA, problem_id, user_prompt
 from grpo_data.tables.readers import parse_level
 from grpo_data.verify.final_answer import last_boxed

@@ -3,6 +3,7 @@
     problems    the schema every stage reads (problem_id, prompt, answer, level, source, ...)
     readers     a dataset's records as columnar frames of the fields a preset names
     sources     where records are: files, folders, save_to_disk folders, Hub names
+    presets     dataset shapes: which fields hold question, answer, id, level; answer extraction
     loaders     any math dataset -> the canonical table, rejects written out with their reason
     mixture     several datasets in one pool, weighted or capped, deduplicated across sources
     decontam    training problems that overlap an evaluation set, removed

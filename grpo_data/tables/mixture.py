@@ -49,7 +49,8 @@ import polars as pl
 import yaml
 
 from grpo_data.curriculum.prior_sources import PriorError, keep_patterns
-from grpo_data.tables.loaders import DataError, LoadLimits, LoadResult, Source, load_sources, resolve_preset
+from grpo_data.tables.loaders import DataError, LoadLimits, LoadResult, Source, load_sources
+from grpo_data.tables.presets import resolve_preset
 from grpo_data.tables.problems import prompt_text_expr
 
 SOURCE_KEYS = {"data", "preset", "question_field", "answer_field", "id_field", "level_field", "split", "hub_config",

@@ -10,7 +10,8 @@ HELP = "load a math dataset into the canonical problem table (parquet) + a rejec
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """Dataset flags shared by every command that reads raw data."""
-    from grpo_data.tables.loaders import PRESETS, LoadLimits
+    from grpo_data.tables.loaders import LoadLimits
+    from grpo_data.tables.presets import PRESETS
 
     parser.add_argument("--data", required=True, help="file, folder, save_to_disk folder, or Hub dataset name")
     parser.add_argument("--preset", choices=sorted(PRESETS), help="dataset shape: " + "; ".join(
