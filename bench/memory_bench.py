@@ -59,7 +59,7 @@ def synthetic_groups(sequences: int, completion_tokens: int, seed: int = 0) -> l
     """sequences / 8 groups of 8 answers: random prompt and completion ids over the whole vocabulary,
     rewards alternating 0/1 so every advantage is non-zero."""
     from grpo_data.generation.engines import Completion
-    from grpo_train.rollout import Group
+    from grpo_train.groups import Group
 
     rng = np.random.default_rng(seed)
     groups = []

@@ -136,7 +136,7 @@ def coverage(times_trained: np.ndarray, trained: np.ndarray, levels: np.ndarray 
 
 def step_trace(counts: dict, by_level: bool) -> dict:
     """One step's trace from its summed counts (all ranks): the shares of the generated groups that
-    came back all-right, all-wrong and mixed (they add up to 1; `rollout.group_kind`), the share
+    came back all-right, all-wrong and mixed (they add up to 1; `groups.group_kind`), the share
     whose observed pass rate lies in the training band (`groups_in_band_share`: the one in-band
     share the report and the benchmarks use), the screen's answers, and the level mix of the
     generated groups."""

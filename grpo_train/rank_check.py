@@ -28,7 +28,7 @@ SHARES = ((3, 1), (1, 2), (2, 0))
 
 def synthetic_groups(seed: int, step: int, rank: int, world: int, vocab: int, group_size: int = 4):
     """This rank's groups at `step`: seeded by (seed, step, rank), so any process can rebuild them."""
-    from grpo_train.rollout import Group
+    from grpo_train.groups import Group
 
     count = SHARES[step % len(SHARES)][rank] if world == 2 else 2
     rng = np.random.default_rng([seed, step, rank])

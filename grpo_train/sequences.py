@@ -42,7 +42,7 @@ class Sequence:
 
 
 def flatten_groups(groups) -> list[Sequence]:
-    """Groups (rollout.Group) -> one Sequence per answer, in group order."""
+    """Groups (groups.Group) -> one Sequence per answer, in group order."""
     out = []
     for gi, g in enumerate(groups):
         train = g.train_mask if g.train_mask is not None else [True] * len(g.completions)

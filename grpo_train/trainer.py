@@ -37,6 +37,7 @@ from grpo_data.verify.rewards import build_reward
 from grpo_train.config import TrainConfig, schedule_steps
 from grpo_train.config_io import dump_config
 from grpo_train.diagnostics import Health, heldout_regression
+from grpo_train.groups import Overlong, RolloutBatch
 from grpo_train.metrics import (
     MetricsLog,
     checkpoints_to_prune,
@@ -49,7 +50,7 @@ from grpo_train.metrics import (
     step_trace,
 )
 from grpo_train.prompt_fit import fit_run_data, rollout_context
-from grpo_train.rollout import Overlong, RolloutBatch, RolloutBatcher, refresh_estimates
+from grpo_train.rollout import RolloutBatcher, refresh_estimates
 from grpo_train.scheduler_start import build_scheduler, check_start
 
 logger = logging.getLogger(__name__)

@@ -21,8 +21,8 @@ import torch
 from grpo_data.generation.engines import Completion
 from grpo_train.config import AlgoConfig
 from grpo_train.core_algos import LossNorm, compute_advantages
+from grpo_train.groups import Group
 from grpo_train.logprobs import token_logprobs
-from grpo_train.rollout import Group
 from grpo_train.sequences import (
     Sequence,
     flatten_groups,
@@ -280,7 +280,7 @@ def test_profiling_rollouts_and_evaluation_send_identical_ids_with_one_bos(tmp_p
 
 def test_make_group_overlong_modes():
     from grpo_data.generation.rollouts import ScoredGroup
-    from grpo_train.rollout import Overlong, make_group
+    from grpo_train.groups import Overlong, make_group
 
     comps = [Completion("\\boxed{1}", tuple(range(4)), "stop"), Completion("\\boxed{1}", tuple(range(16)), "length"),
              Completion("x", tuple(range(14)), "stop")]

@@ -21,7 +21,7 @@ from grpo_data.verify.rewards import (
 from grpo_data.verify.verdict import Verdict
 from grpo_train.config import AlgoConfig
 from grpo_train.config_io import load_config
-from grpo_train.rollout import Overlong, make_group
+from grpo_train.groups import Overlong, make_group
 from grpo_train.sequences import flatten_groups, group_reward_stats, sequence_advantages
 
 RIGHT, WRONG, NONE, TIMEOUT = (Verdict(True, "ok"), Verdict(False, "wrong"), Verdict(False, "no_answer"),
@@ -123,7 +123,7 @@ def test_shaped_reward_flows_into_the_group():
 
 
 def test_distinct_wrong_answers_ignore_right_ones():
-    from grpo_train.rollout import Group
+    from grpo_train.groups import Group
 
     def group(answers, correct):
         return Group(0, [1], [], np.zeros(len(answers)), np.array(correct, dtype=float), None, answers)

@@ -5,8 +5,9 @@ batch trace."""
 import numpy as np
 import pytest
 
+from grpo_train.groups import Group
 from grpo_train.metrics import coverage
-from grpo_train.rollout import Group, RolloutBatcher
+from grpo_train.rollout import RolloutBatcher
 from grpo_train.sequences import build_tensors
 
 
@@ -86,7 +87,7 @@ def cut_off_wrong_answers(engine):
 def test_masked_answers_do_not_make_a_group_informative():
     """overlong=mask: a group whose wrong answers were all cut off trains as all right, so dynamic
     resampling drops it (judged on the answers that train); kept, the same groups teach."""
-    from grpo_train.rollout import Overlong
+    from grpo_train.groups import Overlong
 
     batcher, sched = make_batcher([2], max_rounds=2)  # 2 right of 4 in every group
     cut_off_wrong_answers(batcher.sampler.engine)
@@ -118,7 +119,7 @@ def test_a_pool_smaller_than_the_ranks_repeats_problems_and_keeps_each_outcome()
     assert batch.groups == [] and batch.underfilled and batch.generated_rollouts == 4
     # layouts: two groups here (problems a, c), one on rank 1 (b); a fixed round is idx = [a, b, c]
     # (rank r holds idx[r::2]), an allocate round is rank 0's block, then rank 1's: [a, c, b]
-    from grpo_train.rollout import Group
+    from grpo_train.groups import Group
 
     mine = [Group(7, [1], [None] * 4, np.ones(4)), Group(3, [1], [None] * 4, np.array([1.0, 0, 0, 0]))]
     batcher.all_gather = lambda local: [local, [(0, False)]]
@@ -290,7 +291,7 @@ def test_sequential_sampling_stops_on_the_answers_that_train():
     """Every wrong answer is cut off at max_tokens. Kept (overlong=keep), a problem stops at its first
     right-and-wrong pair; masked (overlong=mask), its trained answers are all right, so it samples on
     to the cap and is then dropped: the stopping rule and the dropping rule judge the same answers."""
-    from grpo_train.rollout import Overlong
+    from grpo_train.groups import Overlong
 
     for mode, first, kept in (("keep", (2, 1), 4), ("mask", (4, 2), 0)):
         batcher, sched, engine = sized_batcher("sequential", [[1, 0]], [0.5] * 8, batch_groups=1, group_size=8,
@@ -364,7 +365,7 @@ def reference_sequential(batcher, budget):
     import math
 
     from grpo_data.generation.rollouts import ScoredGroup
-    from grpo_train.rollout import RolloutBatch
+    from grpo_train.groups import RolloutBatch
 
     r, cap = batcher.sizing.round_size, batcher.sizing.n_max
     problems, groups, left = [], [], budget
@@ -397,7 +398,7 @@ def random_sequential_setup(rng):
 def test_sequential_sampling_on_one_rank_is_the_plain_loop():
     """On random plans, pools, rounds, caps and budgets, the lock-step loop on one rank samples the
     same problems, sizes and engine calls as the plain one-rank loop (`reference_sequential`)."""
-    from grpo_train.rollout import RolloutBatch
+    from grpo_train.groups import RolloutBatch
 
     rng = np.random.default_rng(0)
     for case in range(25):
@@ -415,7 +416,7 @@ def test_sequential_sampling_on_several_ranks_stays_in_lock_step_on_random_setup
     problems from its scheduler and returns the same round; the budget and the cap hold."""
     import threading
 
-    from grpo_train.rollout import RolloutBatch
+    from grpo_train.groups import RolloutBatch
 
     rng = np.random.default_rng(1)
     for case in range(20):
@@ -490,8 +491,8 @@ def test_screen_needs_a_smaller_screen_than_g_and_resampling():
 
 
 def test_group_kinds_and_step_trace_add_up():
+    from grpo_train.groups import Group, group_kind
     from grpo_train.metrics import step_trace
-    from grpo_train.rollout import Group, group_kind
 
     right, wrong, mixed = Group(0, [1], [None] * 4, np.ones(4)), Group(1, [1], [None] * 4, np.zeros(4)), \
         Group(2, [1], [None] * 4, np.array([1.0, 0, 0, 1]))
@@ -518,7 +519,7 @@ def test_the_batch_trace_counts_levels_and_the_band():
 
 
 def test_the_trace_keys_levels_and_survives_problems_without_one():
-    from grpo_train.rollout import level_key
+    from grpo_train.groups import level_key
 
     assert [level_key(v) for v in (3.0, 2.5, float("nan"), 7)] == ["3", "2.5", "none", "7"]
     batcher, _ = make_batcher([2], batch_groups=2, max_rounds=1)
