@@ -5,10 +5,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from bench.e2e_bench import (
-    ARMS,
+from bench.e2e_bench import ARMS, arm_args
+from bench.e2e_stats import (
     aggregate,
-    arm_args,
     charged,
     frontier_noise_floor,
     frontier_share,

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 
 from bench import curriculum_bench as cb
+from bench import curriculum_stats as cs
 
 
 def test_profile_cost_and_charging_add_rollouts_and_tokens():
@@ -14,9 +15,9 @@ def test_profile_cost_and_charging_add_rollouts_and_tokens():
     cost = cb.profile_cost(profile)
     assert cost == {"rollouts": 6, "tokens": 2 * 10 + 4 * 25.5}  # 122
     records = [{"rollouts_generated": 0, "tokens_generated": 0}, {"rollouts_generated": 640, "tokens_generated": 40_000}]
-    charged = cb.charge(records, cost)
+    charged = cs.charge(records, cost)
     assert [(r["total_rollouts"], r["total_tokens"]) for r in charged] == [(6, 122), (646, 40_122)]
-    assert cb.charge(records, {"rollouts": 0, "tokens": 0})[1]["total_tokens"] == 40_000
+    assert cs.charge(records, {"rollouts": 0, "tokens": 0})[1]["total_tokens"] == 40_000
     assert cb.training_budget(8_000, cost) == 7_994
     with pytest.raises(ValueError, match="use up the budget"):
         cb.training_budget(6, cost)
@@ -34,18 +35,18 @@ def test_regime_overrides_sit_between_the_shared_and_the_arms_and_reach_the_prof
 def test_reach_interpolates_in_tokens():
     evals = [{"heldout_accuracy": 0.5, "total_tokens": 100}, {"heldout_accuracy": 0.6, "total_tokens": 300},
              {"heldout_accuracy": 0.7, "total_tokens": 500}]
-    assert cb.reach(evals, 0.65, "total_tokens") == pytest.approx(400.0)
-    assert cb.reach(evals, 0.4, "total_tokens") == 100.0
-    assert cb.reach(evals, 0.8, "total_tokens") is None
+    assert cs.reach(evals, 0.65, "total_tokens") == pytest.approx(400.0)
+    assert cs.reach(evals, 0.4, "total_tokens") == 100.0
+    assert cs.reach(evals, 0.8, "total_tokens") is None
 
 
 def test_paired_difference_by_hand():
     a = {"p1": 1.0, "p2": 0.5, "p3": 0.25}
     b = {"p1": 0.5, "p2": 0.5, "p3": 0.0}
-    d = cb.paired_difference(a, b)  # differences 0.5, 0, 0.25: mean 0.25, sd 0.25, se 0.25 / sqrt 3
+    d = cs.paired_difference(a, b)  # differences 0.5, 0, 0.25: mean 0.25, sd 0.25, se 0.25 / sqrt 3
     assert d["mean"] == pytest.approx(0.25) and d["se"] == pytest.approx(0.25 / np.sqrt(3)) and d["problems"] == 3
     with pytest.raises(ValueError, match="different problems"):
-        cb.paired_difference(a, {"p1": 0.0})
+        cs.paired_difference(a, {"p1": 0.0})
 
 
 def _train(rollouts, groups, right, wrong, mixed, in_band, pass_rate, refresh=0, screen=0):
@@ -58,7 +59,7 @@ def test_waste_per_pass_cuts_the_trace_at_pool_x_g_rollouts():
     # a pool of 4 problems at G = 8: a pass is 32 rollouts
     trains = [_train(16, 2, 0.5, 0.0, 0.5, 0.5, 0.75), _train(32, 2, 0.0, 0.5, 0.5, 0.5, 0.25),
               _train(48 + 8, 2, 1.0, 0.0, 0.0, 0.0, 1.0, refresh=8)]
-    passes = cb.waste_per_pass(trains, pool=4, group_size=8)
+    passes = cs.waste_per_pass(trains, pool=4, group_size=8)
     assert [p["pass"] for p in passes] == [1, 2] and [p["groups"] for p in passes] == [4, 2]
     first = passes[0]
     assert (first["all_right"], first["all_wrong"], first["mixed"]) == (0.25, 0.25, 0.5)
@@ -92,7 +93,7 @@ def test_compare_reads_the_goals_from_paired_differences_and_tokens():
             "B": _arm(0.5, base, [(0.45, 0), (0.5, 1000)]),
             "P": _arm(0.5, base, [(0.45, 0), (0.5, 1000)]),
         }})
-    out = cb.compare(seeds)
+    out = cs.compare(seeds)
     # A reaches B's final 0.5 at tokens 0 + (0.5 - 0.5) ... = 0: its first eval is already 0.5
     assert out["fewer_tokens_than_B"]["reached_in_seeds"] == 0  # a ratio over 0 tokens is undefined, not counted
     assert out["paired_minus"]["B"]["mean"] == pytest.approx(np.mean([0.25, 0.255, 0.26]))
@@ -109,9 +110,9 @@ def test_the_preregistration_names_every_arm_the_benchmark_runs():
 def test_reach_and_stay_waits_for_the_last_dip():
     evals = [{"heldout_accuracy": a, "total_tokens": t} for a, t in ((0.5, 0), (0.7, 100), (0.55, 200), (0.66, 300),
                                                                       (0.7, 400))]
-    assert cb.reach(evals, 0.65, "total_tokens") == pytest.approx(75.0)  # the first, noisy crossing
-    assert cb.reach_and_stay(evals, 0.65, "total_tokens") == 300.0
-    assert cb.reach_and_stay(evals[:3], 0.65, "total_tokens") is None
+    assert cs.reach(evals, 0.65, "total_tokens") == pytest.approx(75.0)  # the first, noisy crossing
+    assert cs.reach_and_stay(evals, 0.65, "total_tokens") == 300.0
+    assert cs.reach_and_stay(evals[:3], 0.65, "total_tokens") is None
 
 
 def test_the_lr_is_read_from_the_validation_choice_and_never_guessed(tmp_path):
@@ -190,7 +191,7 @@ def test_profile_pays_compares_a_with_a0_and_amortizes_the_profile():
     # by 2 of... N = 10: 300 - 90 = 210); A0 ends at 0.7 after 600 tokens
     seed = {"arms": {"A": arm([(100, 0.5), (300, 0.7), (700, 0.72)], (50, 100), {"p": 1.0, "q": 0.5}),
                      "A0": arm([(0, 0.5), (600, 0.7)], (0, 0), {"p": 0.5, "q": 0.5})}}
-    out = cb.profile_pays([seed, seed], pool=2, amortize=(1, 10))
+    out = cs.profile_pays([seed, seed], pool=2, amortize=(1, 10))
     assert out["amortized_1"]["mean"] == pytest.approx(600 / 300)
     assert out["amortized_10"]["mean"] == pytest.approx(600 / 210) and out["amortized_10"]["reached_in_seeds"] == 2
     assert out["A_minus_A0"]["mean"] == pytest.approx(0.25) and out["profile_rollouts_per_problem"] == 25
@@ -202,7 +203,7 @@ def test_wall_per_phase_sums_each_phase():
                {"kind": "train", "gen_tokens_step": 300, "gen_tokens_per_s": 100.0, "verify_seconds": 0.25,
                 "train_seconds": 1.5, "weight_sync_s": 0.1, "step_seconds": 5.0},
                {"kind": "eval", "eval_seconds": 7.0}]
-    w = cb.wall_per_phase(records)
+    w = cs.wall_per_phase(records)
     assert w["generation"] == pytest.approx(5.0) and w["verification"] == 0.75 and w["learner"] == 2.5
     assert w["training_steps"] == 9.0 and w["evaluation"] == 7.0 and w["weight_sync"] == pytest.approx(0.2)
 
@@ -210,4 +211,4 @@ def test_wall_per_phase_sums_each_phase():
 def test_coverage_reads_the_last_step_of_a_run():
     trains = [{"distinct_problems_trained": 8, "times_trained_mean": 1.0},
               {"distinct_problems_trained": 12, "times_trained_mean": 1.25}]  # 15 groups trained over 12 problems
-    assert cb.coverage(trains) == {"distinct_problems_trained": 12, "times_trained_mean": 1.25}
+    assert cs.coverage(trains) == {"distinct_problems_trained": 12, "times_trained_mean": 1.25}
