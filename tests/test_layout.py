@@ -128,3 +128,25 @@ def test_the_command_line_builds_its_parser_without_an_engine():
             "print(sorted(m for m in ('vllm', 'torch', 'ray', 'datasets', 'math_verify', 'deepspeed') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+MAX_LINES = 500
+
+
+def long_modules(root: Path, limit: int = MAX_LINES) -> dict[str, int]:
+    """Library modules (the four packages) over `limit` lines, by path."""
+    return {str(path.relative_to(root)): n for pkg in PACKAGES for path in sorted((root / pkg).rglob("*.py"))
+            if (n := len(path.read_text().splitlines())) > limit}
+
+
+def test_the_line_counter_finds_a_long_module(tmp_path):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    (tmp_path / "bench" / "short.py").write_text("x = 1\n" * MAX_LINES)
+    assert long_modules(tmp_path) == {"bench/long.py": MAX_LINES + 1}
+
+
+def test_no_library_module_is_over_500_lines():
+    """A module a reader can hold in mind: split along a seam (as profiler -> profile_*.py) rather
+    than grow past it."""
+    assert long_modules(ROOT) == {}
