@@ -14,7 +14,7 @@ difficulties.
 Every arm asks for its batch the way `grpo train` does (grpo_train.rollout.RolloutBatcher with
 RolloutConfig's defaults): with dynamic resampling it drops zero-variance groups and asks for
 ceil(missing x oversample) more, up to max_rounds rounds, then trains on what it has. Band arms use
-the trainer's scheduler settings (SchedulerSection's defaults: decay 0.99, each problem once per
+the trainer's scheduler settings (BandConfig's defaults, which SchedulerSection takes: decay 0.99, each problem once per
 band epoch, one prior per level, and its band: 0.2-0.8 since the validation selection; the results
 in bench/results/scheduler.json were measured at the earlier default, 0.2-0.95).
 - uniform: uniform sampling, every group trained (zero-variance ones teach nothing);
@@ -43,9 +43,10 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from grpo_data.curriculum.band_scheduler import BandConfig
 from grpo_data.curriculum.scheduler import difficulty_groups, make_scheduler
 from grpo_data.curriculum.stats import StoppingRule, simulate
-from grpo_train.config import RolloutConfig, SchedulerSection
+from grpo_train.config import RolloutConfig
 
 ROLLOUT = RolloutConfig()
 
@@ -97,13 +98,6 @@ class SyntheticLearner:
         self.theta += self.cfg.lr * (signal[:, None] * kernel).sum(axis=0) / max(1, self.cfg.batch) * 8
 
 
-def trainer_band_settings(name: str = "band", **overrides) -> dict:
-    """The settings `grpo train` gives scheduler `name` by default (SchedulerSection), with overrides."""
-    from grpo_train.scheduler_start import scheduler_kwargs
-
-    return {**scheduler_kwargs(SchedulerSection(name=name)), **overrides}
-
-
 ARMS = ("uniform", "uniform+dapo", "offline_band", "band", "band_adaptive", "band_online", "band_fixed_prior",
         "band_pool_prior")
 
@@ -112,8 +106,8 @@ def make_arm(arm: str, cfg: SimConfig, learner: SyntheticLearner, rng: np.random
     """(scheduler, profile samples charged) for one arm; the profile is drawn from the starting policy."""
     p0 = learner.pass_rate()
     if arm == "band_adaptive":
-        band = trainer_band_settings()
-        c, k, _ = simulate(StoppingRule(lo=band["lo"], hi=band["hi"]), p0, rng, empirical=True, groups=learner.level)
+        band = BandConfig()  # the band `grpo train` trains in by default
+        c, k, _ = simulate(StoppingRule(lo=band.lo, hi=band.hi), p0, rng, empirical=True, groups=learner.level)
         offline = (c.astype(np.float64), k.astype(np.float64))
     elif arm not in ("uniform", "uniform+dapo", "band_online"):
         offline = (rng.binomial(cfg.offline_k, p0).astype(np.float64), np.full(cfg.n_problems, float(cfg.offline_k)))
@@ -124,10 +118,9 @@ def make_arm(arm: str, cfg: SimConfig, learner: SyntheticLearner, rng: np.random
     if arm.startswith("uniform"):
         return make_scheduler("uniform", cfg.n_problems, seed=seed), profile_samples
     if arm == "offline_band":
-        return (make_scheduler("offline_band", cfg.n_problems, seed=seed, offline=offline,
-                               **trainer_band_settings("offline_band")), profile_samples)
+        return make_scheduler("offline_band", cfg.n_problems, seed=seed, offline=offline), profile_samples
     groups = None if arm == "band_pool_prior" else difficulty_groups(cfg.n_problems, offline, learner.level)
-    settings = trainer_band_settings(**({"share": False} if arm == "band_fixed_prior" else {}))
+    settings = {"share": False} if arm == "band_fixed_prior" else {}  # else BandConfig's defaults, as `grpo train`'s
     return make_scheduler("band", cfg.n_problems, seed=seed, offline=offline, groups=groups, **settings), profile_samples
 
 
@@ -211,7 +204,7 @@ def run(cfg: SimConfig = SimConfig(), seeds: tuple[int, ...] = (0, 1, 2), arms: 
                | {"informative_ratio": _spread([s["arms"][arm]["informative_rollout_ratio"] for s in per_seed])}
                for arm in per_seed[0]["vs_dapo"]}
     return {
-        "config": asdict(cfg), "scheduler_settings": trainer_band_settings(), "seeds": per_seed,
+        "config": asdict(cfg), "scheduler_settings": asdict(BandConfig()), "seeds": per_seed,
         "seconds": time.monotonic() - start, "vs_dapo": summary,
         "band_vs_dapo_rollout_ratio": summary["band"]["training"],
         "band_vs_dapo_rollout_ratio_charged": summary["band"]["charged"],
@@ -223,7 +216,7 @@ def run(cfg: SimConfig = SimConfig(), seeds: tuple[int, ...] = (0, 1, 2), arms: 
 
 def timing(n: int = 1_000_000, steps: int = 200, seed: int = 0, **band) -> dict:
     """Wall time of each sample + update call on an n-problem pool, driven as `grpo train` drives it:
-    the trainer's scheduler settings (SchedulerSection; `band` overrides them), one prior per level,
+    the trainer's scheduler settings (BandConfig's defaults, as SchedulerSection's; `band` overrides them), one prior per level,
     an adaptive-style profile (a 2-sample screen for most problems, 16 samples for a quarter), and
     per step the trainer's rounds (RolloutConfig: batch_groups informative groups wanted, the first
     round asks that many, later ones ceil(missing x oversample), at most max_rounds) with outcomes
@@ -234,10 +227,9 @@ def timing(n: int = 1_000_000, steps: int = 200, seed: int = 0, **band) -> dict:
     k = np.where(rng.random(n) < 0.25, 16, 2)
     offline = (rng.binomial(k, p).astype(np.float64), k.astype(np.float64))
     level = np.clip(((1 - p + rng.normal(0, 0.1, n)) * 5).astype(int), 0, 4)  # a noisy 5-level label
-    settings = trainer_band_settings(**band)
     t0 = time.perf_counter()
     sched = make_scheduler("band", n, seed=seed, offline=offline, groups=difficulty_groups(n, offline, level),
-                           **settings)
+                           **band)
     build_s = time.perf_counter() - t0
     group_size, want = ROLLOUT.group_size, ROLLOUT.batch_groups
     calls, per_step = [], []
@@ -261,7 +253,7 @@ def timing(n: int = 1_000_000, steps: int = 200, seed: int = 0, **band) -> dict:
         per_step.append(step_ms)
     ms = np.array(calls)
     return {"pool": n, "steps": steps, "calls": ms.size, "batch_groups": want, "oversample": ROLLOUT.oversample,
-            "max_rounds": ROLLOUT.max_rounds, "settings": settings, "build_s": build_s,
+            "max_rounds": ROLLOUT.max_rounds, "settings": {**asdict(BandConfig()), **band}, "build_s": build_s,
             "mean_ms": float(ms.mean()), "median_ms": float(np.median(ms)), "p90_ms": float(np.percentile(ms, 90)),
             "max_ms": float(ms.max()), "step_mean_ms": float(np.mean(per_step)), "epochs": sched.epoch,
             "note": "per sample+update call; the mean includes the O(N) re-filing of the pool every rescore_every "

@@ -83,8 +83,8 @@ class SchedulerSection:
     widens the band step by step (the former rule, which drew all-wrong problems once the band ran
     dry over several passes)."""
 
-    # The band scheduler's settings default to BandConfig's (their one home), except
-    # without_replacement: a trainer offers each problem once per epoch, as a dataloader does.
+    # The band scheduler's settings default to BandConfig's (their one home); `scheduler_start.scheduler_kwargs`
+    # hands make_scheduler every field BandConfig shares by name.
     name: str = "band"
     lo: float = BandConfig.lo
     hi: float = BandConfig.hi  # see the docstring: chosen on the validation split
@@ -96,7 +96,7 @@ class SchedulerSection:
     refresh_k: int = 4
     groups: str = "level"
     explore: float = BandConfig.explore
-    without_replacement: bool = True
+    without_replacement: bool = BandConfig.without_replacement
     epoch: str = BandConfig.epoch
     skip_below: float = BandConfig.skip_below
     refresh_trigger: str = "centre"

@@ -13,12 +13,14 @@ that cannot fit the engine's context; its `check_inputs` runs `check_start` befo
 from __future__ import annotations
 
 import logging
+from dataclasses import fields
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import polars as pl
 
+from grpo_data.curriculum.band_scheduler import BandConfig
 from grpo_data.curriculum.prior_profile import check_other_source, read_prior_settings
 from grpo_data.curriculum.priors import Prior, check_recorded_prior, merge_offline, origin_groups
 from grpo_data.curriculum.scheduler import Scheduler, difficulty_groups, make_scheduler
@@ -115,11 +117,9 @@ def scheduler_groups(problems: pl.DataFrame, offline, sc) -> np.ndarray | None:
 def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
     """The settings a SchedulerSection hands `make_scheduler` beside name, pool, seed and profile.
     Groups that are offline-estimate buckets (no level column) share the pool's prior."""
-    if sc.name == "band":
-        return {"lo": sc.lo, "hi": sc.hi, "decay": sc.decay, "max_prior_k": sc.max_prior_k, "explore": sc.explore,
-                "without_replacement": sc.without_replacement, "epoch": sc.epoch, "skip_below": sc.skip_below,
-                "dry": sc.dry,
-                "group_priors": problems is None or level_array(problems) is not None}
+    if sc.name == "band":  # every BandConfig field the section holds, under the same name
+        shared = {f.name: getattr(sc, f.name) for f in fields(BandConfig) if hasattr(sc, f.name)}
+        return {**shared, "group_priors": problems is None or level_array(problems) is not None}
     if sc.name in ("pools", "greso"):
         return dict(sc.settings)
     return {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {}

@@ -47,6 +47,26 @@ def test_sections_and_option_tables_derive_the_owners_defaults():
     assert PROFILE_OPTIONS["band"] == DEFAULT_BAND
 
 
+def test_the_trainer_the_plug_ins_and_the_simulation_start_the_band_scheduler_from_band_configs_defaults():
+    """No adapter between two sets of defaults: the section, the trainer's kwargs and the TRL/verl
+    plug-in's scheduler all read BandConfig (without_replacement included: once per epoch)."""
+    from dataclasses import fields
+
+    from grpo_data.curriculum.band_scheduler import BandConfig
+    from grpo_data.integrations.feedback import Curriculum
+    from grpo_train.config import SchedulerSection
+    from grpo_train.scheduler_start import scheduler_kwargs
+
+    band, section = BandConfig(), SchedulerSection()
+    assert band.without_replacement is True and section.without_replacement is True
+    shared = {f.name for f in fields(BandConfig)} & {f.name for f in fields(SchedulerSection)}
+    assert shared == {"lo", "hi", "decay", "max_prior_k", "explore", "without_replacement", "epoch", "skip_below", "dry"}
+    assert scheduler_kwargs(section) == {**{name: getattr(band, name) for name in shared}, "group_priors": True}
+    cfg = Curriculum.from_columns([str(i) for i in range(6)]).scheduler.cfg
+    assert {f.name: getattr(cfg, f.name) for f in fields(BandConfig) if f.name not in ("share", "group_priors")} == {
+        f.name: getattr(band, f.name) for f in fields(BandConfig) if f.name not in ("share", "group_priors")}
+
+
 def test_the_profile_command_leaves_defaults_to_the_dataclasses():
     from pipelines.cli import build_parser
 

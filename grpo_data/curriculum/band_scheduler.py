@@ -120,7 +120,9 @@ class BandConfig:
     group_priors:        one prior per group (groups from an outside label, e.g. the level); False
                          when the groups are buckets of the offline counts themselves: every group
                          then keeps the pool's prior (refitted online) and the groups only share drift.
-    without_replacement: offer each problem at most once per epoch.
+    without_replacement: offer each problem at most once per epoch (as a dataloader does: the
+                         trainer and the TRL/verl plug-ins take this default; False draws every
+                         batch from the whole pool).
     epoch:               with without_replacement, when an epoch ends: "pool" once every problem
                          was offered (a dataloader's epoch, band-first order); "band" once fewer
                          than a batch of the problems not yet offered are likely in band; "pass"
@@ -166,7 +168,7 @@ class BandConfig:
     rescore_every: int = 100
     refit_every: int = 10
     group_priors: bool = True
-    without_replacement: bool = False
+    without_replacement: bool = True
     min_in_band_frac: float = 1.0
     widen_step: float = 0.05
     share: bool = True

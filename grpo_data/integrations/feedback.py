@@ -52,7 +52,6 @@ from grpo_data.curriculum.scheduler import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_BAND = {"without_replacement": True, "epoch": "band"}
 COUNTERS = ("batches_sampled", "batches_scored", "groups_seen", "informative_seen")
 
 
@@ -202,7 +201,7 @@ class Curriculum:
         if scheduler == "band":  # as the trainer groups (grpo_train.scheduler_start.scheduler_groups / scheduler_kwargs)
             levels = level_column(level, n)
             groups = origin_groups(difficulty_groups(n, offline, levels), from_prior)
-            settings = {**DEFAULT_BAND, "share": share, "group_priors": levels is not None, **settings}
+            settings = {"share": share, "group_priors": levels is not None, **settings}
         sched = make_scheduler(scheduler, n, seed=seed, offline=offline, groups=groups, **settings)
         logger.info("curriculum: %s scheduler over %d problems (%s)", scheduler, n,
                     start_summary(profiled is not None, prior, offset))
