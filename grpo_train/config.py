@@ -15,6 +15,7 @@ from grpo_data.curriculum.allocation import Sizing, VarianceSchedule
 from grpo_data.curriculum.band_scheduler import BandConfig
 from grpo_data.curriculum.peer_schedulers import PEER_SCHEDULERS, peer_config
 from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, prior_refusal
+from grpo_data.generation.context import MIN_CLIPPED_TOKENS
 from grpo_data.generation.engine_base import EngineSettings
 from grpo_data.generation.engines import ENGINES
 from grpo_data.generation.prompting import SamplingConfig
@@ -166,7 +167,7 @@ class RolloutConfig:
     system_prompt: str | None = None
     vllm: EngineSettings = field(default_factory=EngineSettings)
     overlong_prompts: str = "skip"
-    min_clipped_tokens: int = 32
+    min_clipped_tokens: int = MIN_CLIPPED_TOKENS
     sizing: str = "fixed"
     size_target: float = 0.8
     size_min: int = 2
