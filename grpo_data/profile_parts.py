@@ -20,7 +20,7 @@ from grpo_data.tables import io
 from grpo_data.tables.exports import METADATA_KEY
 from grpo_data.verify.verdict import REASONS
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("grpo_data.profiler")  # the profiler's log, as before the split
 
 FORMAT_WARN_BELOW = 0.5  # a run whose completions carry the requested format less often than this warns
 
