@@ -633,6 +633,25 @@ def test_dry_state_resumes():
     assert np.array_equal(a.sample(64), b.sample(64))
 
 
+def test_a_resume_under_other_settings_says_which(caplog):
+    """A state saved before BandConfig's without_replacement default became True resumes under the
+    settings given now, and the log names the one that differs."""
+    c, k = _dry_pool()
+    old = BandScheduler(400, BandConfig(without_replacement=False), offline=(c, k), seed=5)
+    old.sample(64)
+    same = BandScheduler(400, BandConfig(without_replacement=False), offline=(c, k), seed=5)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="grpo_data.curriculum.band_scheduler"):
+        same.load_state_dict(old.state_dict())
+    assert caplog.records == []
+    now = BandScheduler(400, BandConfig(), offline=(c, k), seed=5)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="grpo_data.curriculum.band_scheduler"):
+        now.load_state_dict(old.state_dict(), origin="ckpt")
+    assert [r.getMessage() for r in caplog.records] == [
+        "ckpt: resumed with settings other than the saved ones (saved -> now): without_replacement False -> True"]
+
+
 def test_dry_setting_refused_with_its_choices():
     with pytest.raises(ValueError, match="informative or widen"):
         BandConfig(dry="uniform")

@@ -99,6 +99,11 @@ class BandState:
         self.fresh, self.last_batch_in_band, self.largest_batch = meta["fresh"], meta["last_batch_in_band"], meta["largest_batch"]
         self.dry, self.dry_fills = meta.get("dry", False), meta.get("dry_fills", 0)  # absent in older states
         self.rng.bit_generator.state = meta["rng"]
+        saved = meta.get("config") or {}
+        changed = {k: (v, getattr(self.cfg, k)) for k, v in saved.items() if hasattr(self.cfg, k) and getattr(self.cfg, k) != v}
+        if changed:  # e.g. without_replacement, whose default became True: the run goes on under the settings given now
+            logger.warning("%s: resumed with settings other than the saved ones (saved -> now): %s", origin,
+                           ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in sorted(changed.items())))
 
     def save(self, folder: str | Path) -> None:
         save_state(self.state_dict(), folder)
