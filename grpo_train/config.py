@@ -9,7 +9,7 @@ with dotted overrides, and writing the resolved config back, is `grpo_train.conf
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from grpo_data.curriculum.allocation import Sizing, VarianceSchedule
 from grpo_data.curriculum.band_scheduler import BandConfig
@@ -103,6 +103,16 @@ class SchedulerSection:
     refresh_trigger: str = "centre"
     dry: str = BandConfig.dry
     settings: dict = field(default_factory=dict)
+
+    def unused_settings(self) -> list[str]:
+        """Fields set away from their defaults that scheduler `name` would ignore: the band's own under
+        another scheduler (lo/hi always count: they are the band the run's trace measures), and
+        without_replacement under the peers', which sample as their papers do."""
+        own = {"band": (), "uniform": ("without_replacement",), "offline_band": ("without_replacement",)}
+        taken = {"name", "lo", "hi", "settings", *own.get(self.name, ())}
+        if self.name == "band":
+            return []
+        return [f.name for f in fields(self) if f.name not in taken and getattr(self, f.name) != f.default]
 
 
 OVERLONG = ("keep", "mask", "penalty")
@@ -454,6 +464,9 @@ class TrainConfig:
         for ok, msg in checks:
             if not ok:
                 raise ValueError(msg)
+        if unused := self.scheduler.unused_settings():
+            raise ValueError(f"scheduler.name={self.scheduler.name} does not use "
+                             f"{', '.join(f'scheduler.{name}' for name in unused)}: leave them out, or use scheduler.name=band")
         if self.scheduler.name in PEER_SCHEDULERS:
             peer_config(self.scheduler.name, self.scheduler.settings)  # refuses unknown or bad settings
         if self.data.prior:

@@ -122,7 +122,9 @@ def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
         return {**shared, "group_priors": problems is None or level_array(problems) is not None}
     if sc.name in ("pools", "greso"):
         return dict(sc.settings)
-    return {"lo": sc.lo, "hi": sc.hi} if sc.name == "offline_band" else {}
+    if sc.name == "offline_band":
+        return {"lo": sc.lo, "hi": sc.hi, "without_replacement": sc.without_replacement}
+    return {"without_replacement": sc.without_replacement}  # uniform
 
 
 class SchedulerStart(NamedTuple):

@@ -84,3 +84,23 @@ def test_pass_epoch_and_surprise_trigger_reach_the_band_scheduler():
         load_config(None, ["scheduler.refresh_trigger=surprise", "scheduler.name=uniform"])
     with pytest.raises(ValueError, match="rollout.sizing=fixed .got screen"):
         load_config(None, ["scheduler.refresh_trigger=surprise", "rollout.sizing=screen"])
+
+
+def test_a_scheduler_setting_the_chosen_scheduler_ignores_is_refused():
+    """Unknown settings are errors everywhere: a band-only setting under uniform (or a refresh, which
+    only the band scheduler can do) is refused by name; uniform and offline_band take
+    without_replacement, and every scheduler keeps lo/hi, the band the trace measures."""
+    from grpo_train.config_io import load_config
+    from grpo_train.scheduler_start import scheduler_kwargs
+
+    with pytest.raises(ValueError, match=r"scheduler.name=uniform does not use scheduler.decay, scheduler.dry: leave"):
+        load_config(None, ["scheduler.name=uniform", "scheduler.decay=0.9", "scheduler.dry=widen"])
+    with pytest.raises(ValueError, match=r"scheduler.name=greso does not use scheduler.refresh_every"):
+        load_config(None, ["scheduler.name=greso", "scheduler.refresh_every=5"])
+    with pytest.raises(ValueError, match=r"scheduler.name=pools does not use scheduler.without_replacement"):
+        load_config(None, ["scheduler.name=pools", "scheduler.without_replacement=false"])
+    cfg = load_config(None, ["scheduler.name=uniform", "scheduler.without_replacement=false", "scheduler.lo=0.3"])
+    assert scheduler_kwargs(cfg.scheduler) == {"without_replacement": False}
+    cfg = load_config(None, ["scheduler.name=offline_band", "data.profile=p.parquet", "scheduler.without_replacement=false"])
+    assert scheduler_kwargs(cfg.scheduler) == {"lo": 0.2, "hi": 0.8, "without_replacement": False}
+    assert load_config(None, ["scheduler.name=uniform", "scheduler.decay=0.99"]).scheduler.unused_settings() == []
