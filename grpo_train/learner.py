@@ -153,7 +153,7 @@ class DeepSpeedLearner:
     learning-rate schedule's horizon)."""
 
     def __init__(self, model_path: str, optim: OptimConfig, ds: DeepSpeedSection, algo: AlgoConfig, seed: int = 0,
-                 trust_remote_code: bool = False, temperature: float = SamplingConfig.temperature, max_tokens: int = 1024,
+                 trust_remote_code: bool = False, temperature: float = SamplingConfig.temperature, max_tokens: int = SamplingConfig.max_tokens,
                  total_steps: int = 1) -> None:
         ensure_distributed_env()
         import deepspeed

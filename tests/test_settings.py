@@ -25,6 +25,8 @@ def test_the_band_and_the_sampling_defaults_are_written_once():
     # BandConfig.temperature is another setting: how sharply selection prefers P(in band)
     assert _library_hits(r"\btemperature: float = [0-9]") == ["grpo_data/curriculum/band_scheduler.py", "grpo_data/generation/prompting.py"]
     assert _library_hits(r"\b(max_tokens: int = 256|top_p: float = 1\.0)\b") == ["grpo_data/generation/prompting.py"] * 2
+    # any completion budget written as a default (the learner's once read 1024), not only SamplingConfig's own value
+    assert _library_hits(r"\bmax_tokens: int = [0-9]{2,}") == ["grpo_data/generation/prompting.py"]
     assert _library_hits(r"MIN_CLIPPED_TOKENS = [0-9]|min_clipped?_tokens: int = [0-9]") == ["grpo_data/generation/context.py"]
 
 
