@@ -44,7 +44,7 @@ class ProfileConfig:
     seed: int = 0
     prior_groups: str = "level"
     answer_format: str = "auto"
-    overlong_prompts: str = "skip"
+    overlong_prompts: str = ContextPolicy.policy
     min_clipped_tokens: int = MIN_CLIPPED_TOKENS
     wave: int = 1
 

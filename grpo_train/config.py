@@ -15,7 +15,7 @@ from grpo_data.curriculum.allocation import Sizing, VarianceSchedule
 from grpo_data.curriculum.band_scheduler import BandConfig
 from grpo_data.curriculum.peer_schedulers import PEER_SCHEDULERS, peer_config
 from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, prior_refusal
-from grpo_data.generation.context import MIN_CLIPPED_TOKENS
+from grpo_data.generation.context import MIN_CLIPPED_TOKENS, OVERLONG_PROMPTS, ContextPolicy
 from grpo_data.generation.engine_base import EngineSettings
 from grpo_data.generation.engines import ENGINES
 from grpo_data.generation.prompting import SamplingConfig
@@ -176,7 +176,7 @@ class RolloutConfig:
     instruction_suffix: str = ""
     system_prompt: str | None = None
     vllm: EngineSettings = field(default_factory=EngineSettings)
-    overlong_prompts: str = "skip"
+    overlong_prompts: str = ContextPolicy.policy
     min_clipped_tokens: int = MIN_CLIPPED_TOKENS
     sizing: str = "fixed"
     size_target: float = 0.8
@@ -195,7 +195,7 @@ class RolloutConfig:
     def __post_init__(self) -> None:
         self.sampling()  # SamplingConfig refuses a bad temperature, top_p or max_tokens
         self.group_sizing()  # refuses a bad combination with its message
-        if self.overlong_prompts not in ("skip", "clip") or self.min_clipped_tokens < 1:
+        if self.overlong_prompts not in OVERLONG_PROMPTS or self.min_clipped_tokens < 1:
             raise ValueError(f"rollout.overlong_prompts must be skip or clip (got {self.overlong_prompts!r}) and "
                              f"rollout.min_clipped_tokens >= 1 (got {self.min_clipped_tokens})")
         if self.sizing == "screen" and not (self.size_round < self.group_size and self.dynamic_resampling):

@@ -28,6 +28,8 @@ def test_the_band_and_the_sampling_defaults_are_written_once():
     # any completion budget written as a default (the learner's once read 1024), not only SamplingConfig's own value
     assert _library_hits(r"\bmax_tokens: int = [0-9]{2,}") == ["grpo_data/generation/prompting.py"]
     assert _library_hits(r"MIN_CLIPPED_TOKENS = [0-9]|min_clipped?_tokens: int = [0-9]") == ["grpo_data/generation/context.py"]
+    assert _library_hits(r"OVERLONG_PROMPTS = |: str = \"skip\"|choices=\(\"skip\"") == ["grpo_data/generation/context.py"]
+    assert _library_hits(r"ANSWER_FORMATS = |choices=\(\"auto\", \"boxed\"") == ["grpo_data/generation/prompting.py"]
 
 
 def test_sections_and_option_tables_derive_the_owners_defaults():

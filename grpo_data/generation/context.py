@@ -49,7 +49,7 @@ class ContextPolicy:
     """
 
     context: int
-    policy: str = "skip"
+    policy: str = OVERLONG_PROMPTS[0]  # skip: the default everywhere (loader, profiler, trainer)
     min_tokens: int = MIN_CLIPPED_TOKENS
 
     def __post_init__(self) -> None:
@@ -80,7 +80,7 @@ class Fit:
     detail: str = ""
 
 
-def fit_prompt(prompt_tokens: int, max_tokens: int, context: int, policy: str = "skip",
+def fit_prompt(prompt_tokens: int, max_tokens: int, context: int, policy: str = OVERLONG_PROMPTS[0],
                min_tokens: int = MIN_CLIPPED_TOKENS) -> Fit:
     """Keep, clip or leave out a prompt of `prompt_tokens` asking for `max_tokens` in `context`
     (vLLM admits prompt + completion == context: the room is context - prompt_tokens)."""

@@ -49,7 +49,7 @@ from pathlib import Path
 
 import polars as pl
 
-from grpo_data.generation.context import MIN_CLIPPED_TOKENS
+from grpo_data.generation.context import MIN_CLIPPED_TOKENS, ContextPolicy
 from grpo_data.generation.prompting import SamplingConfig
 from grpo_data.tables import io
 from grpo_data.tables.presets import VECTORIZED, Preset
@@ -79,7 +79,7 @@ class LoadLimits:
     tokenizer: str | None = None
     context_length: int | None = None
     max_tokens: int = SamplingConfig.max_tokens
-    overlong_prompts: str = "skip"
+    overlong_prompts: str = ContextPolicy.policy
     min_clipped_tokens: int = MIN_CLIPPED_TOKENS
 
 

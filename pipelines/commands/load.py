@@ -35,6 +35,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from grpo_data.generation.context import OVERLONG_PROMPTS
     from grpo_data.tables.loaders import LoadLimits
 
     add_data_arguments(parser)
@@ -47,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      "tokenizer's chat template, plus --max-tokens must fit")
     fit.add_argument("--max-tokens", type=int, default=None,
                      help=f"completion budget the problems will get (default {LoadLimits.max_tokens})")
-    fit.add_argument("--overlong-prompts", choices=("skip", "clip"), default=None,
+    fit.add_argument("--overlong-prompts", choices=OVERLONG_PROMPTS, default=None,
                      help="clip: keep prompts that leave at least --min-clipped-tokens of room "
                      f"(default {LoadLimits.overlong_prompts})")
     fit.add_argument("--min-clipped-tokens", type=int, default=None,

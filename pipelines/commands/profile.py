@@ -37,8 +37,9 @@ import time
 from pathlib import Path
 
 from grpo_data.curriculum.stats import DEFAULT_BAND, StoppingRule
+from grpo_data.generation.context import OVERLONG_PROMPTS
 from grpo_data.generation.engine_base import EngineSettings
-from grpo_data.generation.prompting import SamplingConfig
+from grpo_data.generation.prompting import ANSWER_FORMATS, SamplingConfig
 
 HELP = "profile pass rates: k samples per problem through vLLM (or HF), judged by math-verify"
 
@@ -72,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prior-groups", choices=("level", "none"), default=None,
                         help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once "
                         f"(default {ProfileConfig.prior_groups})")
-    parser.add_argument("--answer-format", choices=("auto", "boxed", "none"), default=None,
+    parser.add_argument("--answer-format", choices=ANSWER_FORMATS, default=None,
                         help="format whose rate is counted per problem (auto: the one the instruction or the "
                         f"problems' own prompts ask for; default {ProfileConfig.answer_format})")
     parser.add_argument("--temperature", type=float, default=None,
@@ -80,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-p", type=float, default=None, help=f"nucleus mass kept (default {SamplingConfig.top_p})")
     parser.add_argument("--max-tokens", type=int, default=None,
                         help=f"completion budget (default {SamplingConfig.max_tokens})")
-    parser.add_argument("--overlong-prompts", choices=("skip", "clip"), default=None,
+    parser.add_argument("--overlong-prompts", choices=OVERLONG_PROMPTS, default=None,
                         help="a prompt that cannot fit the context with --max-tokens: left out (skip, the default) "
                         "or profiled with the room left (clip; its row's max_tokens records the budget)")
     parser.add_argument("--min-clipped-tokens", type=int, default=None,
