@@ -15,6 +15,7 @@ from grpo_data.curriculum.allocation import Sizing, VarianceSchedule
 from grpo_data.curriculum.band_scheduler import BandConfig
 from grpo_data.curriculum.peer_schedulers import PEER_SCHEDULERS, peer_config
 from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, prior_refusal
+from grpo_data.curriculum.stats import DEFAULT_GROUP_SIZE
 from grpo_data.generation.context import MIN_CLIPPED_TOKENS, OVERLONG_PROMPTS, ContextPolicy
 from grpo_data.generation.engine_base import EngineSettings
 from grpo_data.generation.engines import ENGINES
@@ -159,7 +160,7 @@ class RolloutConfig:
     and halves it below g_low, within [g_min, g_max], keeping batch_groups x G answers per step."""
 
     engine: str = "vllm"
-    group_size: int = 8
+    group_size: int = DEFAULT_GROUP_SIZE
     batch_groups: int = 16
     max_rounds: int = 4
     dynamic_resampling: bool = True

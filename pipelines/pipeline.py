@@ -288,7 +288,7 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
     from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.cards import write_card
     from grpo_data.tables.loaders import read_provenance
-    from grpo_data.tables.shards import ShardIntegrityError, read_manifest, write_shards
+    from grpo_data.tables.shards import DEFAULT_EDGES, ShardIntegrityError, read_manifest, write_shards
     from grpo_train.config import RolloutConfig, SchedulerSection
     from grpo_train.config_io import stage_prior
 
@@ -312,7 +312,7 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
                            "combine here)", profile)
         if prior is not None:
             print(prior.summary())
-        write_shards(problems, prof_table, shards_dir, s.get("edges", (0, .1, .3, .7, .9, 1)), s.get("format", "native"),
+        write_shards(problems, prof_table, shards_dir, s.get("edges", DEFAULT_EDGES), s.get("format", "native"),
                      source=str(train), profile_meta=prof_meta, prior=prior,
                      left_out=set(read_rejects(profile)["id"].to_list()),
                      extra={"pipeline_key": shard_key, "data": read_provenance(train)})

@@ -30,6 +30,8 @@ def test_the_band_and_the_sampling_defaults_are_written_once():
     assert _library_hits(r"MIN_CLIPPED_TOKENS = [0-9]|min_clipped?_tokens: int = [0-9]") == ["grpo_data/generation/context.py"]
     assert _library_hits(r"OVERLONG_PROMPTS = |: str = \"skip\"|choices=\(\"skip\"") == ["grpo_data/generation/context.py"]
     assert _library_hits(r"ANSWER_FORMATS = |choices=\(\"auto\", \"boxed\"") == ["grpo_data/generation/prompting.py"]
+    assert _library_hits(r"DEFAULT_GROUP_SIZE = |group_size: int = 8\b|--group-size.*default=[0-9]") == ["grpo_data/curriculum/stats.py"]
+    assert _library_hits(r"DEFAULT_EDGES = |0, ?0?\.1, ?0?\.3, ?0?\.7") == ["grpo_data/tables/shards.py"] * 2  # and its usage line
 
 
 def test_sections_and_option_tables_derive_the_owners_defaults():

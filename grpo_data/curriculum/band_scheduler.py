@@ -96,7 +96,7 @@ from grpo_data.curriculum.band_selection import (
 )
 from grpo_data.curriculum.band_state import BandState
 from grpo_data.curriculum.cell_index import CellIndex, CellTable
-from grpo_data.curriculum.stats import DEFAULT_BAND, GRID, grid_likelihood, grid_posterior
+from grpo_data.curriculum.stats import DEFAULT_BAND, DEFAULT_GROUP_SIZE, GRID, grid_likelihood, grid_posterior
 
 logger = logging.getLogger(__name__)
 
@@ -181,7 +181,7 @@ class BandConfig:
     explore: float = 0.0
     epoch: str = "band"
     dry: str = "informative"
-    group_size: int = 8
+    group_size: int = DEFAULT_GROUP_SIZE
     skip_below: float = 0.2
 
     def __post_init__(self) -> None:

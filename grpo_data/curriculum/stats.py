@@ -184,6 +184,9 @@ def grid_all_same(post: np.ndarray, group_size: int, grid: np.ndarray = GRID) ->
 # The target band for a pass rate, written once: BandConfig, the stopping rule, the trainer's scheduler
 # section, the profile command and the plug-ins all default to it.
 DEFAULT_BAND: tuple[float, float] = (0.2, 0.8)
+# G, answers sampled per prompt, written once: the trainer's rollout section, BandConfig (the G a dry
+# band's fill scores) and the cards' all-right/all-wrong shares default to it.
+DEFAULT_GROUP_SIZE = 8
 
 
 @dataclass(frozen=True)

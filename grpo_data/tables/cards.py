@@ -29,7 +29,7 @@ import yaml
 
 from grpo_data.curriculum.estimates import posteriors
 from grpo_data.curriculum.priors import offset_evidence
-from grpo_data.curriculum.stats import grid_all_same
+from grpo_data.curriculum.stats import DEFAULT_GROUP_SIZE, grid_all_same
 from grpo_data.tables import io
 from grpo_data.tables.card_provenance import (
     backend_note,
@@ -250,7 +250,7 @@ def mean_percent(values: np.ndarray) -> str:
 
 def write_card(shards: str | Path, name: str, out: str | Path | None = None, license: str = "apache-2.0",
                pretty_name: str | None = None, language: str = "en", band: tuple[float, float] | None = None,
-               group_size: int = 8, profile: str | Path | None = None) -> Path:
+               group_size: int = DEFAULT_GROUP_SIZE, profile: str | Path | None = None) -> Path:
     """Write the card for the shard set at `shards` (and its histogram beside it); returns its path.
 
     band:       the band training uses (the scheduler's lo, hi), shaded in the histogram and used for the

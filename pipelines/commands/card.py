@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from grpo_data.curriculum.stats import DEFAULT_GROUP_SIZE
+
 HELP = "write a Hugging Face dataset card for a shard set (data_cards/NAME.md + histogram)"
 
 
@@ -20,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pretty-name", default=None)
     parser.add_argument("--band", default=None, metavar="LO,HI",
                         help="the band training uses, drawn on the histogram (e.g. 0.2,0.95; default: none drawn)")
-    parser.add_argument("--group-size", type=int, default=8, help="G for the all-right/all-wrong share (default 8)")
+    parser.add_argument("--group-size", type=int, default=DEFAULT_GROUP_SIZE,
+                        help=f"G for the all-right/all-wrong share (default {DEFAULT_GROUP_SIZE})")
     parser.add_argument("--profile", default=None,
                         help="the profile the set was built from: its per-problem counts (each round's samples and "
                         "successes, DART-Math's columns) go beside the card as NAME.dart.parquet")

@@ -28,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "is given)")
     add_prior_profile_argument(parser)
     parser.add_argument("--out", required=True, help="output folder, e.g. shards/NAME")
-    parser.add_argument("--edges", default="0,0.1,0.3,0.7,0.9,1", help="bucket edges from 0 to 1")
+    parser.add_argument("--edges", default=None,
+                        help="bucket edges from 0 to 1, comma-separated (default: grpo_data.tables.shards.DEFAULT_EDGES)")
     parser.add_argument("--format", default="native", choices=["native", "verl", "trl"])
 
 
@@ -40,12 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from grpo_data.curriculum.priors import PriorError, check_recorded_prior
     from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.loaders import DataError, read_provenance
-    from grpo_data.tables.shards import write_shards
+    from grpo_data.tables.shards import DEFAULT_EDGES, write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args
     from pipelines.stages import read_problems
 
     try:
-        edges = [float(x) for x in args.edges.split(",")]
+        edges = DEFAULT_EDGES if args.edges is None else [float(x) for x in args.edges.split(",")]
         if not args.profile and not args.prior and not args.prior_profile:
             raise ValueError("give --profile (grpo profile's output), --prior (another model's difficulty column) or "
                              "--prior-profile (an earlier profile of another checkpoint or model), or a profile and "
