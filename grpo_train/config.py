@@ -109,10 +109,10 @@ class SchedulerSection:
         """Fields set away from their defaults that scheduler `name` would ignore: the band's own under
         another scheduler (lo/hi always count: they are the band the run's trace measures), and
         without_replacement under the peers', which sample as their papers do."""
-        own = {"band": (), "uniform": ("without_replacement",), "offline_band": ("without_replacement",)}
-        taken = {"name", "lo", "hi", "settings", *own.get(self.name, ())}
         if self.name == "band":
             return []
+        own = ("without_replacement",) if self.name in ("uniform", "offline_band") else ()
+        taken = {"name", "lo", "hi", "settings", *own}
         return [f.name for f in fields(self) if f.name not in taken and getattr(self, f.name) != f.default]
 
 
