@@ -170,7 +170,7 @@ def _profile(setup: dict, workdir: Path, seed: int, regime: str) -> tuple[str, d
     """Arm A's offline profile of the pool, its own draw per seed: (path, cost, wall seconds)."""
     import time
 
-    from grpo_data.profile_parts import read_profile
+    from grpo_data.tables.profile_table import read_profile
     from pipelines import pipeline
 
     out = workdir / f"profile-{setup['pool'].stem}-seed{seed}.parquet"

@@ -268,8 +268,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     import time
 
     from bench.common import RESULTS, input_hashes, machine
-    from grpo_data.profile_parts import read_profile
     from grpo_data.tables import io
+    from grpo_data.tables.profile_table import read_profile
     from pipelines.stages import warm_policy, write_world
 
     budget = budget or (5_000 if quick else BUDGET)
@@ -333,7 +333,7 @@ def select_on_validation(candidates: dict[str, list[str]] | None = None, seed: i
     """Arm A under each candidate setting, scored on the validation split (never the test split):
     the setting with the best final validation accuracy is the one the headline should use."""
     from bench.common import RESULTS, input_hashes
-    from grpo_data.profile_parts import read_profile
+    from grpo_data.tables.profile_table import read_profile
     from pipelines.stages import warm_policy, write_world
 
     candidates = candidates or CANDIDATES

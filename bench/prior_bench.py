@@ -98,8 +98,8 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
     from bench.gsweep_bench import sweep_warm_start
     from grpo_data.curriculum.prior_profile import read_profile_prior
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profile_parts import read_profile
     from grpo_data.tables import io
+    from grpo_data.tables.profile_table import read_profile
     from pipelines import pipeline
     from pipelines.stages import write_world
 

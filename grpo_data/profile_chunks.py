@@ -1,13 +1,11 @@
-"""One chunk of a profile, sampled and summarized: the profile's columns (PROFILE_COLUMNS), the
-per-problem tally and row (`summarize_problem`), how each sampling round is seeded (`round_seed`,
-SEEDING), the fixed-k or adaptive rounds of `profile_chunk`, and the unit a worker takes whole:
+"""One chunk of a profile, sampled and summarized: the per-problem tally and row (`summarize_problem`;
+the columns are `grpo_data.tables.profile_table`'s), the fixed-k or adaptive rounds of `profile_chunk`
+(each round seeded by `grpo_data.generation.seeding.round_seed`), and the unit a worker takes whole:
 a `ChunkJob` in, a `ChunkResult` out (`run_chunk`, on the rollout path of `make_sampler`). Nothing
 here reads or writes files: where a chunk's rows go is `grpo_data.profile_parts`'s."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,20 +15,13 @@ from grpo_data.curriculum.priors import fit_logit_offset, offset_evidence
 from grpo_data.curriculum.stats import JEFFREYS, beta_mean, credible_interval, posterior, row_priors
 from grpo_data.generation.context import ContextPolicy
 from grpo_data.generation.rollouts import RolloutSampler
+from grpo_data.generation.seeding import SEEDING, round_seed, seeding_scheme
 from grpo_data.profile_config import ProfileConfig
 from grpo_data.tables.exports import ROUND_SCHEMA
+from grpo_data.tables.profile_table import PROFILE_COLUMNS
 from grpo_data.verify.rewards import Answer, correctness
 from grpo_data.verify.verdict import REASONS
 
-PROFILE_COLUMNS = [
-    "id", "k", "n_correct", "pass_rate", "post_a", "post_b", "post_mean", "ci_low", "ci_high",
-    "mean_completion_tokens", "truncation_rate", *[f"n_{r}" for r in REASONS], "n_formatted", "max_tokens",
-    "k_rounds", "n_correct_rounds",
-]
-# profiles written before these existed still read; max_tokens: the completion budget the problem was
-# sampled with (the run's, or clipped to fit the context); k_rounds / n_correct_rounds: list[int] per round
-OPTIONAL_COLUMNS = ("n_formatted", "max_tokens", *ROUND_SCHEMA)
-REQUIRED_COLUMNS = [c for c in PROFILE_COLUMNS if c not in OPTIONAL_COLUMNS]
 UNREAD_EXAMPLES = 3  # unread final sentences the format warning shows (and each problem keeps while sampling)
 
 
@@ -83,26 +74,6 @@ class _Tally:
         if self.k > k0:
             self.rounds[0].append(self.k - k0)
             self.rounds[1].append(self.correct - c0)
-
-
-# how a profile's samples are seeded (metadata `seeding`); an engine without `reseed` (a test double)
-# draws from its one stream, so a resumed run draws other samples than an uninterrupted one
-SEEDING = "per-chunk round: sha256(seed, chunk ids, round)"
-SEEDING_ENGINE_WIDE = "engine-wide: the engine's seed at start only (a resumed run draws other samples)"
-
-
-def round_seed(seed: int, ids: list[str], round_no: int) -> int:
-    """The seed the engine is reseeded with before sampling round `round_no` (0: the screen or the
-    fixed-k round) of the chunk holding problems `ids` (in the order they are sampled): the first 4
-    bytes of sha256 over the three, so it depends on nothing else, not where the chunk falls in a
-    resumed run. 32 bits: numpy's seeding takes no more."""
-    digest = hashlib.sha256(json.dumps([int(seed), [str(i) for i in ids], int(round_no)]).encode()).digest()
-    return int.from_bytes(digest[:4], "big")
-
-
-def seeding_scheme(engine) -> str:
-    """The metadata's `seeding`: SEEDING for an engine that can be reseeded, else SEEDING_ENGINE_WIDE."""
-    return SEEDING if callable(getattr(engine, "reseed", None)) else SEEDING_ENGINE_WIDE
 
 
 def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], n_each: list[int],

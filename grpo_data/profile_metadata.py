@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 from grpo_data.generation.prompting import resolve_stops, template_hash
-from grpo_data.profile_chunks import seeding_scheme
+from grpo_data.generation.seeding import seeding_scheme
 from grpo_data.profile_config import ProfileConfig
-from grpo_data.verify.judge import rules_hash, verdict_fingerprint
 
 # the libraries whose versions can change a verdict (beside this project's rules hash and the pool's settings)
 JUDGING_PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
@@ -76,6 +75,9 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
     """What produced a profile. `verifier_config`: the pool's `PoolConfig.verdict_settings()`; with
     them the verifier's entry holds this project's rules hash and the verdict fingerprint under the
     pool's pred_tail_chars (`grpo_data.verify.judge`), and `versions` those of the judging libraries."""
+    # math-verify: only a run that judges pays for it, not reading or merging a profile
+    from grpo_data.verify.judge import rules_hash, verdict_fingerprint
+
     sampling = resolve_stops(cfg.sampling, engine.tokenizer)  # the stops the run really uses
     fingerprint = verdict_fingerprint(int(verifier_config.get("pred_tail_chars", 2000)))
     return {

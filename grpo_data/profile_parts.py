@@ -1,8 +1,8 @@
 """A profile on disk: the finished chunks under `NAME.parquet.parts/` (`parts_dir`, `finished_parts`),
 the refusal to resume parts drawn or judged otherwise (`check_resumable`, ResumeError), the left-out
-problems (`left_out_parts`, `rejects_file`, `read_rejects`), the merge of every shard's parts into
-the profile with its metadata and format and verdict summaries (`merge_parts`), and reading it back
-(`read_profile`)."""
+problems of every shard (`left_out_parts`), and the merge of every shard's parts into the profile with
+its metadata, format and verdict summaries and left-out problems (`merge_parts`). Reading a profile
+back is `grpo_data.tables.profile_table`'s (`read_profile`, `read_rejects`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from pathlib import Path
 import polars as pl
 
 from grpo_data.generation.context import LEFT_OUT_SCHEMA, count_reasons
-from grpo_data.profile_chunks import REQUIRED_COLUMNS, UNREAD_EXAMPLES
+from grpo_data.profile_chunks import UNREAD_EXAMPLES
 from grpo_data.profile_metadata import drawing, judging
 from grpo_data.tables import io
 from grpo_data.tables.exports import METADATA_KEY
+from grpo_data.tables.profile_table import rejects_file
 from grpo_data.verify.verdict import REASONS
 
 logger = logging.getLogger("grpo_data.profiler")  # the profiler's log, as before the split
@@ -59,18 +60,6 @@ def discard_parts(out: str | Path) -> None:
     shutil.rmtree(parts_dir(out), ignore_errors=True)
 
 
-def rejects_file(out: str | Path) -> Path:
-    """The profile's left-out problems, beside it: NAME.rejects.jsonl."""
-    return Path(out).with_suffix(".rejects.jsonl")
-
-
-def read_rejects(out: str | Path) -> pl.DataFrame:
-    """LEFT_OUT_SCHEMA rows of a merged profile's left-out problems (`rejects_file(out)`); none when
-    the file does not exist (a profile written before it did, or one that left nothing out)."""
-    path = rejects_file(out)
-    if not path.exists() or not path.stat().st_size:
-        return pl.DataFrame(schema=LEFT_OUT_SCHEMA)
-    return pl.read_ndjson(path, schema=LEFT_OUT_SCHEMA)
 
 
 def left_out_parts(out: str | Path) -> pl.DataFrame:
@@ -154,13 +143,3 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
     io.write_json(Path(out).with_suffix(".json"), meta)
     io.write_ndjson(rejects_file(out), left.sort("id"))
     return table
-
-
-def read_profile(path: str | Path) -> tuple[pl.DataFrame, dict]:
-    """A profile table and its run metadata."""
-    table = pl.read_parquet(path)
-    missing = [c for c in REQUIRED_COLUMNS if c not in table.columns]
-    if missing:
-        raise ValueError(f"{path}: not a profile (missing columns {missing}); write one with `grpo profile`")
-    meta = pl.read_parquet_metadata(path).get(METADATA_KEY)
-    return table, json.loads(meta) if meta else {}

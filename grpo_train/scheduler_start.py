@@ -55,7 +55,7 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
     (`grpo_data.curriculum.priors.check_recorded_prior`)."""
     if not profile_path:
         return None
-    from grpo_data.profile_parts import read_profile
+    from grpo_data.tables.profile_table import read_profile
 
     prof, meta = read_profile(profile_path)
     check_recorded_prior(meta, prior, f"data.profile {profile_path}", "Set data.{option}={spec} data.prior_weight={weight}",

@@ -285,9 +285,9 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
     left-out problems stay out of the set, prior or not. Returns the card's path."""
     from grpo_data.curriculum.prior_profile import check_other_source
     from grpo_data.curriculum.priors import check_recorded_prior
-    from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.cards import write_card
     from grpo_data.tables.loaders import read_provenance
+    from grpo_data.tables.profile_table import read_profile, read_rejects
     from grpo_data.tables.shards import DEFAULT_EDGES, ShardIntegrityError, read_manifest, write_shards
     from grpo_train.config import RolloutConfig, SchedulerSection
     from grpo_train.config_io import stage_prior

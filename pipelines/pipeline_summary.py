@@ -15,7 +15,7 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
     """Test accuracy before/after (overall, by level) and the training pool's pass rates before and
     after: mean posterior estimate and the share estimated inside the band training used."""
     from grpo_data.curriculum.estimates import profile_estimates
-    from grpo_data.profile_parts import read_profile
+    from grpo_data.tables.profile_table import read_profile
     from grpo_train.metrics import read_metrics
 
     records = read_metrics(run_dir)

@@ -139,7 +139,7 @@ def pass_rate_figure(before: Path, after: Path, band: tuple[float, float], level
     fitted to each profile, per level when `levels` (id, level) are given; see grpo_data.curriculum.estimates)
     of the training pool before and after, with the band training used."""
     from grpo_data.curriculum.estimates import by_level, profile_estimates
-    from grpo_data.profile_parts import read_profile
+    from grpo_data.tables.profile_table import read_profile
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.4, 3.2))

@@ -17,8 +17,9 @@ from grpo_data.generation.prompting import PromptConfig, SamplingConfig
 from grpo_data.generation.rollouts import RolloutSampler
 from grpo_data.profile_config import ProfileConfig, profile_options
 from grpo_data.profile_metadata import run_metadata
-from grpo_data.profile_parts import merge_parts, read_profile, rejects_file
+from grpo_data.profile_parts import merge_parts
 from grpo_data.profiler import profile_problems
+from grpo_data.tables.profile_table import read_profile, rejects_file
 
 
 # (prompt tokens, max_tokens, context, policy, min_tokens) -> (status, budget, reason)

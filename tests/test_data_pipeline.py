@@ -274,8 +274,9 @@ class FormatEngine:
 def test_format_rate_is_counted_per_problem_and_per_run(tmp_path, pool, caplog):
     from grpo_data.generation.prompting import PromptConfig, SamplingConfig
     from grpo_data.profile_config import ProfileConfig
-    from grpo_data.profile_parts import merge_parts, read_profile
+    from grpo_data.profile_parts import merge_parts
     from grpo_data.profiler import profile_problems
+    from grpo_data.tables.profile_table import read_profile
 
     texts = [f"boxed {i}" for i in range(3)] + [f"bare {i}" for i in range(7)]
     problems = to_table([{"id": f"id{i}", "source": "t", "prompt": user_prompt(t), "answer": t.split()[1], "level": None,

@@ -15,9 +15,10 @@ from grpo_data.curriculum.prior_profile import read_profile_prior
 from grpo_data.curriculum.priors import frame_columns, read_prior
 from grpo_data.curriculum.stats import StoppingRule
 from grpo_data.profile_config import ProfileConfig
-from grpo_data.profile_parts import merge_parts, read_profile
+from grpo_data.profile_parts import merge_parts
 from grpo_data.profiler import profile_problems
 from grpo_data.tables.exports import export_profile, read_export
+from grpo_data.tables.profile_table import read_profile
 
 N = 48
 RULE = StoppingRule(confidence=0.9, screen_k=2, step_k=2, max_k=12, prior_screen_k=2)  # rounds alike

@@ -15,7 +15,7 @@ from grpo_data.generation.engines import Completion
 from grpo_data.profile_chunks import summarize_problem as row
 from grpo_data.profile_config import ProfileConfig
 from grpo_data.profile_metadata import run_metadata
-from grpo_data.profile_parts import merge_parts, parts_dir, read_profile
+from grpo_data.profile_parts import merge_parts, parts_dir
 from grpo_data.profiler import profile_problems
 from grpo_data.tables.cards import profile_column, read_card_record, write_card
 from grpo_data.tables.exports import (
@@ -31,6 +31,7 @@ from grpo_data.tables.exports import (
     sidecar,
     unknown_fields,
 )
+from grpo_data.tables.profile_table import read_profile
 from grpo_data.tables.shards import read_shards, write_shards
 from grpo_data.verify.judge import verdict_fingerprint
 

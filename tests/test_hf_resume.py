@@ -11,7 +11,7 @@ from test_priors import BoxedVerifier
 from grpo_data.curriculum.stats import StoppingRule
 from grpo_data.generation.engines import make_engine
 from grpo_data.generation.rollouts import SamplingConfig
-from grpo_data.profile_chunks import SEEDING, seeding_scheme
+from grpo_data.generation.seeding import SEEDING, seeding_scheme
 from grpo_data.profile_config import ProfileConfig
 from grpo_data.profile_parts import merge_parts
 from grpo_data.profiler import profile_problems

@@ -86,6 +86,37 @@ def test_every_module_of_grpo_data_lives_in_a_room_or_beside_the_profiler():
     assert rooms == ["curriculum", "generation", "integrations", "tables", "verify"]
 
 
+BESIDE_THE_ROOMS = ("grpo_data.profile", "grpo_data.ray_profile", "grpo_data.integrations")
+
+
+def test_no_room_imports_from_beside_the_profiler():
+    """The rooms are the base: what a room reads of a profile (its columns, its reader, the seeding
+    scheme) lives in a room, so the profiler and the plug-ins sit on top and nothing reaches up."""
+    graph = import_graph()
+    assert "grpo_data.profile_parts" in graph["grpo_data.profiler"]  # the checker sees the profiler's arrows
+    upward = sorted(f"{m} -> {d}" for m, deps in graph.items() if m.startswith(ROOMS)
+                    for d in deps if d.startswith(BESIDE_THE_ROOMS))
+    assert upward == []
+
+
+def test_reading_a_profile_loads_no_verifier_or_engine(tmp_path):
+    """A card, a shard set or a report reads a profile back (`read_profile`, `read_rejects`) and
+    merging one writes it: neither pays for math-verify, vLLM or torch."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nimport polars as pl\n"
+            "from grpo_data.tables.profile_table import REQUIRED_COLUMNS, read_profile, read_rejects\n"
+            "import grpo_data.profile_parts\n"
+            f"path = {str(tmp_path / 'p.parquet')!r}\n"
+            "pl.DataFrame({c: [1] for c in REQUIRED_COLUMNS}).write_parquet(path)\n"
+            "table, meta = read_profile(path)\n"
+            "assert table.height == 1 and meta == {} and read_rejects(path).height == 0\n"
+            "print(sorted(m for m in ('vllm', 'torch', 'datasets', 'math_verify', 'sympy', 'transformers') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
+
+
 def test_each_rooms_public_names_resolve_and_its_docstring_lists_every_module():
     import importlib
 

@@ -147,7 +147,7 @@ def test_shards_keep_the_profiles_left_out_problems_out_with_a_prior(tmp_path, c
     """The profiler left p2 out (its prompt does not fit the context): a prior value does not make it
     fit, so the set holds it no more than without the prior, and the manifest counts it as rejected,
     not as a problem on the prior alone."""
-    from grpo_data.profile_parts import rejects_file
+    from grpo_data.tables.profile_table import rejects_file
     from grpo_data.tables.shards import read_manifest, read_shards
     from pipelines.cli import main
 

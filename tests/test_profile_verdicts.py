@@ -77,9 +77,10 @@ def test_a_profile_counts_no_answer_apart_and_shows_what_it_could_not_read(tmp_p
     counts no_answer apart from wrong, and the run's format warning quotes the unread final sentences."""
     from grpo_data.generation.prompting import PromptConfig, SamplingConfig
     from grpo_data.profile_config import ProfileConfig
-    from grpo_data.profile_parts import merge_parts, read_profile
+    from grpo_data.profile_parts import merge_parts
     from grpo_data.profiler import profile_problems
     from grpo_data.tables.problems import to_table, user_prompt
+    from grpo_data.tables.profile_table import read_profile
 
     texts = ["right 1", "right 2", "wrong 3", "prose 4", "prose 5", "prose 6", "prose 7"]
     problems = to_table([{"id": f"id{i}", "source": "t", "prompt": user_prompt(t), "answer": t.split()[1], "level": None,

@@ -15,10 +15,11 @@ import pytest
 from grpo_data.curriculum.stats import StoppingRule, fit_grid_prior
 from grpo_data.generation.engines import Completion, make_engine
 from grpo_data.generation.prompting import SamplingConfig
-from grpo_data.profile_chunks import PROFILE_COLUMNS, summarize_problem
+from grpo_data.profile_chunks import summarize_problem
 from grpo_data.profile_config import ProfileConfig
-from grpo_data.profile_parts import ResumeError, discard_parts, merge_parts, parts_dir, read_profile
+from grpo_data.profile_parts import ResumeError, discard_parts, merge_parts, parts_dir
 from grpo_data.profiler import profile_problems, shard_slice
+from grpo_data.tables.profile_table import PROFILE_COLUMNS, read_profile
 
 
 class ScriptedEngine:
@@ -224,7 +225,7 @@ class ReseedableEngine(ScriptedEngine):
 
 
 def test_round_seed_is_a_function_of_seed_ids_and_round_only():
-    from grpo_data.profile_chunks import round_seed
+    from grpo_data.generation.seeding import round_seed
 
     ids = ["id004", "id005", "id006"]
     assert round_seed(0, ids, 0) == round_seed(0, list(ids), 0)  # same inputs, same seed (no hidden state)
@@ -282,7 +283,7 @@ def test_a_resumed_profile_equals_an_uninterrupted_one(tmp_path, pool, rule):
 
 
 def test_the_metadata_says_how_samples_were_seeded():
-    from grpo_data.profile_chunks import SEEDING, SEEDING_ENGINE_WIDE, seeding_scheme
+    from grpo_data.generation.seeding import SEEDING, SEEDING_ENGINE_WIDE, seeding_scheme
 
     problems, rates = scripted_problems(2)
     assert seeding_scheme(ReseedableEngine(rates)) == SEEDING
@@ -356,7 +357,7 @@ def test_a_profile_killed_and_resumed_equals_an_uninterrupted_one(tmp_path, worl
     samples (73 of 400 problems ended with other counts). The quick policy answers these problems
     wrongly but at lengths that vary from sample to sample, so the mean completion length per problem
     tells samples apart (the warm policy, whose counts would, takes minutes to build)."""
-    from grpo_data.profile_chunks import SEEDING
+    from grpo_data.generation.seeding import SEEDING
 
     data = tmp_path / "train.parquet"
     world_tables["train"].sort("id").head(64).write_parquet(data)
@@ -412,8 +413,8 @@ def test_vllm_and_hf_agree_in_distribution(tmp_path, warm_policy, pool):
 def test_vllm_profile_leaves_out_a_prompt_over_the_context(tmp_path, world_tables, untrained_policy, pool):
     """Engine: the real vLLM engine on the embedded tiny policy (context 192 tokens). Issue #34: one
     prompt longer than the context made vLLM refuse the whole call and killed the profile at 0/N."""
-    from grpo_data.profile_parts import rejects_file
     from grpo_data.tables.problems import to_table, user_prompt
+    from grpo_data.tables.profile_table import rejects_file
 
     padded = to_table([{"id": f"zz{i}", "source": "t", "prompt": user_prompt("1+2" * n), "answer": "3", "level": 1,
                         "meta": "{}"} for i, n in ((0, 80), (1, 40))])  # over the context; fits with less room

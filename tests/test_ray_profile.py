@@ -371,9 +371,10 @@ def test_the_pipeline_profile_stage_shards_over_fake_gpus(tmp_path, monkeypatch)
 
     def fake_ray(model, problems, cfg, choice, ray_settings, out, data, prior):
         seen.update(ray_settings, rows=problems.height)
-        from grpo_data.profile_chunks import PROFILE_COLUMNS, summarize_problem
+        from grpo_data.profile_chunks import summarize_problem
         from grpo_data.profile_parts import parts_dir
         from grpo_data.tables import io
+        from grpo_data.tables.profile_table import PROFILE_COLUMNS
 
         parts_dir(out).mkdir(parents=True, exist_ok=True)
         rows = pl.DataFrame([{"id": i, **summarize_problem(1, 2, [], 0, {})} for i in problems["id"]])

@@ -137,7 +137,7 @@ def test_pass_rate_plots_draw_estimates_and_the_runs_training_band(tmp_path):
     import matplotlib.pyplot as plt
 
     from grpo_data.curriculum.estimates import profile_estimates
-    from grpo_data.profile_parts import read_profile
+    from grpo_data.tables.profile_table import read_profile
     from pipelines.plots import write_plots
     from pipelines.report import pass_rate_figure, pool_levels, run_config, training_band
 

@@ -113,8 +113,8 @@ def check_path(path: str | Path) -> None:
 
 def _read(path: str | Path) -> tuple[pl.DataFrame, dict]:
     """The earlier profile's id, n_correct and k and its run metadata; PriorError naming the file
-    and what to give instead. Read here, not with `grpo_data.profile_parts.read_profile`, whose imports
-    (the verifier's) a verl environment cannot hold."""
+    and what to give instead. Read here, not with `grpo_data.tables.profile_table.read_profile`: only
+    the counts are read, and a file that is no profile is a PriorError the plug-ins report as theirs."""
     check_path(path)
     try:
         names = pl.read_parquet_schema(path)

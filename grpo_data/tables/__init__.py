@@ -11,6 +11,7 @@
     cards       Hugging Face dataset cards for a shard set
     card_provenance  a card's words on how its pass rates were measured and where its rows came from
     exports     profiles others can read (per-problem counts and the run that measured them)
+    profile_table  a profile's columns, and reading one back with the problems it left out
     world       the embedded arithmetic world
     io          atomic writes (a crash leaves the old file or the new one)
 
@@ -27,6 +28,7 @@ _HOMES = {
     "DecontamConfig": "decontam", "decontaminate": "decontam",
     "write_shards": "shards", "read_shards": "shards", "verify_shards": "shards",
     "ShardIntegrityError": "shards",
+    "read_profile": "profile_table", "read_rejects": "profile_table",
     "export_profile": "exports", "read_export": "exports", "ExportError": "exports",
     "WorldConfig": "world", "default_pool": "world",
     "write_parquet": "io", "write_json": "io", "write_jsonl": "io", "write_text": "io",

@@ -106,7 +106,7 @@ def seeding_note(seeding: str | None) -> str:
     """The card's words on the profile's seeding (metadata `seeding`; absent in older profiles)."""
     if seeding is None:
         return ""
-    from grpo_data.profile_chunks import SEEDING
+    from grpo_data.generation.seeding import SEEDING
 
     if seeding == SEEDING:
         return (f", samples seeded {seeding}: a profile resumed after a crash equals an uninterrupted one "

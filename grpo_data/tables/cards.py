@@ -286,7 +286,7 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     prof = manifest.get("profile", {})
     export, in_set = None, set_problems(table)
     if profile is not None:
-        from grpo_data.profile_parts import read_profile, read_rejects
+        from grpo_data.tables.profile_table import read_profile, read_rejects
 
         rows, rows_meta = read_profile(profile)
         same_profile(prof, rows_meta, Path(profile))

@@ -125,7 +125,7 @@ def card_record(meta: dict) -> dict:
         "backend": {"name": meta.get("backend"), "workers": meta.get("ray_workers"),
                     "wave": cfg.get("wave")},  # where it ran (`grpo_data.ray_profile`); None in older profiles
         "sampling": {**{name: sampling.get(name) for name in SAMPLING_FIELDS}, "seed": cfg.get("seed"),
-                     "seeding": meta.get("seeding")},  # how samples were seeded (`grpo_data.profile_chunks.SEEDING`)
+                     "seeding": meta.get("seeding")},  # how samples were seeded (`grpo_data.generation.seeding.SEEDING`)
         "samples": {"rule": cfg["rule"]} if cfg.get("rule") else {"k": cfg.get("k")},
         "prompt": {"template_hash": meta.get("template_hash"), **(cfg.get("prompt") or {})},
         "context_length": meta.get("context_length"),
@@ -384,7 +384,7 @@ def export_profile(profile: pl.DataFrame, meta: dict, out: str | Path, fmt: str 
     """Write the export of `profile` to `out` (parquet, footer EXPORT_KEY) and its record beside it
     (`sidecar(out)`), atomically; returns the record ({"card", "export", "profile"}). `inputs` (the
     profile's path, the problem table's) are refused as `out` (`check_out`). `left_out` (id, reason,
-    detail: the problems the profile left out, `grpo_data.profile_parts.read_rejects`) goes into the
+    detail: the problems the profile left out, `grpo_data.tables.profile_table.read_rejects`) goes into the
     record: they have no row."""
     check_out(out, inputs)
     table, info = export_table(profile, meta, fmt, problems, k, where, estimates)

@@ -132,7 +132,7 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame | None, out: str 
     unless the profile ran with `prior_groups: none` (`profile_meta`). `extra` keys are added to the
     manifest (e.g. a pipeline's record of the inputs it was built from). `prior` (one row per row of
     `problems`) adds the problems only it covers; `profile` may then be None. `left_out`: ids the
-    profile left out (their prompt does not fit the context; `grpo_data.profile_parts.rejects_file`), kept
+    profile left out (their prompt does not fit the context; `grpo_data.tables.profile_table.rejects_file`), kept
     out of the set even where the prior has a value; the manifest counts them as rejected
     (`profile_meta`'s `left_out`)."""
     if fmt not in FORMATS:

@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
 
     import polars as pl
 
-    from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.exports import ExportError, check_out, export_profile, read_problem_table, sidecar
+    from grpo_data.tables.profile_table import read_profile, read_rejects
 
     inputs = [args.profile, *([args.data] if args.data else [])]
     try:

@@ -249,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _report_left_out(stats: dict, out: str, context: int | None, cfg) -> None:
     if stats["left_out"] or stats["clipped"]:
-        from grpo_data.profile_parts import rejects_file
+        from grpo_data.tables.profile_table import rejects_file
 
         print(f"left out {stats['left_out']} problems whose prompt does not fit the context of "
               f"{context} tokens with max_tokens {cfg.sampling.max_tokens} (reasons in "

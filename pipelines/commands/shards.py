@@ -39,8 +39,8 @@ def run(args: argparse.Namespace) -> int:
 
     from grpo_data.curriculum.prior_profile import check_other_source
     from grpo_data.curriculum.priors import PriorError, check_recorded_prior
-    from grpo_data.profile_parts import read_profile, read_rejects
     from grpo_data.tables.loaders import DataError, read_provenance
+    from grpo_data.tables.profile_table import read_profile, read_rejects
     from grpo_data.tables.shards import DEFAULT_EDGES, write_shards
     from pipelines.commands.load import check_prior_args, read_prior_from_args
     from pipelines.stages import read_problems
