@@ -8,6 +8,8 @@ the backend, the engine's context).
 
 from __future__ import annotations
 
+from grpo_data.generation.seeding import SEEDING
+
 
 def prior_section(info: dict, own: int) -> str:
     """Markdown: whose estimate the prior is, how many samples stand behind it, how much it counts,
@@ -106,8 +108,6 @@ def seeding_note(seeding: str | None) -> str:
     """The card's words on the profile's seeding (metadata `seeding`; absent in older profiles)."""
     if seeding is None:
         return ""
-    from grpo_data.generation.seeding import SEEDING
-
     if seeding == SEEDING:
         return (f", samples seeded {seeding}: a profile resumed after a crash equals an uninterrupted one "
                 "(bit for bit on one machine and engine build)")

@@ -41,6 +41,7 @@ from grpo_data.tables.card_provenance import (
     verifier_line,
 )
 from grpo_data.tables.exports import ExportError, card_record, export_profile, id_scheme, unknown_fields
+from grpo_data.tables.profile_table import read_profile, read_rejects
 from grpo_data.tables.shards import ShardIntegrityError, read_shards, verify_shards
 
 _ESTIMATE_DOCS = ("`p_est` (estimated pass rate: posterior mean, see above; what `bucket` is cut on), "
@@ -286,8 +287,6 @@ def write_card(shards: str | Path, name: str, out: str | Path | None = None, lic
     prof = manifest.get("profile", {})
     export, in_set = None, set_problems(table)
     if profile is not None:
-        from grpo_data.tables.profile_table import read_profile, read_rejects
-
         rows, rows_meta = read_profile(profile)
         same_profile(prof, rows_meta, Path(profile))
         ids = profile_column(table, "id")
