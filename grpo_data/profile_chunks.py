@@ -13,9 +13,9 @@ import polars as pl
 
 from grpo_data.curriculum.priors import fit_logit_offset, offset_evidence
 from grpo_data.curriculum.stats import JEFFREYS, beta_mean, credible_interval, posterior, row_priors
+from grpo_data.generation import seeding
 from grpo_data.generation.context import ContextPolicy
 from grpo_data.generation.rollouts import RolloutSampler
-from grpo_data.generation.seeding import SEEDING, round_seed, seeding_scheme
 from grpo_data.profile_config import ProfileConfig
 from grpo_data.tables.exports import ROUND_SCHEMA
 from grpo_data.tables.profile_table import PROFILE_COLUMNS
@@ -114,10 +114,10 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
     warning; `keep_unread`). With the chunk's problem `ids` and an engine that can be reseeded, each
     round is seeded from (cfg.seed, ids, round) (`round_seed`)."""
     tallies = [_Tally() for _ in prompts]
-    seeded = ids is not None and seeding_scheme(sampler.engine) == SEEDING
+    seeded = ids is not None and seeding.seeding_scheme(sampler.engine) == seeding.SEEDING
 
     def seed_of(round_no: int) -> int | None:
-        return round_seed(cfg.seed, ids, round_no) if seeded else None
+        return seeding.round_seed(cfg.seed, ids, round_no) if seeded else None
 
     if cfg.rule is None:
         samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies, seed_of(0))

@@ -16,9 +16,8 @@ import polars as pl
 from grpo_data.generation.context import LEFT_OUT_SCHEMA, count_reasons
 from grpo_data.profile_chunks import UNREAD_EXAMPLES
 from grpo_data.profile_metadata import drawing, judging
-from grpo_data.tables import io
+from grpo_data.tables import io, profile_table
 from grpo_data.tables.exports import METADATA_KEY
-from grpo_data.tables.profile_table import rejects_file
 from grpo_data.verify.verdict import REASONS
 
 logger = logging.getLogger("grpo_data.profiler")  # the profiler's log, as before the split
@@ -58,8 +57,6 @@ def check_resumable(out: str | Path, metadata: dict) -> None:
 def discard_parts(out: str | Path) -> None:
     """Remove `out`.parts: every finished chunk of every shard (`grpo profile --restart`)."""
     shutil.rmtree(parts_dir(out), ignore_errors=True)
-
-
 
 
 def left_out_parts(out: str | Path) -> pl.DataFrame:
@@ -137,9 +134,9 @@ def merge_parts(out: str | Path, expected_ids: set[str] | None = None, n_shards:
                        else 0)
     if left.height:
         logger.warning("%d problems were left out of the profile, their prompt does not fit the context (%s): see %s",
-                       left.height, ", ".join(f"{r}: {n}" for r, n in meta["left_out"].items()), rejects_file(out))
+                       left.height, ", ".join(f"{r}: {n}" for r, n in meta["left_out"].items()), profile_table.rejects_file(out))
     warn_format(meta["format"]["rate"], meta["format"]["requested"], "the profile's")
     io.write_parquet(out, table, metadata={METADATA_KEY: json.dumps(meta, default=str)})
     io.write_json(Path(out).with_suffix(".json"), meta)
-    io.write_ndjson(rejects_file(out), left.sort("id"))
+    io.write_ndjson(profile_table.rejects_file(out), left.sort("id"))
     return table

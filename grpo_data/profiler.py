@@ -42,9 +42,10 @@ problem of the id-sorted table; `merge_parts` combines what all shards wrote.
 
 Beside this module, which holds the plan (`ProfilePlan`: shards cut into chunks, each one's history)
 and the loop (`profile_problems`): `grpo_data.profile_config` (ProfileConfig, `profile_options`),
-`grpo_data.profile_chunks` (one chunk's rounds, seeding and rows; `run_chunk`),
+`grpo_data.profile_chunks` (one chunk's rounds and rows, seeded by `grpo_data.generation.seeding`; `run_chunk`),
 `grpo_data.profile_metadata` (weights hash, versions, `run_metadata`) and `grpo_data.profile_parts`
-(the parts on disk: resume checks, left-out problems, `merge_parts`, `read_profile`).
+(the parts on disk: resume checks, left-out problems, `merge_parts`). Reading a profile back is
+`grpo_data.tables.profile_table`'s (`read_profile`).
 """
 
 from __future__ import annotations

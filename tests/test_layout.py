@@ -112,6 +112,10 @@ def test_reading_a_profile_loads_no_verifier_or_engine(tmp_path):
             "pl.DataFrame({c: [1] for c in REQUIRED_COLUMNS}).write_parquet(path)\n"
             "table, meta = read_profile(path)\n"
             "assert table.height == 1 and meta == {} and read_rejects(path).height == 0\n"
+            "from grpo_data.profile_parts import merge_parts, parts_dir\n"
+            "parts_dir(path).mkdir()\n"
+            "pl.DataFrame({c: [1] for c in REQUIRED_COLUMNS}).with_columns(id=pl.lit('a')).write_parquet(parts_dir(path) / 'shard0000-of-0001-000000.parquet')\n"
+            "assert merge_parts(path).height == 1 and read_profile(path)[1]['rows'] == 1\n"
             "print(sorted(m for m in ('vllm', 'torch', 'datasets', 'math_verify', 'sympy', 'transformers') if m in sys.modules))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr
