@@ -7,8 +7,8 @@
     curriculum    pass-rate posteriors, the band scheduler and the peers' samplers, priors, allocation
     profiler      the offline pass-rate estimator (one process or torchrun ranks): its plan and loop;
                   beside it profile_config (ProfileConfig, the options), profile_chunks (one chunk's
-                  rounds and rows, seeded by generation.seeding), profile_metadata (what produced a profile), profile_parts
-                  (parts on disk, resume checks, merge); ray_profile on Ray
+                  rounds and rows, seeded by generation.seeding), profile_metadata (what produced a
+                  profile), profile_parts (parts on disk, resume checks, merge); ray_profile on Ray
     integrations  the scheduler inside TRL's and verl's trainers
 
 The rooms group modules by what they are about; they are not layers (a shard card reads posteriors,
