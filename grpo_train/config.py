@@ -60,7 +60,8 @@ class SchedulerSection:
     settings by name (e.g. `scheduler.settings.p_easy=0.4`; names and sourced defaults in
     PoolsConfig and GresoConfig there; unknown names are refused); lo/hi: target band (default 0.2-0.8; `grpo bench
     e2e_select` on the chain world's validation split has chosen it over 0.2-0.95 once, tied once,
-    and lost once (0.808 vs 0.844 for the demo's pinned warm start, which trains in 0.2-0.95); it
+    and lost once (0.808 vs 0.844 for the demo's pinned warm start; the demo now trains with
+    uniform + DAPO, chosen by `grpo bench curriculum --split val`, and the default name stays band); it
     keeps more informative groups: choose on validation data where there is some);
     decay: forgetting per step; max_prior_k: cap on the offline profile's weight in samples (null:
     full weight, so the scheduler's first band decisions are the profiler's own); refresh_every:

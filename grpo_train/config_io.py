@@ -119,14 +119,26 @@ def _set_dotted(tree: dict, dotted: str, value) -> None:
 def pipeline_train_paths(spec: dict) -> dict:
     """Where `grpo pipeline` writes what training reads, for a pipeline file's spec: the model it
     names (or the warm start it builds), the data stage's tables, the profile and the run folder.
-    A pipeline file's `train:` section may set any of these itself."""
+    A pipeline file's `train:` section may set any of these itself. A pipeline whose profile is not
+    for training (`profile: {for_training: false}`, the demo's) trains from no profile."""
     out = Path(spec.get("out", "runs/pipeline"))
     data = out / ("world" if "world" in spec else "data")
+    for_training = profile_for_training(spec)
     return {"model": spec.get("model") or str(out / "policy-warm"),
             "data": {"train": str(data / "train.parquet"),
                      "heldout": str(data / ("test.parquet" if "world" in spec else "heldout.parquet")),
-                     "profile": str(out / "profile.parquet")},
+                     "profile": str(out / "profile.parquet") if for_training else None},
             "run": {"out": str(out / "train")}}
+
+
+def profile_for_training(spec: dict) -> bool:
+    """A pipeline's `profile: {for_training: ...}` (default true): whether training starts from the
+    pipeline's profile (its sampler's estimates, its priors) or from none, the profile then taken
+    after training as measurement only."""
+    value = (spec.get("profile") or {}).get("for_training", True)
+    if not isinstance(value, bool):
+        raise ValueError(f"profile: for_training must be true or false, got {value!r}")
+    return value
 
 
 def is_pipeline_spec(tree) -> bool:
@@ -143,9 +155,12 @@ def deep_merge(base: dict, extra: dict) -> dict:
 
 def train_tree(spec: dict) -> dict:
     """The train config tree of a pipeline spec: its `train:` section over the pipeline's paths, its
-    `data:` taking the profile section's prior settings unless it names its own (`stage_prior`)."""
+    `data:` taking the profile section's prior settings unless it names its own (`stage_prior`), or
+    when the profile is not for training."""
     tree = deep_merge(pipeline_train_paths(spec), spec.get("train") or {})
-    tree["data"].update(stage_prior((spec.get("train") or {}).get("data"), spec.get("profile")))
+    # training that reads no profile takes none of its priors either: only those its own data: names
+    inherited = spec.get("profile") if profile_for_training(spec) else None
+    tree["data"].update(stage_prior((spec.get("train") or {}).get("data"), inherited))
     return tree
 
 

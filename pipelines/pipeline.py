@@ -1,6 +1,7 @@
 """YAML pipelines: data (world or a real dataset) -> model (warm start or given) -> profile -> shards +
 card -> train -> evaluation, each stage reading the previous one's outputs by path and skipped when
-its inputs are unchanged.
+its inputs are unchanged. With `profile: {for_training: false}` (the demo's) training comes before
+the profile, which then measures the warm start for the report and the card and feeds no run.
 
     outputs = run_pipeline("pipelines/arith_demo.yaml", quick=False)
 
@@ -24,7 +25,7 @@ import polars as pl
 import yaml
 
 from grpo_data.tables import io
-from grpo_train.config_io import PRIOR_KEYS, deep_merge
+from grpo_train.config_io import PRIOR_KEYS, deep_merge, profile_for_training
 from pipelines.pipeline_priors import (
     check_priors,
     prior_fields,
@@ -61,6 +62,9 @@ def load_spec(path: str | Path, quick: bool = False, seed: int | None = None) ->
     unknown = sorted(set(spec.get("shards") or {}) - set(SHARDS_KEYS))
     if unknown:
         raise ValueError(f"{path}: shards: unknown key(s) {unknown}; accepted: {', '.join(SHARDS_KEYS)}")
+    if not profile_for_training(spec) and ((spec.get("train") or {}).get("data") or {}).get("profile"):
+        raise ValueError(f"{path}: train.data.profile is set but profile.for_training is false (training reads no "
+                         "profile): remove one of them; for_training: true trains from the pipeline's profile")
     check_priors(spec, path)
     return spec
 
@@ -218,6 +222,16 @@ def _profile_on_ray(model: str, problems: pl.DataFrame, cfg, choice: dict, ray: 
                                     prior=prior, **timeout)
 
 
+def profile_section(spec: dict) -> tuple[dict, bool]:
+    """The `profile:` section's engine settings and `for_training` (default true). True: the pool is
+    profiled before training, which starts its scheduler from the profile (and is charged for it).
+    False: training starts with no profile (its scheduler's online estimates only, as the pipeline's
+    default sampler, uniform + DAPO, needs none) and the warm start's profile is taken after training,
+    as measurement for the report's before/after panels and the card, charged to no run."""
+    for_training = profile_for_training(spec)
+    return {k: v for k, v in (spec.get("profile") or {}).items() if k != "for_training"}, for_training
+
+
 def shards_key(profile: Path, shards_spec: dict) -> dict:
     """What a pipeline's shard set depends on (kept in its manifest): the profile's content (sha256,
     as training's key has it: a profile re-run under other settings, same rows and weights, rebuilds
@@ -355,18 +369,22 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
         model = str(bootstrap(pl.read_parquet(paths["sft"]), out / "policy-warm", bcfg))
     timings["model"] = time.monotonic() - t
 
-    t = _stage("profile")
-    profile = profile_stage(model, paths["train"], spec.get("profile", {}), out / "profile.parquet")
-    timings["profile"] = time.monotonic() - t
+    pcfg, for_training = profile_section(spec)
+    profile, card = out / "profile.parquet", None
+    if for_training:
+        t = _stage("profile")
+        profile = profile_stage(model, paths["train"], pcfg, profile)
+        timings["profile"] = time.monotonic() - t
 
-    t = _stage("shards + card")
-    card = shards_stage(spec, paths["train"], profile, out)
-    timings["shards"] = time.monotonic() - t
+        t = _stage("shards + card")
+        card = shards_stage(spec, paths["train"], profile, out)
+        timings["shards"] = time.monotonic() - t
 
-    t = _stage("train (scheduled GRPO)")
+    t = _stage("train (scheduled GRPO)" if for_training else "train (GRPO, no profile)")
     # the pipeline's paths (pipeline_train_paths), the ones this run just wrote
     tree = deep_merge(train_tree(spec), {"model": str(model), "data": {"train": str(paths["train"]),
-                      "heldout": str(paths["heldout"]), "profile": str(profile)}, "run": {"out": str(out / "train")}})
+                      "heldout": str(paths["heldout"]), "profile": str(profile) if for_training else None},
+                      "run": {"out": str(out / "train")}})
     cfg = config_from_tree(tree)
     run_dir = Path(cfg.run.out)
     from grpo_data.profile_metadata import weights_hash
@@ -374,7 +392,7 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
 
     # resume only a run of the same inputs: a new warm start or profile under the same paths starts over
     key = {"config": dump_config(cfg), "weights": weights_hash(str(model)),
-           "profile": hashlib.sha256(Path(profile).read_bytes()).hexdigest()}
+           "profile": hashlib.sha256(Path(profile).read_bytes()).hexdigest() if for_training else None}
     stamp = run_dir / "pipeline-key.json"
     if run_dir.exists() and (not stamp.exists() or json.loads(stamp.read_text()) != key):
         print(f"inputs of {run_dir} changed since it was trained: training starts over")
@@ -392,9 +410,13 @@ def run_pipeline(path: str | Path, quick: bool = False, seed: int | None = None)
     timings["train"] = time.monotonic() - t
 
     t = _stage("evaluate")
+    if not for_training:  # measurement for the report and the card, after training, which never read it
+        profile = profile_stage(model, paths["train"], pcfg, profile)
+        card = shards_stage(spec, paths["train"], profile, out)
     final = latest_checkpoint(run_dir) / "hf"
-    after = profile_stage(str(final), paths["train"], spec.get("profile", {}), out / "profile-after.parquet")
-    summary = summarize(run_dir, profile, after, paths["train"], (cfg.scheduler.lo, cfg.scheduler.hi))
+    after = profile_stage(str(final), paths["train"], pcfg, out / "profile-after.parquet")
+    summary = summarize(run_dir, profile, after, paths["train"], (cfg.scheduler.lo, cfg.scheduler.hi),
+                        profile_charged=for_training)
     summary["timings_s"] = timings
     summary["warm_start"] = warm_start_identity(model)
     summary["card"] = str(card)

@@ -15,7 +15,7 @@ import polars as pl
 from grpo_data.curriculum.prior_profile import check_prior_settings, read_prior_settings
 from grpo_data.curriculum.priors import DEFAULT_WEIGHT, PriorError, keep_patterns
 from grpo_data.tables.shards import sha256_file
-from grpo_train.config_io import PRIOR_KEYS, stage_prior
+from grpo_train.config_io import PRIOR_KEYS, profile_for_training, stage_prior
 
 
 def check_priors(spec: dict, path: str | Path) -> None:
@@ -39,7 +39,8 @@ def check_priors(spec: dict, path: str | Path) -> None:
         weight = settings.get("prior_weight")
         return settings.get("prior"), settings.get("prior_profile"), DEFAULT_WEIGHT if weight is None else float(weight)
 
-    for where, section in (("shards", shards), ("train.data", train_data)):
+    readers = (("shards", shards), ("train.data", train_data)) if profile_for_training(spec) else (("shards", shards),)
+    for where, section in readers:  # training that reads no profile reads it with no prior
         used = said(stage_prior(section, profile))
         if used != said(profile):
             shown = ", ".join(f"{k} {v}" for k, v in zip(PRIOR_KEYS, said(profile), strict=True) if v is not None)
@@ -54,7 +55,7 @@ def prior_fields(spec: dict) -> tuple[str, ...]:
     column prior the pipeline's stages read (`prior` of the profile, the shards and training)."""
     profile = spec.get("profile") or {}
     specs = {profile.get("prior"), stage_prior(spec.get("shards"), profile).get("prior"),
-             stage_prior((spec.get("train") or {}).get("data"), profile).get("prior")}
+             stage_prior((spec.get("train") or {}).get("data"), profile if profile_for_training(spec) else None).get("prior")}
     return tuple(dict.fromkeys(pattern for s in sorted(x for x in specs if x) for pattern in keep_patterns(s)))
 
 

@@ -11,9 +11,12 @@ from pathlib import Path
 import polars as pl
 
 
-def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple[float, float]) -> dict:
+def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple[float, float],
+              profile_charged: bool = True) -> dict:
     """Test accuracy before/after (overall, by level) and the training pool's pass rates before and
-    after: mean posterior estimate and the share estimated inside the band training used."""
+    after: mean posterior estimate and the share estimated inside the band training used.
+    profile_charged: whether training started from the `before` profile (its samples count in the
+    run's total) or the profile was measurement only, taken after training (`for_training: false`)."""
     from grpo_data.curriculum.estimates import profile_estimates
     from grpo_data.tables.profile_table import read_profile
     from grpo_train.metrics import read_metrics
@@ -45,7 +48,7 @@ def summarize(run_dir: Path, before: Path, after: Path, train: Path, band: tuple
                              for lv in levels},
         "steps": trains[-1]["step"] if trains else 0,
         "rollouts_generated": trains[-1]["rollouts_generated"] if trains else 0,
-        "profile_samples": int(before_table["k"].sum()),
+        "profile_samples": int(before_table["k"].sum()), "profile_charged": profile_charged,
         "informative_rollout_ratio": trains[-1]["informative_rollout_ratio"] if trains else 0.0,
         "train_pass_rate_before": float(b["p_est"].mean()), "train_pass_rate_after": float(a["p_est"].mean()),
         "band": list(band), "in_band_share_before": in_band(b), "in_band_share_after": in_band(a),
@@ -74,8 +77,13 @@ def summary_table(s: dict) -> str:
         lines.append(f"| gain, paired over {g['problems']} problems (k = {k}) | | {g['mean']:+.3f} +- {g['se']:.3f} SE "
                      f"({g['mean'] / g['se'] if g['se'] else float('inf'):.1f} SE) |")
     lines += [f"| level {lv} | {b:.3f} | {a:.3f} |" for lv, (b, a) in s["heldout_by_level"].items()]
-    lines += ["", f"steps: {s['steps']}, rollouts generated: {s['rollouts_generated']} in training + "
-              f"{s['profile_samples']} in the offline profile = {s['rollouts_generated'] + s['profile_samples']}, "
+    if s.get("profile_charged", True):
+        spent = (f"{s['rollouts_generated']} in training + {s['profile_samples']} in the offline profile = "
+                 f"{s['rollouts_generated'] + s['profile_samples']}")
+    else:  # the warm start's profile was taken after training, for this table only
+        spent = (f"{s['rollouts_generated']} (training used no profile; the {s['profile_samples']} samples of the "
+                 "warm start's profile below were drawn after it, as measurement)")
+    lines += ["", f"steps: {s['steps']}, rollouts generated: {spent}, "
               f"informative-rollout ratio: {s['informative_rollout_ratio']:.3f}",
               f"training pool, mean estimated pass rate: {s['train_pass_rate_before']:.3f} -> "
               f"{s['train_pass_rate_after']:.3f}; in-band share of the pool (estimated pass rate in {s['band']}): "

@@ -1,4 +1,5 @@
-"""Demo plots (PNG): estimated pass-rate histogram before/after training (with the training band),
+"""Demo plots (PNG): estimated pass-rate histogram before/after training (with the run's band: the one
+training used, or the one its trace measures for a sampler with none),
 held-out accuracy against rollouts generated, band occupancy over training."""
 
 from __future__ import annotations

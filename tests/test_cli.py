@@ -60,6 +60,8 @@ def test_gpu_example_config_names_its_model_and_data():
     assert cfg.rollout.vllm.max_model_len is not None and cfg.optim.gradient_checkpointing
     demo = load_config("pipelines/arith_demo.yaml")
     assert demo.model == "runs/demo/policy-warm" and demo.data.train == "runs/demo/world/train.parquet"
+    # the demo trains with the sampler chosen on validation (uniform + DAPO), from no profile
+    assert demo.scheduler.name == "uniform" and demo.rollout.dynamic_resampling and demo.data.profile is None
 
 
 def test_documented_launch_commands_are_the_ones_the_code_runs():

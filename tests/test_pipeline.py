@@ -103,7 +103,13 @@ def test_quick_demo_end_to_end_and_rerun_skips(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 6 and summary["rollouts_generated"] > 0
     assert set(summary["heldout_by_level"]) == {str(i) for i in range(1, 11)}
-    assert summary["band"] == [0.2, 0.95] and 0 <= summary["in_band_share_before"] <= 1
+    assert summary["band"] == [0.2, 0.8] and 0 <= summary["in_band_share_before"] <= 1
+    # the demo's sampler needs no profile: training read none, and the warm start's profile came after it
+    resolved = yaml.safe_load((out / "train" / "resolved_config.yaml").read_text())
+    assert resolved["data"]["profile"] is None and resolved["scheduler"]["name"] == "uniform"
+    assert summary["profile_charged"] is False and summary["profile_samples"] > 0
+    assert (out / "profile.parquet").stat().st_mtime_ns > (out / "train" / "metrics.jsonl").stat().st_mtime_ns
+    assert "training used no profile" in first.stdout
     assert "| test accuracy | before | after |" in first.stdout
     # the first and last evaluations at eval_k_ends, paired per problem: the gain carries its own SE
     gain, test_rows = summary["paired_gain"], len(pl.read_parquet(out / "world" / "test.parquet"))
@@ -138,3 +144,130 @@ def test_the_shard_set_is_keyed_on_the_profiles_content(tmp_path):
     table.with_columns(pl.Series("n_correct", [2, 2])).write_parquet(
         profile, metadata={"grpo_profile": json.dumps({"weights_hash": "w", "rows": 2})})
     assert shards_key(profile, {"format": "verl"}) != key
+
+
+def test_profile_for_training_decides_what_training_reads():
+    """`profile: {for_training: false}` trains from no profile (the demo's sampler needs none); the
+    default, and true, hand training the pipeline's profile; anything else is refused by name."""
+    from grpo_train.config_io import pipeline_train_paths
+    from pipelines.pipeline import profile_section
+
+    spec = {"out": "runs/x", "world": {}, "profile": {"for_training": False, "adaptive": True}}
+    assert profile_section(spec) == ({"adaptive": True}, False)  # the engine settings never see the key
+    assert pipeline_train_paths(spec)["data"]["profile"] is None
+    for section in ({"adaptive": True}, {"for_training": True}, None):
+        assert profile_section({"profile": section})[1] is True
+        assert pipeline_train_paths({"out": "runs/x", "world": {}, "profile": section})["data"]["profile"] == \
+            str(Path("runs/x") / "profile.parquet")
+    with pytest.raises(ValueError, match="for_training must be true or false"):
+        profile_section({"profile": {"for_training": "no"}})
+
+
+def test_the_summary_charges_a_profile_only_when_training_used_it():
+    from pipelines.pipeline_summary import summary_table
+
+    s = {"heldout_before": 0.7, "heldout_after": 0.72, "heldout_se_after": 0.02, "paired_gain": None,
+         "heldout_by_level": {}, "steps": 10, "rollouts_generated": 4000, "profile_samples": 2300,
+         "informative_rollout_ratio": 0.4, "train_pass_rate_before": 0.6, "train_pass_rate_after": 0.65,
+         "band": [0.2, 0.8], "in_band_share_before": 0.3, "in_band_share_after": 0.28}
+    assert "4000 in training + 2300 in the offline profile = 6300" in summary_table(s)
+    measured = summary_table({**s, "profile_charged": False})
+    assert "rollouts generated: 4000 (training used no profile" in measured and "6300" not in measured
+
+
+def test_a_pipeline_that_trains_from_no_profile_hands_training_none_of_its_priors(tmp_path):
+    """The demo's sampler (uniform) refuses priors: a prior in its profile section is the profile's
+    (and the shards'), never training's; a profile path or a bad for_training is refused before any stage."""
+    from grpo_train.config_io import config_from_tree, train_tree
+
+    spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())
+    spec["profile"].update({"prior": "bigmath", "prior_weight": 4})
+    path = tmp_path / "p.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    loaded = load_spec(path)  # accepted: training reads no profile, so no prior
+    tree = train_tree(loaded)
+    assert tree["data"]["profile"] is None and "prior" not in tree["data"]
+    assert config_from_tree(tree).scheduler.name == "uniform"
+    spec["profile"]["for_training"] = True  # trained from the profile: its prior reaches training
+    path.write_text(yaml.safe_dump(spec))
+    assert train_tree(load_spec(path))["data"]["prior"] == "bigmath"
+
+    spec["profile"]["for_training"] = False
+    spec["train"]["data"] = {"profile": "runs/mine/profile.parquet"}
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ValueError, match="train.data.profile is set but profile.for_training is false"):
+        load_spec(path)
+    spec["train"].pop("data")
+    spec["profile"]["for_training"] = "false"
+    path.write_text(yaml.safe_dump(spec))
+    with pytest.raises(ValueError, match="for_training must be true or false"):
+        load_spec(path)
+
+
+def test_run_pipeline_trains_first_and_profiles_after_when_the_profile_is_not_for_training(tmp_path, monkeypatch):
+    """The stage order and what training reads, with every engine stubbed: with for_training false the
+    warm start is profiled after training, training gets no profile, the summary charges none, and a
+    profile redone later does not restart a finished training run; with true, the former order."""
+    import grpo_data.profile_metadata
+    import grpo_train.metrics
+    import grpo_train.trainer
+    import pipelines.pipeline as pp
+    import pipelines.plots
+    import pipelines.report
+
+    calls = []
+    world = tmp_path / "world"
+    world.mkdir()
+    for name in ("train", "heldout"):
+        pl.DataFrame({"id": ["a"], "problem": ["1+1"], "answer": ["2"]}).write_parquet(world / f"{name}.parquet")
+
+    def profile_stage(model, train, pcfg, out, seed=0, limit=None):
+        assert "for_training" not in pcfg  # the engine's settings never see the pipeline's key
+        calls.append(("profile", Path(model).name, out.name))
+        out.write_bytes(str(len(calls)).encode())  # other content every time: a redone profile
+        return out
+
+    def train(cfg, resume=True):
+        calls.append(("train", cfg.data.profile))
+        Path(cfg.run.out, "trained").write_text("x")
+
+    summaries = []
+    monkeypatch.setattr(pp, "data_stage", lambda spec, out: {"train": world / "train.parquet",
+                                                             "heldout": world / "heldout.parquet"})
+    monkeypatch.setattr(pp, "decontaminate_stage", lambda spec, paths: paths)
+    monkeypatch.setattr(pp, "profile_stage", profile_stage)
+    monkeypatch.setattr(pp, "shards_stage", lambda spec, train, profile, out: calls.append(("shards", profile.name)))
+    monkeypatch.setattr(pp, "summarize", lambda *a, **kw: summaries.append(kw) or {})
+    monkeypatch.setattr(pp, "summary_table", lambda s: "")
+    monkeypatch.setattr(pp, "warm_start_identity", lambda model: None)
+    monkeypatch.setattr(grpo_train.trainer, "train", train)
+    monkeypatch.setattr(grpo_train.metrics, "latest_checkpoint", lambda run_dir: tmp_path / "ckpt")
+    monkeypatch.setattr(grpo_train.metrics, "run_complete", lambda ckpt, run: (Path(run.out) / "trained").exists())
+    monkeypatch.setattr(grpo_data.profile_metadata, "weights_hash", lambda model: "w")
+    monkeypatch.setattr(pipelines.plots, "write_plots", lambda *a: [])
+    monkeypatch.setattr(pipelines.report, "write_report", lambda *a: tmp_path / "report.html")
+
+    spec = yaml.safe_load((ROOT / "pipelines" / "arith_demo.yaml").read_text())
+    spec.pop("quick")
+    spec.update({"out": str(tmp_path / "demo"), "model": str(tmp_path / "warm")})
+    path = tmp_path / "demo.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    pp.run_pipeline(path)
+    assert calls == [("train", None), ("profile", "warm", "profile.parquet"), ("shards", "profile.parquet"),
+                     ("profile", "hf", "profile-after.parquet")]
+    assert summaries[-1] == {"profile_charged": False}
+    calls.clear()
+    pp.run_pipeline(path)  # the profile is redone (other bytes): training, which never read it, stays done
+    assert [c[0] for c in calls] == ["profile", "shards", "profile"]
+    assert (tmp_path / "demo" / "train" / "trained").exists()
+
+    spec["profile"]["for_training"] = True
+    spec["train"]["scheduler"] = {"name": "band", "lo": 0.2, "hi": 0.95}
+    spec["out"] = str(tmp_path / "profiled")
+    path.write_text(yaml.safe_dump(spec))
+    calls.clear()
+    pp.run_pipeline(path)
+    assert calls == [("profile", "warm", "profile.parquet"), ("shards", "profile.parquet"),
+                     ("train", str(tmp_path / "profiled" / "profile.parquet")),
+                     ("profile", "hf", "profile-after.parquet")]
+    assert summaries[-1] == {"profile_charged": True}
