@@ -38,6 +38,7 @@ REFERENCE_SEED = 64  # the reference's draws are independent of the adaptive pro
 MAX_TOKENS = 128
 SCREENS = (2, 1)  # the default screen (primary), then one sample (secondary)
 GOAL = {"samples_ratio": 2.0, "agreement_drop": 0.01}
+CHUNK = 256  # problems per chunk as Amendment 6's run profiled (never registered; Amendment 9 tries 64)
 
 
 def other_warm_start(workdir: Path = Path("runs")) -> Path:
@@ -92,8 +93,10 @@ def summarize(reference: np.ndarray, decisions: dict[str, np.ndarray], samples: 
     return out
 
 
-def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
-    """The registered measurement (Amendment 6); `quick`: 160 problems, reference k = 16."""
+def run(quick: bool = False, workdir: str = "runs/bench-prior", chunk_size: int = CHUNK) -> dict:
+    """The registered measurement (Amendment 6); `quick`: 160 problems, reference k = 16. chunk_size:
+    problems per chunk of the adaptive profiles (Amendment 9: 64, the profiler's default; the fixed-k
+    reference and prior draw the same samples at any chunk size: seeds follow problem and round)."""
     from bench.common import RESULTS, pool_table
     from bench.gsweep_bench import sweep_warm_start
     from grpo_data.curriculum.prior_profile import read_profile_prior
@@ -111,7 +114,7 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
     if not table.exists() or not pl.read_parquet(table).equals(problems):
         io.write_parquet(table, problems)
     prior_path = other_profile(table, work / f"other-k{PRIOR_K}-{n}.parquet", temperature=1.0)
-    base = {"max_tokens": MAX_TOKENS, "temperature": 1.0, "chunk_size": 256}
+    base = {"max_tokens": MAX_TOKENS, "temperature": 1.0, "chunk_size": CHUNK}
     # its own seed: the adaptive profiles' first samples are not the reference's
     ref_path = pipeline.profile_stage(str(policy), table, {**base, "k": ref_k}, work / f"reference-k{ref_k}-{n}.parquet",
                                       seed=REFERENCE_SEED)
@@ -124,8 +127,9 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
     for screen in SCREENS:
         for name, extra in ((f"scratch_screen{screen}", {}),
                             (f"prior_screen{screen}", {"prior_profile": str(prior_path), "prior_weight": PRIOR_WEIGHT})):
-            path = pipeline.profile_stage(str(policy), table, {**base, "adaptive": True, "screen_k": screen, **extra},
-                                          work / f"{name}-{n}.parquet")
+            path = pipeline.profile_stage(str(policy), table, {**base, "chunk_size": chunk_size, "adaptive": True,
+                                                               "screen_k": screen, **extra},
+                                          work / f"{name}-{n}{'' if chunk_size == CHUNK else f'-c{chunk_size}'}.parquet")
             got, meta = read_profile(path)
             got = got.sort("id")
             if got["id"].to_list() != ids:
@@ -142,7 +146,7 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
     prior_table, prior_meta = read_profile(prior_path)
     prior_table = prior_table.sort("id")
     result.update({
-        "problems": n, "reference_k": ref_k, "reference_in_band_share": float(truth.mean()),
+        "problems": n, "chunk_size": chunk_size, "reference_k": ref_k, "reference_in_band_share": float(truth.mean()),
         "reference_samples": int(reference["k"].sum()), "rule": {"lo": rule.lo, "hi": rule.hi,
                                                                  "confidence": rule.confidence, "step_k": rule.step_k,
                                                                  "max_k": rule.max_k},

@@ -91,6 +91,12 @@ def quick_module(name: str, module: str) -> Callable[[Request], tuple[str, dict]
     return run
 
 
+def prior_chunk64(req: Request) -> tuple[str, dict]:
+    from bench import prior_bench
+
+    return "prior_chunk64", prior_bench.run(quick=req.quick, chunk_size=64)
+
+
 def trl(req: Request) -> tuple[str, dict]:
     from bench import trl_bench
 
@@ -183,6 +189,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "curriculum_lr": Benchmark(curriculum_lr, in_all=False),
     "curriculum": Benchmark(curriculum, in_all=False),
     "prior": Benchmark(quick_module("prior", "prior_bench")),  # issue #34
+    "prior_chunk64": Benchmark(prior_chunk64),  # issue #34, Amendment 9
     "ray_profile": Benchmark(quick_module("ray_profile", "ray_profile_bench")),  # issue #37
 }
 
