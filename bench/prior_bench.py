@@ -93,10 +93,20 @@ def summarize(reference: np.ndarray, decisions: dict[str, np.ndarray], samples: 
     return out
 
 
-def run(quick: bool = False, workdir: str = "runs/bench-prior", chunk_size: int = CHUNK) -> dict:
-    """The registered measurement (Amendment 6); `quick`: 160 problems, reference k = 16. chunk_size:
-    problems per chunk of the adaptive profiles (Amendment 9: 64, the profiler's default; the fixed-k
-    reference and prior draw the same samples at any chunk size: seeds follow problem and round)."""
+def samples_at_agreement(points: list[tuple[float, float]], target: float) -> float | None:
+    """Samples a profile needs to reach band agreement `target`, read off its (samples, agreement)
+    points: linear between the first two neighbours in order of samples whose agreements bracket it
+    (Amendment 10); None when no pair brackets it (no extrapolation)."""
+    pts = sorted(points)
+    for (s0, a0), (s1, a1) in zip(pts, pts[1:]):
+        if min(a0, a1) <= target <= max(a0, a1):
+            return s0 if a1 == a0 else s0 + (s1 - s0) * (target - a0) / (a1 - a0)
+    return None
+
+
+def _inputs(quick: bool, work: Path) -> dict:
+    """What every arm shares: the warm start, the problems, the other warm start's profile read as a
+    prior, the k = 64 reference and its band decisions (each built once and reused)."""
     from bench.common import RESULTS, pool_table
     from bench.gsweep_bench import sweep_warm_start
     from grpo_data.curriculum.prior_profile import read_profile_prior
@@ -106,7 +116,6 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior", chunk_size: int 
     from pipelines import pipeline
     from pipelines.stages import write_world
 
-    work = Path(workdir)
     policy = sweep_warm_start(RESULTS)
     n, ref_k = (160, 16) if quick else (PROBLEMS, REFERENCE_K)
     problems = pool_table(pl.read_parquet(write_world("runs/world")["train"]), n, level=False)
@@ -121,32 +130,57 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior", chunk_size: int 
     rule = StoppingRule()
     reference = read_profile(ref_path)[0].sort("id")
     truth = (reference["pass_rate"] >= rule.lo).to_numpy() & (reference["pass_rate"] <= rule.hi).to_numpy()
-    decisions, samples, offsets = {}, {}, {}
     ids = reference["id"].to_list()
-    prior = read_profile_prior(prior_path, ids, PRIOR_WEIGHT)
-    for screen in SCREENS:
-        for name, extra in ((f"scratch_screen{screen}", {}),
-                            (f"prior_screen{screen}", {"prior_profile": str(prior_path), "prior_weight": PRIOR_WEIGHT})):
-            path = pipeline.profile_stage(str(policy), table, {**base, "chunk_size": chunk_size, "adaptive": True,
-                                                               "screen_k": screen, **extra},
-                                          work / f"{name}-{n}{'' if chunk_size == CHUNK else f'-c{chunk_size}'}.parquet")
-            got, meta = read_profile(path)
-            got = got.sort("id")
-            if got["id"].to_list() != ids:
-                raise RuntimeError(f"{path}: its problems are not the reference's")
-            used = prior if extra else None
-            decisions[name] = band_decision(got, rule, used)
-            samples[name] = int(got["k"].sum())
-            if used is not None:
-                from grpo_data.curriculum.priors import merge_offline
+    return {"policy": policy, "n": n, "ref_k": ref_k, "table": table, "prior_path": prior_path, "base": base,
+            "rule": rule, "reference": reference, "truth": truth, "ids": ids,
+            "prior": read_profile_prior(prior_path, ids, PRIOR_WEIGHT)}
 
-                offsets[name] = merge_offline((got["n_correct"].to_numpy().astype(float),
-                                               got["k"].to_numpy().astype(float)), used).offset
+
+def _adaptive(inp: dict, work: Path, stem: str, settings: dict, with_prior: bool) -> tuple[np.ndarray, int, float | None]:
+    """One adaptive profile of the problems (reused when unchanged): its band decisions as a
+    scheduler reads them, its samples, and the offset fitted against the prior (None without one)."""
+    from grpo_data.curriculum.priors import merge_offline
+    from grpo_data.tables.profile_table import read_profile
+    from pipelines import pipeline
+
+    extra = {"prior_profile": str(inp["prior_path"]), "prior_weight": PRIOR_WEIGHT} if with_prior else {}
+    path = pipeline.profile_stage(str(inp["policy"]), inp["table"], {**inp["base"], "adaptive": True, **settings, **extra},
+                                  work / f"{stem}.parquet")
+    got = read_profile(path)[0].sort("id")
+    if got["id"].to_list() != inp["ids"]:
+        raise RuntimeError(f"{path}: its problems are not the reference's")
+    used = inp["prior"] if with_prior else None
+    offset = None
+    if used is not None:
+        offset = merge_offline((got["n_correct"].to_numpy().astype(float), got["k"].to_numpy().astype(float)),
+                               used).offset
+    return band_decision(got, inp["rule"], used), int(got["k"].sum()), offset
+
+
+def run(quick: bool = False, workdir: str = "runs/bench-prior", chunk_size: int = CHUNK) -> dict:
+    """The registered measurement (Amendment 6); `quick`: 160 problems, reference k = 16. chunk_size:
+    problems per chunk of the adaptive profiles (Amendment 9: 64, the profiler's default; the fixed-k
+    reference and prior draw the same samples at any chunk size: seeds follow problem and round)."""
+    from grpo_data.tables.profile_table import read_profile
+
+    work = Path(workdir)
+    inp = _inputs(quick, work)
+    rule, truth = inp["rule"], inp["truth"]
+    decisions, samples, offsets = {}, {}, {}
+    for screen in SCREENS:
+        for name, with_prior in ((f"scratch_screen{screen}", False), (f"prior_screen{screen}", True)):
+            stem = f"{name}-{inp['n']}{'' if chunk_size == CHUNK else f'-c{chunk_size}'}"
+            decisions[name], samples[name], offset = _adaptive(inp, work, stem, {"chunk_size": chunk_size,
+                                                                                "screen_k": screen}, with_prior)
+            if offset is not None:
+                offsets[name] = offset
     result = summarize(truth, decisions, samples)
-    prior_table, prior_meta = read_profile(prior_path)
+    prior_table, prior_meta = read_profile(inp["prior_path"])
     prior_table = prior_table.sort("id")
+    reference = inp["reference"]
     result.update({
-        "problems": n, "chunk_size": chunk_size, "reference_k": ref_k, "reference_in_band_share": float(truth.mean()),
+        "problems": inp["n"], "chunk_size": chunk_size, "reference_k": inp["ref_k"],
+        "reference_in_band_share": float(truth.mean()),
         "reference_samples": int(reference["k"].sum()), "rule": {"lo": rule.lo, "hi": rule.hi,
                                                                  "confidence": rule.confidence, "step_k": rule.step_k,
                                                                  "max_k": rule.max_k},
@@ -158,5 +192,48 @@ def run(quick: bool = False, workdir: str = "runs/bench-prior", chunk_size: int 
                       == truth)),
                   "mean_pass_rate": float(prior_table["pass_rate"].mean())},
         "offset_fitted": offsets, "mean_pass_rate_reference": float(reference["pass_rate"].mean()),
-        "warm_start": str(policy), "goal": GOAL})
+        "warm_start": str(inp["policy"]), "goal": GOAL})
     return result
+
+
+CONFIDENCES = (0.7, 0.8, 0.9, 0.95)  # Amendment 10's sweep of the stopping confidence (0.8: the default)
+MATCHED_CHUNK = 64
+
+
+def run_matched(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
+    """Amendment 10: scratch and prior profiles (default screens, chunks of 64) at each stopping
+    confidence of CONFIDENCES, and the samples each needs at the other's agreement at 0.8."""
+    work = Path(workdir)
+    inp = _inputs(quick, work)
+    curves = {}
+    for arm, with_prior in (("scratch", False), ("prior", True)):
+        points = []
+        for conf in CONFIDENCES:
+            # confidence 0.8 is the default: the same file (and profile) as Amendment 9's run
+            stem = f"{arm}_screen2-{inp['n']}-c{MATCHED_CHUNK}" + ("" if conf == 0.8 else f"-conf{conf}")
+            settings = {"chunk_size": MATCHED_CHUNK, "screen_k": 2, **({} if conf == 0.8 else {"confidence": conf})}
+            decided, spent, offset = _adaptive(inp, work, stem, settings, with_prior)
+            points.append({"confidence": conf, "samples": spent, "offset": offset,
+                           "agreement_vs_reference": float(np.mean(decided == inp["truth"]))})
+        curves[arm] = points
+    return {**matched_ratios(curves), "curves": curves, "problems": inp["n"], "chunk_size": MATCHED_CHUNK,
+            "reference_k": inp["ref_k"], "warm_start": str(inp["policy"]), "goal": GOAL}
+
+
+def matched_ratios(curves: dict[str, list[dict]]) -> dict:
+    """Amendment 10's primary and secondary ratios (scratch samples over prior samples at one agreement)
+    from the two curves; a ratio is None where the other curve does not bracket the agreement."""
+    def point(arm):
+        return next(p for p in curves[arm] if p["confidence"] == 0.8)
+
+    def curve(arm):
+        return [(p["samples"], p["agreement_vs_reference"]) for p in curves[arm]]
+
+    prior, scratch = point("prior"), point("scratch")
+    at_prior = samples_at_agreement(curve("scratch"), prior["agreement_vs_reference"])
+    at_scratch = samples_at_agreement(curve("prior"), scratch["agreement_vs_reference"])
+    primary = None if at_prior is None else at_prior / prior["samples"]
+    return {"primary_ratio": primary, "scratch_samples_at_prior_agreement": at_prior,
+            "secondary_ratio": None if at_scratch is None else scratch["samples"] / at_scratch,
+            "prior_samples_at_scratch_agreement": at_scratch,
+            "goal_met": None if primary is None else bool(primary >= GOAL["samples_ratio"])}

@@ -97,6 +97,12 @@ def prior_chunk64(req: Request) -> tuple[str, dict]:
     return "prior_chunk64", prior_bench.run(quick=req.quick, chunk_size=64)
 
 
+def prior_matched(req: Request) -> tuple[str, dict]:
+    from bench import prior_bench
+
+    return "prior_matched", prior_bench.run_matched(quick=req.quick)
+
+
 def trl(req: Request) -> tuple[str, dict]:
     from bench import trl_bench
 
@@ -190,6 +196,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "curriculum": Benchmark(curriculum, in_all=False),
     "prior": Benchmark(quick_module("prior", "prior_bench")),  # issue #34
     "prior_chunk64": Benchmark(prior_chunk64),  # issue #34, Amendment 9
+    "prior_matched": Benchmark(prior_matched),  # issue #34, Amendment 10
     "ray_profile": Benchmark(quick_module("ray_profile", "ray_profile_bench")),  # issue #37
 }
 

@@ -51,3 +51,32 @@ def test_arm_aw_is_a_with_a_prior_profile_and_no_profile_of_its_own():
     assert cb.ARMS["Aw"]["overrides"] == cb.ARMS["A"]["overrides"]
     assert cb.ARMS["Aw"]["profile"] is False and cb.ARMS["Aw"]["prior_profile"] is True
     assert not any(a.get("prior_profile") for name, a in cb.ARMS.items() if name != "Aw")
+
+
+def test_samples_at_agreement_reads_the_first_bracketing_pair_and_never_extrapolates():
+    from bench.prior_bench import samples_at_agreement
+
+    points = [(1000, 0.85), (2000, 0.87), (1500, 0.86), (3000, 0.88)]  # unsorted on purpose
+    assert samples_at_agreement(points, 0.865) == pytest.approx(1750)  # between 1500 and 2000
+    assert samples_at_agreement(points, 0.85) == 1000
+    assert samples_at_agreement(points, 0.89) is None and samples_at_agreement(points, 0.84) is None
+    # not monotone: the first bracket in order of samples wins (1000 -> 1500 brackets 0.86)
+    assert samples_at_agreement([(1000, 0.85), (1500, 0.87), (2000, 0.86)], 0.86) == pytest.approx(1250)
+
+
+def test_matched_ratios_are_scratch_over_prior_at_one_agreement():
+    from bench.prior_bench import matched_ratios
+
+    def curve(*pts):
+        return [{"confidence": c, "samples": s, "agreement_vs_reference": a} for c, s, a in pts]
+
+    curves = {"scratch": curve((0.7, 1000, 0.85), (0.8, 2000, 0.87), (0.9, 4000, 0.89)),
+              "prior": curve((0.7, 600, 0.86), (0.8, 800, 0.88), (0.9, 1200, 0.89))}
+    got = matched_ratios(curves)
+    # scratch reaches the prior's 0.88 at 3000 samples: 3000 / 800; the prior reaches scratch's 0.87 at 700
+    assert got["scratch_samples_at_prior_agreement"] == pytest.approx(3000)
+    assert got["primary_ratio"] == pytest.approx(3.75) and got["goal_met"] is True
+    assert got["prior_samples_at_scratch_agreement"] == pytest.approx(700)
+    assert got["secondary_ratio"] == pytest.approx(2000 / 700)
+    curves["prior"][1]["agreement_vs_reference"] = 0.95  # outside scratch's curve: not judged
+    assert matched_ratios(curves)["primary_ratio"] is None and matched_ratios(curves)["goal_met"] is None
