@@ -1,5 +1,6 @@
 """`grpo demo`: the embedded default end to end (world, warm start, GRPO with the sampler chosen on
-validation, profiles before/after, shards + card, held-out evaluation, summary and plots). `--quick` runs a smaller version in a few minutes."""
+validation, profiles before/after, shards + card, held-out evaluation, summary and plots).
+`--quick` runs a smaller version in a few minutes."""
 
 from __future__ import annotations
 
