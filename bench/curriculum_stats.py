@@ -172,12 +172,14 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
     kept = [r for r in staying if r is not None]
     out["fewer_tokens_than_B"] = {**(over_seeds(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(seeds)}
     out["fewer_tokens_than_B_staying"] = {**(over_seeds(kept) if kept else {}), "reached_in_seeds": len(kept)}
+    peers = [o for o in ("P", "S", "R") if o in diffs]
     out["goals"] = {
         f"{default} reaches B's final with >= 2x fewer tokens": bool(
             len(got) == len(kept) == len(seeds) and np.mean(got) >= GOALS["fewer_tokens_than_B"]
             and np.mean(kept) >= GOALS["fewer_tokens_than_B"]),
-        f"{default} ahead of {', '.join(o for o in ('P', 'S', 'R') if o in diffs)} by >= 2 paired SE": all(
-            diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"] for o in ("P", "S", "R") if o in diffs),
+        # with no peer arm run the goal is not judged (None), never vacuously met
+        f"{default} ahead of {', '.join(peers) or 'P, S, R (none run)'} by >= 2 paired SE": (
+            all(diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"] for o in peers) if peers else None),
         f"{default} ahead of B by >= 3 paired SE": bool(diffs.get("B", {}).get("in_se", float("nan"))
                                                        >= GOALS["ahead_of_B_in_se"]),
         f"{default} informative ratio charged >= 0.8": out["informative_ratio_charged"][default]["mean"]

@@ -259,7 +259,7 @@ def e2e_lines(r: dict) -> list[str]:
                      f"{_fmt(seed['summary']['target_B_final'])}: " + "; ".join(
                          f"{n.replace('amortized_', 'profile / ')}: " + ", ".join(f"{a} {_fmt(v)}" for a, v in per.items())
                          for n, per in reach.items()))
-    lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in s["goals"].items()]
+    lines += [f"- goal {g}: {_verdict(ok)}" for g, ok in s["goals"].items()]
     if r.get("seed_code_note"):
         lines.append(f"- code per seed {r['seed_code']}: {r['seed_code_note']}")
     if r.get("run_code"):
@@ -321,7 +321,7 @@ def curriculum_lines(r: dict) -> list[str]:
                      f"crossing and staying {_spread(st) if 'mean' in st else '-'} (in {st['reached_in_seeds']})")
         # the goals are the default's: every candidate (the project's samplers, not the peers'), or the chosen one
         if default not in ("P", "S", "R") or default == (r.get("default") or {}).get("chosen"):
-            lines += [f"- goal {g}: {'met' if ok else 'MISSED'}" for g, ok in c["goals"].items()]
+            lines += [f"- goal {g}: {_verdict(ok)}" for g, ok in c["goals"].items()]
     pp = r.get("profile_pays")
     if pp:
         lines.append(f"- when to profile (A against A0; the profile is {_fmt(pp['profile_rollouts_per_problem'])} rollouts "
@@ -337,6 +337,11 @@ def curriculum_lines(r: dict) -> list[str]:
             + f"; tied with it: {', '.join(d['tied_with_best'])}; chosen: **{d['chosen']}** (mean charged tokens "
             + ", ".join(f"{a} {_fmt(d['tokens'][a])}" for a in d["tied_with_best"]) + ")")
     return lines
+
+
+def _verdict(ok: bool | None) -> str:
+    """A goal's word in the report: None is a goal that could not be judged (its arms were not run)."""
+    return "not judged" if ok is None else "met" if ok else "MISSED"
 
 
 def demo_lr_lines(r: dict) -> list[str]:

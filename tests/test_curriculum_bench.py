@@ -99,6 +99,8 @@ def test_compare_reads_the_goals_from_paired_differences_and_tokens():
     assert out["paired_minus"]["B"]["mean"] == pytest.approx(np.mean([0.25, 0.255, 0.26]))
     assert out["goals"]["A informative ratio charged >= 0.8"]
     assert out["goals"]["A ahead of P by >= 2 paired SE"]  # the peers present are named
+    without_peers = cs.compare([{"arms": {k: v for k, v in s["arms"].items() if k != "P"}} for s in seeds])
+    assert without_peers["goals"]["A ahead of P, S, R (none run) by >= 2 paired SE"] is None  # not judged, not met
 
 
 def test_the_preregistration_names_every_arm_the_benchmark_runs():
