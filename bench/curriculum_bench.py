@@ -356,6 +356,9 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
            "per_arm": {str(s["seed"]): {a: {k: r[k] for k in r if k not in ("per_problem_final", "per_problem_start",
                                                                          "machine", "inputs")}
                                    for a, r in s["arms"].items()} for s in seeds}}
+    # the machines the runs were made on, per arm (a cell's file is assembled on one, its runs may not be)
+    out["run_machines"] = {a: sorted({s["arms"][a].get("machine", {}).get("cpu_model", "unknown") for s in seeds
+                                      if a in s["arms"]}) for a in sorted(arms)}
     if "B" in arms and len(complete) >= 2:
         out["compare"] = {d: compare(complete, default=d) for d in sorted(arms) if d != "B"}
     if {"A", "A0"} <= arms and len(complete) >= 2:

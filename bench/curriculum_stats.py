@@ -13,6 +13,15 @@ import numpy as np
 from bench.e2e_stats import rollouts_to_reach
 
 GOALS = {"fewer_tokens_than_B": 2.0, "ahead_of_peers_in_se": 2.0, "ahead_of_B_in_se": 3.0, "informative_ratio": 0.8}
+PEERS = ("P", "S", "R")
+# the cells (regime, condition, split) the goals were registered for: multi / nolevel / test, and
+# Amendment 4's multi_t06 with "the goals" kept; every other cell is reported, not judged (Amendment 11)
+GOAL_CELLS = {("multi", "nolevel", "test"), ("multi_t06", "nolevel", "test")}
+
+
+def goals_judged(regime: str, condition: str, split: str) -> bool:
+    """Whether a cell's goals are judged (registered for it) or only reported."""
+    return (regime, condition, split) in GOAL_CELLS
 
 
 def charge(records: list[dict], cost: dict) -> list[dict]:
@@ -172,14 +181,15 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
     kept = [r for r in staying if r is not None]
     out["fewer_tokens_than_B"] = {**(over_seeds(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(seeds)}
     out["fewer_tokens_than_B_staying"] = {**(over_seeds(kept) if kept else {}), "reached_in_seeds": len(kept)}
-    peers = [o for o in ("P", "S", "R") if o in diffs]
+    missing = [o for o in PEERS if o not in diffs and o != default]
     out["goals"] = {
         f"{default} reaches B's final with >= 2x fewer tokens": bool(
             len(got) == len(kept) == len(seeds) and np.mean(got) >= GOALS["fewer_tokens_than_B"]
             and np.mean(kept) >= GOALS["fewer_tokens_than_B"]),
-        # with no peer arm run the goal is not judged (None), never vacuously met
-        f"{default} ahead of {', '.join(peers) or 'P, S, R (none run)'} by >= 2 paired SE": (
-            all(diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"] for o in peers) if peers else None),
+        # the goal names every peer: with one not run it is not judged (None), never met on a subset
+        f"{default} ahead of {', '.join(o for o in PEERS if o != default)} by >= 2 paired SE": (
+            None if missing else all(diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"]
+                                     for o in PEERS if o != default)),
         f"{default} ahead of B by >= 3 paired SE": bool(diffs.get("B", {}).get("in_se", float("nan"))
                                                        >= GOALS["ahead_of_B_in_se"]),
         f"{default} informative ratio charged >= 0.8": out["informative_ratio_charged"][default]["mean"]

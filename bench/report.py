@@ -286,6 +286,7 @@ def curriculum_lines(r: dict) -> list[str]:
     import numpy as np
 
     from bench.common import mean_se
+    from bench.curriculum_stats import goals_judged
 
     seeds = [str(s) for s in r["complete_seeds"]]
     arms = r["arms"]
@@ -294,9 +295,14 @@ def curriculum_lines(r: dict) -> list[str]:
     def mean(xs):
         return _fmt(float(np.mean(xs))) if xs else "-"
 
+    by_machine: dict[str, list[str]] = {}
+    for a, ms in (r.get("run_machines") or {}).items():
+        by_machine.setdefault(" + ".join(ms), []).append(a)
     lines = [f"- {r['regime']} regime ({r['pool']} pool problems, {r['budget']} charged rollouts per arm), "
              f"{r['condition']}, {r['split']} split; complete seeds {r['complete_seeds']}; start "
-             f"{_fmt((r.get('start') or {}).get('heldout_accuracy'))} (k = {(r.get('start') or {}).get('eval_k')})", "",
+             f"{_fmt((r.get('start') or {}).get('heldout_accuracy'))} (k = {(r.get('start') or {}).get('eval_k')})",
+             *([("- runs made on: " + "; ".join(f"{', '.join(a)}: {m}" for m, a in by_machine.items()))]
+               if by_machine else []), "",
              "| arm | final accuracy (k = 32) | steps | rollouts charged | tokens charged | profile rollouts | "
              "mixed share, pass 1 -> last | informative ratio, charged | distinct problems trained (times each) |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -319,9 +325,14 @@ def curriculum_lines(r: dict) -> list[str]:
         lines.append(f"- {default}: B's final over the tokens {default} needs to reach it: first crossing "
                      f"{_spread(f) if 'mean' in f else '-'} (reached in {f['reached_in_seeds']} of {f['seeds']} seeds); "
                      f"crossing and staying {_spread(st) if 'mean' in st else '-'} (in {st['reached_in_seeds']})")
-        # the goals are the default's: every candidate (the project's samplers, not the peers'), or the chosen one
-        if default not in ("P", "S", "R") or default == (r.get("default") or {}).get("chosen"):
+        # the goals are the default's: every candidate (the project's samplers, not the peers'), or the chosen one,
+        # and only in the cells they were registered for
+        candidate = default not in ("P", "S", "R") or default == (r.get("default") or {}).get("chosen")
+        if candidate and goals_judged(r["regime"], r["condition"], r.get("split", "test")):
             lines += [f"- goal {g}: {_verdict(ok)}" for g, ok in c["goals"].items()]
+    if r.get("compare") and not goals_judged(r["regime"], r["condition"], r.get("split", "test")):
+        lines.append("- goals: registered for multi / nolevel / test (and multi_t06, Amendment 4); this cell is "
+                     "reported, not judged")
     pp = r.get("profile_pays")
     if pp:
         lines.append(f"- when to profile (A against A0; the profile is {_fmt(pp['profile_rollouts_per_problem'])} rollouts "

@@ -98,9 +98,23 @@ def test_compare_reads_the_goals_from_paired_differences_and_tokens():
     assert out["fewer_tokens_than_B"]["reached_in_seeds"] == 0  # a ratio over 0 tokens is undefined, not counted
     assert out["paired_minus"]["B"]["mean"] == pytest.approx(np.mean([0.25, 0.255, 0.26]))
     assert out["goals"]["A informative ratio charged >= 0.8"]
-    assert out["goals"]["A ahead of P by >= 2 paired SE"]  # the peers present are named
-    without_peers = cs.compare([{"arms": {k: v for k, v in s["arms"].items() if k != "P"}} for s in seeds])
-    assert without_peers["goals"]["A ahead of P, S, R (none run) by >= 2 paired SE"] is None  # not judged, not met
+    # the goal names P, S and R: with S and R not run it is not judged (None), never met on the subset
+    assert out["goals"]["A ahead of P, S, R by >= 2 paired SE"] is None
+    every_peer = [{"arms": {**s["arms"], "S": s["arms"]["P"], "R": s["arms"]["P"]}} for s in seeds]
+    assert cs.compare(every_peer)["goals"]["A ahead of P, S, R by >= 2 paired SE"] is True
+    assert cs.compare(every_peer, default="S")["goals"]["S ahead of P, R by >= 2 paired SE"] is False  # S - S not asked
+
+
+def test_goals_are_judged_only_in_the_cells_they_were_registered_for():
+    assert cs.goals_judged("multi", "nolevel", "test") and cs.goals_judged("multi_t06", "nolevel", "test")
+    assert not cs.goals_judged("one_pass", "nolevel", "test") and not cs.goals_judged("multi", "level", "test")
+    assert not cs.goals_judged("multi", "nolevel", "val")
+
+
+def test_the_report_words_a_goal_that_was_not_judged():
+    from bench.report import _verdict
+
+    assert [_verdict(True), _verdict(False), _verdict(None)] == ["met", "MISSED", "not judged"]
 
 
 def test_the_preregistration_names_every_arm_the_benchmark_runs():
