@@ -181,15 +181,15 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
     kept = [r for r in staying if r is not None]
     out["fewer_tokens_than_B"] = {**(over_seeds(got) if got else {}), "reached_in_seeds": len(got), "seeds": len(seeds)}
     out["fewer_tokens_than_B_staying"] = {**(over_seeds(kept) if kept else {}), "reached_in_seeds": len(kept)}
-    missing = [o for o in PEERS if o not in diffs and o != default]
+    peers = [o for o in PEERS if o != default]
     out["goals"] = {
         f"{default} reaches B's final with >= 2x fewer tokens": bool(
             len(got) == len(kept) == len(seeds) and np.mean(got) >= GOALS["fewer_tokens_than_B"]
             and np.mean(kept) >= GOALS["fewer_tokens_than_B"]),
         # the goal names every peer: with one not run it is not judged (None), never met on a subset
-        f"{default} ahead of {', '.join(o for o in PEERS if o != default)} by >= 2 paired SE": (
-            None if missing else all(diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"]
-                                     for o in PEERS if o != default)),
+        f"{default} ahead of {', '.join(peers)} by >= 2 paired SE": (
+            None if any(o not in diffs for o in peers)
+            else all(diffs[o]["in_se"] >= GOALS["ahead_of_peers_in_se"] for o in peers)),
         f"{default} ahead of B by >= 3 paired SE": bool(diffs.get("B", {}).get("in_se", float("nan"))
                                                        >= GOALS["ahead_of_B_in_se"]),
         f"{default} informative ratio charged >= 0.8": out["informative_ratio_charged"][default]["mean"]

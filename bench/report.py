@@ -286,7 +286,7 @@ def curriculum_lines(r: dict) -> list[str]:
     import numpy as np
 
     from bench.common import mean_se
-    from bench.curriculum_stats import goals_judged
+    from bench.curriculum_stats import PEERS, goals_judged
 
     seeds = [str(s) for s in r["complete_seeds"]]
     arms = r["arms"]
@@ -317,6 +317,7 @@ def curriculum_lines(r: dict) -> list[str]:
                      f"{mean([m[0] for m in mixed])} -> {mean([m[1] for m in mixed])} | "
                      f"{mean([x['informative_rollout_ratio_charged'] for x in runs])} | {_coverage(runs)} |")
     lines.append("")
+    judged = goals_judged(r["regime"], r["condition"], r.get("split", "test"))
     for default, c in (r.get("compare") or {}).items():
         diffs = "; ".join(f"- {o} {_fmt(d['mean'])} +- {_fmt(d['se'])} ({_fmt(d['in_se'])} SE over seeds; within-seed "
                           f"SE {_fmt(d['se_within_seeds'])})" for o, d in c["paired_minus"].items())
@@ -327,10 +328,10 @@ def curriculum_lines(r: dict) -> list[str]:
                      f"crossing and staying {_spread(st) if 'mean' in st else '-'} (in {st['reached_in_seeds']})")
         # the goals are the default's: every candidate (the project's samplers, not the peers'), or the chosen one,
         # and only in the cells they were registered for
-        candidate = default not in ("P", "S", "R") or default == (r.get("default") or {}).get("chosen")
-        if candidate and goals_judged(r["regime"], r["condition"], r.get("split", "test")):
+        candidate = default not in PEERS or default == (r.get("default") or {}).get("chosen")
+        if candidate and judged:
             lines += [f"- goal {g}: {_verdict(ok)}" for g, ok in c["goals"].items()]
-    if r.get("compare") and not goals_judged(r["regime"], r["condition"], r.get("split", "test")):
+    if r.get("compare") and not judged:
         lines.append("- goals: registered for multi / nolevel / test (and multi_t06, Amendment 4); this cell is "
                      "reported, not judged")
     pp = r.get("profile_pays")
