@@ -24,6 +24,7 @@ Arm Aw of the curriculum benchmark trains from the same other warm start's profi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,7 @@ MAX_TOKENS = 128
 SCREENS = (2, 1)  # the default screen (primary), then one sample (secondary)
 GOAL = {"samples_ratio": 2.0, "agreement_drop": 0.01}
 CHUNK = 256  # problems per chunk as Amendment 6's run profiled (never registered; Amendment 9 tries 64)
+FIT_CAP = 16.0  # Amendment 15: a fitted weight's cap, the samples behind each of the prior's values (PRIOR_K)
 
 
 def other_warm_start(workdir: Path = Path("runs")) -> Path:
@@ -133,23 +135,28 @@ def _inputs(quick: bool, work: Path) -> dict:
     ids = reference["id"].to_list()
     return {"policy": policy, "n": n, "ref_k": ref_k, "table": table, "prior_path": prior_path, "base": base,
             "rule": rule, "reference": reference, "truth": truth, "ids": ids,
-            "prior": read_profile_prior(prior_path, ids, PRIOR_WEIGHT)}
+            "prior": read_profile_prior(prior_path, ids, PRIOR_WEIGHT),
+            "fit_prior": replace(read_profile_prior(prior_path, ids, FIT_CAP), fit_weight=True)}
 
 
-def _adaptive(inp: dict, work: Path, stem: str, settings: dict, with_prior: bool) -> tuple[np.ndarray, int, float | None]:
+def _adaptive(inp: dict, work: Path, stem: str, settings: dict, with_prior: bool,
+              fitted: bool = False) -> tuple[np.ndarray, int, float | None]:
     """One adaptive profile of the problems (reused when unchanged): its band decisions as a
-    scheduler reads them, its samples, and the offset fitted against the prior (None without one)."""
+    scheduler reads them, its samples, and the offset fitted against the prior (None without one).
+    `fitted` (Amendment 15): the prior read at cap FIT_CAP with its weight fitted as the profile samples."""
     from grpo_data.curriculum.priors import merge_offline
     from grpo_data.tables.profile_table import read_profile
     from pipelines import pipeline
 
-    extra = {"prior_profile": str(inp["prior_path"]), "prior_weight": PRIOR_WEIGHT} if with_prior else {}
-    path = pipeline.profile_stage(str(inp["policy"]), inp["table"], {**inp["base"], "adaptive": True, **settings, **extra},
-                                  work / f"{stem}.parquet")
+    extra = {"prior_profile": str(inp["prior_path"]), "prior_weight": FIT_CAP if fitted else PRIOR_WEIGHT} \
+        if with_prior else {}
+    path = pipeline.profile_stage(str(inp["policy"]), inp["table"],
+                                  {**inp["base"], "adaptive": True, **settings, **extra,
+                                   **({"fit_prior_weight": True} if fitted else {})}, work / f"{stem}.parquet")
     got = read_profile(path)[0].sort("id")
     if got["id"].to_list() != inp["ids"]:
         raise RuntimeError(f"{path}: its problems are not the reference's")
-    used = inp["prior"] if with_prior else None
+    used = (inp["fit_prior"] if fitted else inp["prior"]) if with_prior else None
     offset = None
     if used is not None:
         offset = merge_offline((got["n_correct"].to_numpy().astype(float), got["k"].to_numpy().astype(float)),
@@ -237,3 +244,36 @@ def matched_ratios(curves: dict[str, list[dict]]) -> dict:
             "secondary_ratio": None if at_scratch is None else scratch["samples"] / at_scratch,
             "prior_samples_at_scratch_agreement": at_scratch,
             "goal_met": None if primary is None else bool(primary >= GOAL["samples_ratio"])}
+
+
+def run_fitted(quick: bool = False, workdir: str = "runs/bench-prior") -> dict:
+    """Amendment 15: Amendment 10's prior curve (default screens, chunks of 64, the same confidences)
+    with the prior's weight fitted to the profile's own samples as it goes (`grpo profile
+    --fit-prior-weight`, cap FIT_CAP) instead of the fixed 4; the scratch curve is Amendment 10's
+    (the same files). Primary: scratch's samples at the fitted profile's agreement at 0.8 over its
+    samples (`matched_ratios`, goal >= 2); also the fixed-weight prior's curve, for the change."""
+    from grpo_data.curriculum.priors import at_fitted_weight
+    from grpo_data.tables.profile_table import read_profile
+
+    work = Path(workdir)
+    inp = _inputs(quick, work)
+    curves = {}
+    for arm, with_prior, fitted in (("scratch", False, False), ("prior_fixed4", True, False), ("prior", True, True)):
+        points = []
+        for conf in CONFIDENCES:
+            name = {"scratch": "scratch", "prior_fixed4": "prior", "prior": "prior_fit"}[arm]
+            stem = f"{name}_screen2-{inp['n']}-c{MATCHED_CHUNK}" + ("" if conf == 0.8 else f"-conf{conf}")
+            settings = {"chunk_size": MATCHED_CHUNK, "screen_k": 2, **({} if conf == 0.8 else {"confidence": conf})}
+            decided, spent, offset = _adaptive(inp, work, stem, settings, with_prior, fitted)
+            point = {"confidence": conf, "samples": spent, "offset": offset,
+                     "agreement_vs_reference": float(np.mean(decided == inp["truth"]))}
+            if fitted:  # the weight the scheduler reads it at: fitted again on the profile's own counts
+                got = read_profile(work / f"{stem}.parquet")[0].sort("id")
+                point["weight"] = at_fitted_weight((got["n_correct"].to_numpy().astype(float),
+                                                    got["k"].to_numpy().astype(float)), inp["fit_prior"]).weight
+            points.append(point)
+        curves[arm] = points
+    fixed = matched_ratios({"scratch": curves["scratch"], "prior": curves["prior_fixed4"]})
+    return {**matched_ratios(curves), "curves": curves, "fixed_weight_primary_ratio": fixed["primary_ratio"],
+            "problems": inp["n"], "chunk_size": MATCHED_CHUNK, "reference_k": inp["ref_k"], "fit_cap": FIT_CAP,
+            "warm_start": str(inp["policy"]), "goal": GOAL}

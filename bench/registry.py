@@ -103,6 +103,12 @@ def prior_matched(req: Request) -> tuple[str, dict]:
     return "prior_matched", prior_bench.run_matched(quick=req.quick)
 
 
+def prior_fitted(req: Request) -> tuple[str, dict]:
+    from bench import prior_bench
+
+    return "prior_fitted", prior_bench.run_fitted(quick=req.quick)
+
+
 def trl(req: Request) -> tuple[str, dict]:
     from bench import trl_bench
 
@@ -197,6 +203,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "prior": Benchmark(quick_module("prior", "prior_bench")),  # issue #34
     "prior_chunk64": Benchmark(prior_chunk64),  # issue #34, Amendment 9
     "prior_matched": Benchmark(prior_matched),  # issue #34, Amendment 10
+    "prior_fitted": Benchmark(prior_fitted),  # issue #34, Amendment 15
     "ray_profile": Benchmark(quick_module("ray_profile", "ray_profile_bench")),  # issue #37
 }
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from grpo_data.curriculum.priors import fit_logit_offset, offset_evidence
+from grpo_data.curriculum.priors import fit_logit_offset, fit_prior_weight, offset_evidence
 from grpo_data.curriculum.stats import JEFFREYS, beta_mean, credible_interval, posterior, row_priors
 from grpo_data.generation import seeding
 from grpo_data.generation.context import ContextPolicy
@@ -97,6 +97,8 @@ class ChunkPrior:
     history_rate: np.ndarray
     history_k: np.ndarray
     offset: float = 0.0
+    fit: bool = False  # fit the discount to the counts so far (`fit_prior_weight`), k then its cap per row
+    weight: float | None = None  # with `fit`, the weight last fitted (set by `profile_chunk`)
 
 
 def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], cfg: ProfileConfig,
@@ -133,7 +135,13 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             if prior is not None:  # the other model's view, moved by how far off it has been so far
                 rate = np.concatenate([prior.history_rate, prior.rate])
                 prior.offset = fit_logit_offset(rate, all_c, all_k)
-                s, f = offset_evidence(rate, np.concatenate([prior.history_k, prior.k]), prior.offset)
+                pk = np.concatenate([prior.history_k, prior.k])
+                if prior.fit:  # and counted at the weight it has earned on them (at most its k)
+                    moved = offset_evidence(rate, np.ones_like(rate), prior.offset)[0]
+                    prior.weight = fit_prior_weight(np.where(np.isfinite(rate), moved, np.nan), pk, all_c, all_k,
+                                                    cap=float(np.nanmax(pk, initial=1.0)))
+                    pk = np.minimum(pk, prior.weight)
+                s, f = offset_evidence(rate, pk, prior.offset)
             # one prior per group (when given), fitted on everything so far (pseudo-counts included: the
             # evidence it is a prior for); rows only for this chunk
             weights = row_priors(all_c + s, all_k + s + f,
@@ -196,13 +204,15 @@ class ChunkJob:
 @dataclass
 class ChunkResult:
     """A profiled chunk: its PROFILE_COLUMNS rows, the samples drawn, a few unread final sentences and
-    the prior offset its last decision used (None without a prior)."""
+    the prior offset its last decision used (None without a prior) and the weight it fitted (None
+    unless the prior fits one)."""
 
     position: int
     table: pl.DataFrame
     samples: int
     unread: list[str]
     offset: float | None
+    weight: float | None = None
 
 
 def run_chunk(sampler: RolloutSampler, job: ChunkJob, cfg: ProfileConfig) -> ChunkResult:
@@ -216,7 +226,7 @@ def run_chunk(sampler: RolloutSampler, job: ChunkJob, cfg: ProfileConfig) -> Chu
     table = pl.DataFrame([{"id": i, **r} for i, r in zip(job.ids, rows, strict=True)],
                          schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
     return ChunkResult(job.position, table.select(PROFILE_COLUMNS), samples, unread,
-                       None if job.prior is None else job.prior.offset)
+                       None if job.prior is None else job.prior.offset, None if job.prior is None else job.prior.weight)
 
 
 def make_sampler(engine, verifier, cfg: ProfileConfig, answer_format: str | None) -> RolloutSampler:

@@ -34,6 +34,9 @@ class ProfileConfig:
     min_clipped_tokens: the smallest clipped budget; a prompt leaving less room is left out anyway.
     wave:       adaptive mode: chunks whose decisions weigh the same history (every chunk of an earlier
                 wave; `ProfilePlan`), so that many can be profiled at once; 1 weighs every chunk before.
+    fit_prior_weight: adaptive mode with a prior: learn its discount from this model's own samples as
+                they come in (`Prior.fit_weight`, `fit_prior_weight`), the prior's weight then the cap
+                (FIT_WEIGHT_CAP when none is given; `with_fitted_weight`).
     """
 
     k: int = 16
@@ -47,6 +50,7 @@ class ProfileConfig:
     overlong_prompts: str = ContextPolicy.policy
     min_clipped_tokens: int = MIN_CLIPPED_TOKENS
     wave: int = 1
+    fit_prior_weight: bool = False
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.chunk_size < 1 or self.wave < 1:
@@ -60,7 +64,25 @@ class ProfileConfig:
                 "sampling": self.sampling.to_dict(), "prompt": asdict(self.prompt),
                 "chunk_size": self.chunk_size, "seed": self.seed, "prior_groups": self.prior_groups,
                 "answer_format": self.answer_format, "overlong_prompts": self.overlong_prompts,
-                "min_clipped_tokens": self.min_clipped_tokens, "wave": self.wave}
+                "min_clipped_tokens": self.min_clipped_tokens, "wave": self.wave,
+                **({"fit_prior_weight": True} if self.fit_prior_weight else {})}
+
+
+FIT_WEIGHT_CAP = 64.0  # the most a fitted prior weight may reach when the run names no cap
+
+
+def fit_weight_setting(cfg: ProfileConfig, weight: float | None) -> float | None:
+    """The prior weight a run reads its prior at: with cfg.fit_prior_weight and no weight given, the
+    cap FIT_WEIGHT_CAP (a fitted weight is at most the weight read); otherwise `weight` as given."""
+    return FIT_WEIGHT_CAP if cfg.fit_prior_weight and weight is None else weight
+
+
+def with_fitted_weight(prior, cfg: ProfileConfig):
+    """`prior` set to fit its weight when the run asks for that (cfg.fit_prior_weight, adaptive);
+    unchanged otherwise (None stays None)."""
+    from dataclasses import replace
+
+    return replace(prior, fit_weight=True) if prior is not None and cfg.fit_prior_weight and cfg.rule else prior
 
 
 # Every option a profile run takes, with its one default: `grpo profile` flags and a pipeline's
@@ -75,7 +97,7 @@ PROFILE_OPTIONS: dict[str, object] = {
     "system_prompt": PromptConfig.system_prompt, "instruction_suffix": PromptConfig.instruction_suffix,
     "chunk_size": ProfileConfig.chunk_size, "seed": ProfileConfig.seed, "answer_format": ProfileConfig.answer_format,
     "overlong_prompts": ProfileConfig.overlong_prompts, "min_clipped_tokens": ProfileConfig.min_clipped_tokens,
-    "wave": ProfileConfig.wave,
+    "wave": ProfileConfig.wave, "fit_prior_weight": ProfileConfig.fit_prior_weight,
 }  # each default read from the dataclass that owns it
 
 
@@ -96,6 +118,7 @@ def profile_options(options: dict) -> tuple[ProfileConfig, dict]:
         k=int(o["k"]), rule=rule, chunk_size=int(o["chunk_size"]), seed=int(o["seed"]),
         prior_groups=str(o["prior_groups"]), answer_format=str(o["answer_format"]),
         overlong_prompts=str(o["overlong_prompts"]), min_clipped_tokens=int(o["min_clipped_tokens"]), wave=int(o["wave"]),
+        fit_prior_weight=bool(o["fit_prior_weight"]),
         sampling=SamplingConfig(temperature=float(o["temperature"]), top_p=float(o["top_p"]),
                                 max_tokens=int(o["max_tokens"]), stop=tuple(o["stop"]), stop_token_ids=stop_ids),
         prompt=PromptConfig(system_prompt=o["system_prompt"], instruction_suffix=o["instruction_suffix"] or ""))

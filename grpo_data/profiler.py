@@ -122,6 +122,7 @@ class ProfilePlan:
         self.todo = self.mine.filter(~pl.col("id").is_in(done["id"].implode()))
         self.group_of = prior_group_keys(problems, cfg)  # id -> group key, or None
         self.prior_of = None  # id -> (rate, pseudo k), adaptive mode only
+        self.prior_fit = prior is not None and prior.fit_weight  # pseudo k is then the cap of a fitted weight
         if prior is not None and cfg.rule is not None:
             self.prior_of = dict(zip(problems["id"].to_list(), zip(prior.rate, prior.k), strict=True))
         self.fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
@@ -190,7 +191,7 @@ class ProfilePlan:
         view = None
         if self.prior_of:
             rate, pk = (np.array(x, dtype=np.float64) for x in zip(*(self.prior_of[i] for i in ids)))
-            view = ChunkPrior(rate, pk, hr, hpk)
+            view = ChunkPrior(rate, pk, hr, hpk, fit=self.prior_fit)
         return ChunkJob(position, ids, chunk["prompt"].to_list(), chunk["answer"].to_list(), groups,
                         (hc.astype(np.int64), hk.astype(np.int64), hg if groups is not None else np.zeros(hc.size)),
                         view)
@@ -233,7 +234,8 @@ class RunTally:
         self.start = time.monotonic()
         self.chunks = self.samples = self.completions = self.formatted = 0
         self.unread: list[str] = []
-        self.offset, self.latest = 0.0, -1  # the prior offset of the latest chunk in plan order, its position
+        # the prior offset (and fitted weight) of the latest chunk in plan order, its position
+        self.offset, self.weight, self.latest = 0.0, None, -1
         self.bar = tqdm(total=plan.todo.height, desc=desc, unit="problem", disable=not progress)
 
     def done(self, result: ChunkResult) -> None:
@@ -246,7 +248,7 @@ class RunTally:
         if self.plan.fmt:
             self.formatted += int(t["n_formatted"].fill_null(0).sum())
         if result.offset is not None and result.position >= self.latest:
-            self.latest, self.offset = result.position, result.offset
+            self.latest, self.offset, self.weight = result.position, result.offset, result.weight
         keep_unread(self.unread, result.unread)
         self.bar.update(t.height)
         elapsed = max(1e-9, time.monotonic() - self.start)
@@ -264,7 +266,8 @@ class RunTally:
         return {"problems": plan.todo.height, "skipped": plan.mine.height - plan.todo.height - left_out,
                 "left_out": left_out, "clipped": plan.clipped, "samples": self.samples,
                 "seconds": time.monotonic() - self.start, "format_rate": rate,
-                **({"prior_offset": self.offset} if plan.prior_of else {}), **extra}
+                **({"prior_offset": self.offset} if plan.prior_of else {}),
+                **({"prior_weight_fitted": self.weight} if plan.prior_fit and self.weight is not None else {}), **extra}
 
 
 def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,

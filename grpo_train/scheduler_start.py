@@ -47,18 +47,19 @@ def profile_mismatches(meta: dict, cfg) -> list[str]:
 
 
 def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
-                   prior: Prior | None = None) -> tuple[np.ndarray, np.ndarray] | None:
-    """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled.
-    With the train config `cfg`, warns when the profile was sampled differently from training and
-    logs how many problems it leaves unprofiled (without: quiet). A profile whose adaptive stopping
-    weighed a prior is refused unless `prior` (data.prior) is that same spec and weight
+                   prior: Prior | None = None) -> tuple[tuple[np.ndarray, np.ndarray] | None, Prior | None]:
+    """(n_correct, k) per problem from an offline profile, NaN where a problem was not profiled, and
+    the prior to read them with. With the train config `cfg`, warns when the profile was sampled
+    differently from training and logs how many problems it leaves unprofiled (without: quiet). A
+    profile whose adaptive stopping weighed a prior is refused unless `prior` (data.prior) is that
+    same spec and weight, and read with its weight fitted again where the profile's was
     (`grpo_data.curriculum.priors.check_recorded_prior`)."""
     if not profile_path:
-        return None
+        return None, prior
     from grpo_data.tables.profile_table import read_profile
 
     prof, meta = read_profile(profile_path)
-    check_recorded_prior(meta, prior, f"data.profile {profile_path}", "Set data.{option}={spec} data.prior_weight={weight}",
+    prior = check_recorded_prior(meta, prior, f"data.profile {profile_path}", "Set data.{option}={spec} data.prior_weight={weight}",
                          ("prior", "prior_profile"))
     # a prior profile of the profile's own weights is that model's counts, not a prior
     check_other_source(prior, meta.get("weights_hash"), f"data.profile {profile_path}",
@@ -74,7 +75,7 @@ def offline_counts(problems: pl.DataFrame, profile_path: str | None, cfg=None,
         logger.info("scheduler prior: %d of %d problems have no offline profile (their group's prior)", missing,
                     problems.height)
     return (joined["n_correct"].cast(pl.Float64).fill_null(float("nan")).to_numpy(),
-            joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy())
+            joined["k"].cast(pl.Float64).fill_null(float("nan")).to_numpy()), prior
 
 
 def training_prior(problems: pl.DataFrame, data, log: bool = True) -> Prior | None:
@@ -153,7 +154,7 @@ def check_start(problems: pl.DataFrame, cfg) -> None:
     profile's own weights), checked quietly before any engine starts."""
     prior = training_prior(problems, cfg.data, log=False)
     check_prior_model(prior, cfg.model)
-    merge_offline(offline_counts(problems, cfg.data.profile, None, prior), prior)
+    merge_offline(*offline_counts(problems, cfg.data.profile, None, prior))
 
 
 def scheduler_start(problems: pl.DataFrame, cfg) -> SchedulerStart:
@@ -162,7 +163,8 @@ def scheduler_start(problems: pl.DataFrame, cfg) -> SchedulerStart:
     drift in. `cfg` is the TrainConfig."""
     prior = training_prior(problems, cfg.data)
     check_prior_model(prior, cfg.model)
-    offline, from_prior, offset = merge_offline(offline_counts(problems, cfg.data.profile, cfg, prior), prior)
+    counts, prior = offline_counts(problems, cfg.data.profile, cfg, prior)
+    offline, from_prior, offset = merge_offline(counts, prior)
     groups = scheduler_groups(problems, offline, cfg.scheduler)
     if cfg.scheduler.name == "band":
         groups = origin_groups(groups, from_prior)

@@ -246,7 +246,7 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
     from grpo_data.curriculum.prior_profile import REUSE, check_other_source
     from grpo_data.generation.engines import engine_settings, make_engine
-    from grpo_data.profile_config import profile_options
+    from grpo_data.profile_config import fit_weight_setting, profile_options, with_fitted_weight
     from grpo_data.profile_metadata import run_metadata, weights_hash
     from grpo_data.profile_parts import merge_parts, parts_dir
     from grpo_data.profiler import profile_problems
@@ -270,7 +270,10 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
         print(f"profile {out} is up to date")
         return out
-    prior = read_stage_prior("profile", settings, problems, train)
+    if "prior_weight" not in settings and (settings.get("prior") or settings.get("prior_profile")):
+        cap = fit_weight_setting(cfg, None)
+        settings = settings if cap is None else {**settings, "prior_weight": cap}
+    prior = with_fitted_weight(read_stage_prior("profile", settings, problems, train), cfg)
     if prior is not None:  # the same weights' own counts are no prior: refused before the engine starts
         check_other_source(prior, weights_hash(model), f"model {model}", REUSE)
         print(prior.summary() + ("" if cfg.rule else " (not used: fixed k draws the same samples; see adaptive: true)"))
@@ -288,7 +291,8 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     merge_parts(out, expected_ids=set(problems["id"].to_list()))
     print(f"profiled {stats['problems']} problems ({stats['skipped']} resumed, {stats['left_out']} left out: prompt "
           f"does not fit the context), {stats['samples']} samples, {stats['seconds']:.0f}s"
-          + (f"; this model against the prior's: {stats['prior_offset']:+.2f} logits" if "prior_offset" in stats else ""))
+          + (f"; this model against the prior's: {stats['prior_offset']:+.2f} logits" if "prior_offset" in stats else "")
+          + (f"; the prior's fitted weight: {stats['prior_weight_fitted']:g}" if "prior_weight_fitted" in stats else ""))
     return out
 
 
@@ -319,7 +323,7 @@ def shards_stage(spec: dict, train: Path, profile: Path, out: Path) -> Path:
         problems = pl.read_parquet(train)
         prior = read_stage_prior("shards", settings, problems, train)
         # a profile that stopped early on a prior is read with that prior only; one of its own weights is no prior
-        check_recorded_prior(prof_meta, prior, str(profile), "Set shards: {{{option}: {spec}, prior_weight: {weight}}}",
+        prior = check_recorded_prior(prof_meta, prior, str(profile), "Set shards: {{{option}: {spec}, prior_weight: {weight}}}",
                              ("prior", "prior_profile"))
         check_other_source(prior, prof_meta.get("weights_hash"), f"the pipeline's profile {profile}",
                            "give it as the pipeline's model's profile instead (two profiles of one model do not "

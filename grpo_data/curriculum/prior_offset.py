@@ -9,6 +9,7 @@ refusals that keep the same samples from counting twice (`check_recorded_prior`,
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import NamedTuple
 
 import numpy as np
@@ -35,9 +36,12 @@ def merge_offline(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior | 
     are kept and the prior's pseudo-counts added, moved by the offset fitted between the two on the
     problems both cover (`fit_logit_offset`, `offset_evidence`): the adaptive profiler stopped on
     exactly that evidence, and a 2-sample screen alone would undo its decision. Where only the prior
-    has a value, its pseudo-counts, moved the same way. Either may be None."""
+    has a value, its pseudo-counts, moved the same way. Either may be None. A prior that fits its
+    weight (`Prior.fit_weight`) is first fixed at the weight its view earns on the profile's counts
+    (`at_fitted_weight`)."""
     if prior is None:
         return Start(offline, None)
+    prior = at_fitted_weight(offline, prior)
     has = np.isfinite(prior.k)
     if offline is None:
         return Start((prior.n_correct, prior.k), has)
@@ -51,8 +55,26 @@ def merge_offline(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior | 
     return Start((np.where(known, own_c + s, np.nan), np.where(known, own_k + s + f, np.nan)), has & ~measured, offset)
 
 
+def at_fitted_weight(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior) -> Prior:
+    """A prior that fits its weight (`Prior.fit_weight`) fixed at the weight it earns on this model's
+    own counts `offline` (`fit_prior_weight` after the offset, at most its weight; the profiler's last
+    decision weighed the same); with no counts, at min(its weight, DEFAULT_WEIGHT). Any other prior as
+    it is."""
+    if not prior.fit_weight:
+        return prior
+    weight = min(prior.weight, DEFAULT_WEIGHT)
+    if offline is not None:
+        c, k = (np.asarray(x, dtype=np.float64) for x in offline)
+        measured = np.isfinite(c) & np.isfinite(k) & (k > 0)
+        own = (np.where(measured, c, np.nan), np.where(measured, k, np.nan))
+        offset = fit_logit_offset(prior.rate, *own)
+        moved = offset_evidence(prior.rate, np.ones_like(prior.rate), offset)[0]
+        weight = fit_prior_weight(np.where(np.isfinite(prior.rate), moved, np.nan), prior.k, *own, cap=prior.weight)
+    return replace(prior, weight=float(weight), fit_weight=False)
+
+
 def check_recorded_prior(meta: dict, prior: Prior | None, profile: str, fix: str,
-                         options: tuple[str, str] = ("--prior", "--prior-profile")) -> None:
+                         options: tuple[str, str] = ("--prior", "--prior-profile")) -> Prior | None:
     """Refuse a profile whose adaptive stopping weighed a prior (its metadata's `prior`, as
     `grpo profile --adaptive --prior` or `--prior-profile` records it) when the run combines it with
     no prior, or with another source or weight: where the profiler stopped early because the prior
@@ -60,26 +82,32 @@ def check_recorded_prior(meta: dict, prior: Prior | None, profile: str, fix: str
     the same source when its spec is; an earlier profile when its file's sha256 is (moved or renamed
     is fine, changed is not). `fix` says how this command passes a prior, with {option} (one of
     `options`: the column's setting, the profile's), {spec} and {weight} filled in (e.g. "pass
-    {option} {spec} --prior-weight {weight}")."""
+    {option} {spec} --prior-weight {weight}").
+    Returns the prior to read the profile with: `prior` itself, set to fit its weight again
+    (`Prior.fit_weight`, at most the same weight) when the profile's was fitted
+    (`grpo profile --fit-prior-weight`): its decisions weighed the prior at the weight fitted to its
+    own counts, which `merge_offline` fits again from the same counts."""
     recorded = (meta or {}).get("prior")
     if not recorded:
-        return
+        return prior
     spec, weight = str(recorded.get("spec")), float(recorded.get("weight", DEFAULT_WEIGHT))
+    fitted = bool(recorded.get("fit_weight", False))
     was = recorded.get("profile")
     given = None if prior is None else prior.source.profile
     same = prior is not None and (given is not None and given.get("sha256") == was.get("sha256") if was
                                   else given is None and prior.source.name == spec)
     if same and math.isclose(prior.weight, weight):
-        return
+        return replace(prior, fit_weight=True) if fitted else prior
     shown = "none" if prior is None else f"{prior.source.name} at weight {prior.weight:g}" + (
         f" (sha256 {str(given.get('sha256'))[:16]})" if given else "")
+    weight_text = f"a weight fitted to its own samples, at most {weight:g}," if fitted else f"weight {weight:g}"
     if was:
         source, option, value = f"{spec} (sha256 {str(was.get('sha256'))[:16]})", options[1], was.get("path")
         need = "that file, unchanged"
     else:
         source, option, value = spec, options[0], spec
         need = f"the data must hold the prior's field: `grpo load --prior {spec}` keeps it"
-    raise PriorError(f"{profile} was profiled with prior {source} at weight {weight:g}: its adaptive stopping counted "
+    raise PriorError(f"{profile} was profiled with prior {source} at {weight_text}: its adaptive stopping counted "
                      f"that prior's pseudo-counts, so its own counts alone are too few where it stopped early; this "
                      f"run gives {shown}. {fix.format(option=option, spec=value, weight=f'{weight:g}')} ({need}), or "
                      "profile again without a prior")
@@ -150,3 +178,55 @@ def offset_evidence(rate: np.ndarray, k: np.ndarray, offset: float) -> tuple[np.
     has = np.isfinite(r) & np.isfinite(k)
     s = np.where(has, r * np.where(has, k, 0.0), 0.0)
     return s, np.where(has, k, 0.0) - s
+
+
+WEIGHT_CANDIDATES = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0, 24.0, 32.0, 48.0, 64.0)
+MIN_FIT_ROWS = 32  # rows with both a prior value and own samples before a weight is fitted
+
+
+def weight_log_likelihood(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarray, k: np.ndarray,
+                          weights: np.ndarray, weight: float, grid: np.ndarray | None = None) -> float:
+    """log P(own counts | the prior's view at `weight`) summed over rows: each row's own (c, k) under
+    the pool's grid prior `weights` (G,) updated by the prior's pseudo-counts, min(samples, weight)
+    at pass rate `rate` (already moved by the offset), the evidence the profiler weighs them as.
+    Binomial coefficients are dropped (constant in `weight`). Rows must all be finite."""
+    from grpo_data.curriculum.stats import GRID
+
+    grid = GRID if grid is None else grid
+    pk = np.minimum(samples, weight)
+    s, f = rate * pk, pk - rate * pk
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_q, log_1q = np.log(grid)[None, :], np.log1p(-grid)[None, :]
+
+        def term(a, b):  # log sum_j pi_j q_j^a (1 - q_j)^b per row, 0 * log 0 read as 0
+            x = np.nan_to_num(a[:, None] * log_q, nan=0.0) + np.nan_to_num(b[:, None] * log_1q, nan=0.0)
+            x = x + np.log(weights)[None, :]
+            top = x.max(axis=1, keepdims=True)
+            return (top + np.log(np.exp(x - top).sum(axis=1, keepdims=True)))[:, 0]
+
+        return float((term(s + n_correct, f + k - n_correct) - term(s, f)).sum())
+
+
+def fit_prior_weight(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarray, k: np.ndarray,
+                     cap: float, start: float = DEFAULT_WEIGHT, weights: np.ndarray | None = None) -> float:
+    """The discount another model's view has earned on this model's own counts: the candidate weight
+    (pseudo-samples per value, WEIGHT_CANDIDATES up to `cap`) that maximizes the marginal likelihood
+    of the own counts (c, k) given the prior's pseudo-counts (`weight_log_likelihood`); `rate` is the
+    prior's pass rate moved by the fitted offset, `samples` the samples behind each value (the most a
+    value can count for). Empirical Bayes, like the offset: a view that predicts this model well
+    earns more weight, a scattered one less. Sequential stopping leaves the likelihood unchanged, so
+    the adaptive profile's own rounds count as drawn. Fewer than MIN_FIT_ROWS rows with both a value
+    and own samples: `start` (capped). `weights`: the pool's grid prior (default: fitted to the own
+    counts, `fit_grid_prior`)."""
+    from grpo_data.curriculum.stats import fit_grid_prior
+
+    r, n, c, kk = (np.asarray(x, dtype=np.float64) for x in (rate, samples, n_correct, k))
+    use = np.isfinite(r) & np.isfinite(n) & (n > 0) & np.isfinite(c) & np.isfinite(kk) & (kk > 0)
+    if use.sum() < MIN_FIT_ROWS:
+        return float(min(start, cap))
+    r, n, c, kk = np.clip(r[use], 0.0, 1.0), n[use], c[use], kk[use]
+    pi = fit_grid_prior(c, kk) if weights is None else np.asarray(weights, dtype=np.float64)
+    pi = np.maximum(pi, 1e-12)
+    candidates = [w for w in WEIGHT_CANDIDATES if w <= cap] or [float(cap)]
+    scores = [weight_log_likelihood(r, n, c, kk, pi, w) for w in candidates]
+    return float(candidates[int(np.argmax(scores))])

@@ -202,12 +202,16 @@ class Prior:
     rate:    (N,) pass rate, NaN where the row has no value.
     samples: (N,) samples behind each value, NaN where the source does not say.
     weight:  the most pseudo-samples one value counts for (the discount).
+    fit_weight: learn the discount from this model's own counts (`prior_offset.fit_prior_weight`,
+             the marginal likelihood of them given the prior's view), `weight` then its cap: where
+             the two models agree closely the view earns more than a fixed discount gives it.
     """
 
     source: PriorSource
     rate: np.ndarray
     samples: np.ndarray
     weight: float = DEFAULT_WEIGHT
+    fit_weight: bool = False
 
     @property
     def k(self) -> np.ndarray:
@@ -226,7 +230,8 @@ class Prior:
         return {"spec": self.source.name, "fields": list(self.source.fields), "model": self.source.model,
                 "samples": None if stated.size == 0 else (float(stated.min()), float(stated.max())),
                 "weight": self.weight, "problems": int(np.isfinite(self.rate).sum()), "rows": int(self.rate.size),
-                "citation": self.source.citation, **({"profile": self.source.profile} if self.source.profile else {})}
+                "citation": self.source.citation, **({"profile": self.source.profile} if self.source.profile else {}),
+                **({"fit_weight": True} if self.fit_weight else {})}
 
     def summary(self) -> str:
         """One line for a command's output: how many problems have a value, whose, from how many samples."""
@@ -235,7 +240,7 @@ class Prior:
                    else "-".join(f"{x:g}" for x in sorted(set(info["samples"]))) + " samples")
         return (f"prior {info['spec']}: {info['problems']} of {info['rows']} problems have a value "
                 f"({info['model'] or 'model unnamed'}, {samples}; each counted as at most {self.weight:g} "
-                "pseudo-samples)")
+                "pseudo-samples" + (", the discount fitted to this model's own samples" if self.fit_weight else "") + ")")
 
 
 def prior_weight(spec: str | None, weight: float | None, flags: tuple[str, str] = ("prior", "prior_weight")) -> float:

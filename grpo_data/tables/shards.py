@@ -52,7 +52,7 @@ import numpy as np
 import polars as pl
 
 from grpo_data.curriculum.estimates import by_level, with_estimates
-from grpo_data.curriculum.priors import Prior, merge_offline
+from grpo_data.curriculum.priors import Prior, at_fitted_weight, merge_offline
 from grpo_data.tables import io
 from grpo_data.tables.problems import level_array
 
@@ -145,6 +145,10 @@ def write_shards(problems: pl.DataFrame, profile: pl.DataFrame | None, out: str 
     if profile is None:
         profile = pl.DataFrame(schema={"id": pl.String, "k": pl.Int64, "n_correct": pl.Int64, "pass_rate": pl.Float64,
                                        "ci_low": pl.Float64, "ci_high": pl.Float64})
+    if prior is not None and prior.fit_weight:  # the shards carry the weight the profile's own counts earned
+        own = problems.select("id").join(profile.select("id", "n_correct", "k"), on="id", how="left")
+        prior = at_fitted_weight(tuple(own[name].cast(pl.Float64).fill_null(np.nan).to_numpy()
+                                       for name in ("n_correct", "k")), prior)
     if prior is not None:  # the prior's columns ride on the problem rows they were read from
         problems = problems.with_columns(pl.Series("prior_rate", prior.rate).fill_nan(None),
                                          pl.Series("prior_k", prior.k).fill_nan(None))

@@ -70,6 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-k", type=int, default=None,
                         help=f"adaptive: most samples per problem (default {StoppingRule.max_k})")
     add_prior_profile_argument(parser)
+    parser.add_argument("--fit-prior-weight", action="store_true",
+                        help="adaptive with --prior/--prior-profile: learn the prior's discount from this model's own "
+                             "samples as they come in (marginal likelihood), --prior-weight then its cap "
+                             "(default cap 64); the profile records that its weight was fitted")
     parser.add_argument("--prior-groups", choices=("level", "none"), default=None,
                         help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once "
                         f"(default {ProfileConfig.prior_groups})")
@@ -157,7 +161,7 @@ def options_from_args(args: argparse.Namespace) -> dict:
             "system_prompt": args.system_prompt, "instruction_suffix": args.instruction_suffix,
             "chunk_size": args.chunk_size, "seed": args.seed, "answer_format": args.answer_format,
             "overlong_prompts": args.overlong_prompts, "min_clipped_tokens": args.min_clipped_tokens,
-            "wave": args.wave}
+            "wave": args.wave, "fit_prior_weight": args.fit_prior_weight}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -168,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         engine_settings,
         pin_local_device,
     )
-    from grpo_data.profile_config import profile_options
+    from grpo_data.profile_config import fit_weight_setting, profile_options, with_fitted_weight
     from grpo_data.profile_metadata import run_metadata
     from grpo_data.profile_parts import ResumeError, discard_parts, merge_parts
     from grpo_data.profiler import profile_problems
@@ -182,6 +186,10 @@ def run(args: argparse.Namespace) -> int:
         from pipelines.commands.load import check_prior_args
 
         check_prior_args(args)  # a malformed spec or a weight without a prior stops here, before any data is read
+        if cfg.fit_prior_weight and not (args.prior or args.prior_profile):
+            raise ValueError("--fit-prior-weight without --prior or --prior-profile: it fits a prior's discount; give "
+                             "one, or leave --fit-prior-weight out")
+        args.prior_weight = fit_weight_setting(cfg, args.prior_weight)
         settings = engine_settings(choice["vllm"])
         engine_name = choice["engine"] or default_engine()
         if engine_name not in ENGINES:
@@ -211,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.commands.load import read_prior_from_args
 
     try:
-        prior = read_prior_from_args(args, problems)
+        prior = with_fitted_weight(read_prior_from_args(args, problems), cfg)
         if prior is not None and prior.source.profile:  # the same weights' own counts are no prior: before the engine
             check_other_source(prior, weights_hash(args.model), f"--model {args.model}", REUSE)
     except PriorError as exc:
@@ -243,6 +251,9 @@ def run(args: argparse.Namespace) -> int:
           f"{stats['samples']} samples in {stats['seconds']:.1f}s")
     if "prior_offset" in stats:
         print(f"this model against the prior's: {stats['prior_offset']:+.2f} logits (fitted to its own samples)")
+    if "prior_weight_fitted" in stats:
+        print(f"the prior's discount fitted to this model's own samples: {stats['prior_weight_fitted']:g} "
+              f"pseudo-samples per problem (at most {prior.weight:g})")
     _report_left_out(stats, args.out, getattr(engine, "context_length", None), cfg)
     return _finish(args, problems, shard)
 

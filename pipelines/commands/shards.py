@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         problems = read_problems(args)
         prior = read_prior_from_args(args, problems)
         # a profile that stopped early on a prior is used with that prior only
-        check_recorded_prior(meta, prior, args.profile, "Pass {option} {spec} --prior-weight {weight}")
+        prior = check_recorded_prior(meta, prior, args.profile, "Pass {option} {spec} --prior-weight {weight}")
         if args.profile:  # a prior profile of the profile's own weights is its model's counts, not a prior
             check_other_source(prior, meta.get("weights_hash"), f"--profile {args.profile}",
                                "give one of the two as --profile (two profiles of one model do not combine here)", args.profile)
