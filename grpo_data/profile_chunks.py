@@ -97,7 +97,7 @@ class ChunkPrior:
     history_rate: np.ndarray
     history_k: np.ndarray
     offset: float = 0.0
-    fit: bool = False  # fit the discount to the counts so far (`fit_prior_weight`), k then its cap per row
+    fit: float | None = None  # fit the discount, at most this cap, to the counts so far (`fit_prior_weight`)
     weight: float | None = None  # with `fit`, the weight last fitted (set by `profile_chunk`)
 
 
@@ -136,10 +136,10 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
                 rate = np.concatenate([prior.history_rate, prior.rate])
                 prior.offset = fit_logit_offset(rate, all_c, all_k)
                 pk = np.concatenate([prior.history_k, prior.k])
-                if prior.fit:  # and counted at the weight it has earned on them (at most its k)
+                if prior.fit is not None:  # and counted at the weight it has earned on them, as readers refit it
                     moved = offset_evidence(rate, np.ones_like(rate), prior.offset)[0]
                     prior.weight = fit_prior_weight(np.where(np.isfinite(rate), moved, np.nan), pk, all_c, all_k,
-                                                    cap=float(np.nanmax(pk, initial=1.0)))
+                                                    cap=prior.fit)
                     pk = np.minimum(pk, prior.weight)
                 s, f = offset_evidence(rate, pk, prior.offset)
             # one prior per group (when given), fitted on everything so far (pseudo-counts included: the

@@ -36,7 +36,7 @@ class ProfileConfig:
                 wave; `ProfilePlan`), so that many can be profiled at once; 1 weighs every chunk before.
     fit_prior_weight: adaptive mode with a prior: learn its discount from this model's own samples as
                 they come in (`Prior.fit_weight`, `fit_prior_weight`), the prior's weight then the cap
-                (FIT_WEIGHT_CAP when none is given; `with_fitted_weight`).
+                (given explicitly: `check_fit_settings`; `with_fitted_weight`).
     """
 
     k: int = 16
@@ -68,13 +68,23 @@ class ProfileConfig:
                 **({"fit_prior_weight": True} if self.fit_prior_weight else {})}
 
 
-FIT_WEIGHT_CAP = 64.0  # the most a fitted prior weight may reach when the run names no cap
-
-
-def fit_weight_setting(cfg: ProfileConfig, weight: float | None) -> float | None:
-    """The prior weight a run reads its prior at: with cfg.fit_prior_weight and no weight given, the
-    cap FIT_WEIGHT_CAP (a fitted weight is at most the weight read); otherwise `weight` as given."""
-    return FIT_WEIGHT_CAP if cfg.fit_prior_weight and weight is None else weight
+def check_fit_settings(cfg: ProfileConfig, has_prior: bool, weight: float | None,
+                       names: tuple[str, str, str] = ("--fit-prior-weight", "--prior-weight", "--adaptive")) -> None:
+    """Refuse a fitted prior weight (cfg.fit_prior_weight) that would do nothing or hide its cap:
+    without a prior, without adaptive stopping (fixed k weighs no prior), or without the weight
+    given explicitly, which is the fit's cap and what the stages reading the profile must pass too
+    (`check_recorded_prior`). `names` spells the fit's, the weight's and adaptive's settings."""
+    if not cfg.fit_prior_weight:
+        return
+    if not has_prior:
+        raise ValueError(f"{names[0]} without a prior: it fits a prior's discount; give one, or leave {names[0]} out")
+    if cfg.rule is None:
+        raise ValueError(f"{names[0]} without {names[2]}: fixed k weighs no prior; add {names[2]}, or leave "
+                         f"{names[0]} out")
+    if weight is None:
+        raise ValueError(f"{names[0]} needs {names[1]}, the most the fitted weight may reach (e.g. the samples behind "
+                         "each prior value, 16 for a k = 16 profile); the stages that read the profile pass the same "
+                         "weight")
 
 
 def with_fitted_weight(prior, cfg: ProfileConfig):

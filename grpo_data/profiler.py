@@ -122,7 +122,8 @@ class ProfilePlan:
         self.todo = self.mine.filter(~pl.col("id").is_in(done["id"].implode()))
         self.group_of = prior_group_keys(problems, cfg)  # id -> group key, or None
         self.prior_of = None  # id -> (rate, pseudo k), adaptive mode only
-        self.prior_fit = prior is not None and prior.fit_weight  # pseudo k is then the cap of a fitted weight
+        # the cap of a fitted weight (the prior's pseudo k is read at it), None when the weight is fixed
+        self.prior_fit = prior.weight if prior is not None and prior.fit_weight else None
         if prior is not None and cfg.rule is not None:
             self.prior_of = dict(zip(problems["id"].to_list(), zip(prior.rate, prior.k), strict=True))
         self.fmt = detect_format(cfg.prompt, spread_prompts(problems["prompt"]), cfg.answer_format)
@@ -267,7 +268,8 @@ class RunTally:
                 "left_out": left_out, "clipped": plan.clipped, "samples": self.samples,
                 "seconds": time.monotonic() - self.start, "format_rate": rate,
                 **({"prior_offset": self.offset} if plan.prior_of else {}),
-                **({"prior_weight_fitted": self.weight} if plan.prior_fit and self.weight is not None else {}), **extra}
+                **({"prior_weight_fitted": self.weight} if plan.prior_fit is not None and self.weight is not None
+                   else {}), **extra}
 
 
 def profile_problems(problems: pl.DataFrame, engine, verifier, cfg: ProfileConfig, out: str | Path,

@@ -22,7 +22,13 @@ import polars as pl
 
 from grpo_data.curriculum.band_scheduler import BandConfig
 from grpo_data.curriculum.prior_profile import check_other_source, read_prior_settings
-from grpo_data.curriculum.priors import Prior, check_recorded_prior, merge_offline, origin_groups
+from grpo_data.curriculum.priors import (
+    Prior,
+    at_fitted_weight,
+    check_recorded_prior,
+    merge_offline,
+    origin_groups,
+)
 from grpo_data.curriculum.scheduler import Scheduler, difficulty_groups, make_scheduler
 from grpo_data.tables import io
 from grpo_data.tables.problems import level_array
@@ -164,6 +170,7 @@ def scheduler_start(problems: pl.DataFrame, cfg) -> SchedulerStart:
     prior = training_prior(problems, cfg.data)
     check_prior_model(prior, cfg.model)
     counts, prior = offline_counts(problems, cfg.data.profile, cfg, prior)
+    prior = None if prior is None else at_fitted_weight(counts, prior)  # RUN/prior.json states the weight used
     offline, from_prior, offset = merge_offline(counts, prior)
     groups = scheduler_groups(problems, offline, cfg.scheduler)
     if cfg.scheduler.name == "band":

@@ -37,9 +37,24 @@ def test_the_weight_likelihood_by_hand():
     assert weight_log_likelihood(*one, pi, 2.0, grid) == pytest.approx(math.log(num / den))
     # the weight is capped by the samples behind the value: at 8 the same 4 samples count
     assert weight_log_likelihood(*one, pi, 8.0, grid) == pytest.approx(math.log(0.7))
-    # a prior rate of 0 with an own success: 0 * log(0) terms read as 0, the likelihood stays finite
-    zero = (np.array([0.0]), np.array([4.0]), np.array([1.0]), np.array([2.0]))
-    assert np.isfinite(weight_log_likelihood(*zero, pi, 4.0, grid))
+    # on the profiler's grid (0 and 1 included): a prior rate of 0 and an own success, 0 * log(0) read as 0;
+    # against the sum over the grid points where every power is defined, q^a (1 - q)^b with 0^0 = 1
+    from grpo_data.curriculum.stats import GRID
+
+    flat = np.full(GRID.size, 1.0 / GRID.size)
+    for rate, c, k in ((0.0, 1.0, 2.0), (1.0, 2.0, 2.0), (0.0, 0.0, 3.0), (0.3, 1.0, 4.0)):
+        s_, f_ = rate * 4.0, 4.0 - rate * 4.0
+
+        def total(a, b):
+            return sum(w * (q**a if a else 1.0) * ((1 - q) ** b if b else 1.0) for q, w in zip(GRID, flat))
+
+        expected = math.log(total(s_ + c, f_ + k - c) / total(s_, f_))
+        got = weight_log_likelihood(np.array([rate]), np.array([4.0]), np.array([c]), np.array([k]), flat, 4.0)
+        assert got == pytest.approx(expected, rel=1e-9)
+    # a row counted twice (mult) is the same row given twice
+    two = [np.array([0.75, 0.75]), np.array([4.0, 4.0]), np.array([1.0, 1.0]), np.array([1.0, 1.0])]
+    assert weight_log_likelihood(*(x[:1] for x in two), pi, 4.0, grid, mult=np.array([2.0])) == pytest.approx(
+        weight_log_likelihood(*two, pi, 4.0, grid))
 
 
 def pool(scatter: float, n: int = 2000, prior_k: int = 64, own_k: int = 4, seed: int = 0):
@@ -59,7 +74,8 @@ def test_a_close_prior_earns_more_weight_than_a_scattered_one():
     assert fitted[0] >= 32 and fitted[0] >= fitted[1] > fitted[2] and fitted[2] <= 6
     assert all(w in WEIGHT_CANDIDATES for w in fitted)
     assert fit_prior_weight(*pool(0.0), cap=16.0) == 16.0  # never above the cap
-    assert fit_prior_weight(*pool(0.0), cap=10.0) == 8.0  # the largest candidate under it
+    assert fit_prior_weight(*pool(0.0), cap=10.0) == 10.0  # the cap itself is a candidate
+    assert fit_prior_weight(*pool(1.5), cap=10.0) == fitted[2]  # a fit below the cap does not move
 
 
 def test_too_few_rows_keep_the_start_weight():
@@ -139,6 +155,9 @@ def test_the_profiler_fits_the_weight_as_it_samples(tmp_path):
                 runs[name] = profile_with_and_without(folder, prior, StoppingRule(), seed, true)["with"]
             (fit_stats, fit_table, fit_right), (fixed_stats, _, _) = runs["fit"], runs["fixed"]
             fitted[scatter, seed] = fit_stats["prior_weight_fitted"]
+            # the last decision's weight is the one a reader fits again on the profile's own counts
+            own = (fit_table["n_correct"].to_numpy().astype(float), fit_table["k"].to_numpy().astype(float))
+            assert at_fitted_weight(own, fitting).weight == fitted[scatter, seed]
             assert fitted[scatter, seed] in WEIGHT_CANDIDATES and fitted[scatter, seed] <= 16
             if scatter == 0.0:
                 assert fit_stats["samples"] <= fixed_stats["samples"] and fit_right >= 0.95
@@ -159,33 +178,48 @@ def test_shards_carry_the_weight_the_profile_earned(tmp_path):
     from grpo_data.curriculum.priors import Prior, PriorSource
     from grpo_data.tables.shards import write_shards
 
-    rate, n, c, k = pool(0.0, n=400, prior_k=16)
+    rate, n, c, k = pool(0.5, n=400, prior_k=16)  # half a logit of scatter: measured 8, below the cap
     problems = make_problems([1] * rate.size)
     profile = make_profile(problems, c.astype(np.int64), k.astype(np.int64))
     prior = Prior(PriorSource("x", ("x",)), rate, n, 16.0, fit_weight=True)
     manifest = write_shards(problems, profile, tmp_path / "shards", prior=prior)
     expected = at_fitted_weight((c.astype(float), k), prior).weight
-    assert expected > 4 and manifest["prior"]["weight"] == expected and "fit_weight" not in manifest["prior"]
+    assert 4 < expected < 16 and manifest["prior"]["weight"] == expected and "fit_weight" not in manifest["prior"]
     written = pl.read_parquet(tmp_path / "shards" / "*" / "data.parquet")
     assert set(written["prior_k"].to_list()) == {expected}
 
 
-def test_grpo_profile_refuses_a_fit_without_a_prior_and_reads_a_cap_otherwise(tmp_path, capsys):
-    """`--fit-prior-weight` without a prior is refused before any engine; with one and no
-    `--prior-weight`, the prior is read at the cap FIT_WEIGHT_CAP (a fitted weight is at most it)."""
+def test_a_fit_is_refused_without_a_prior_adaptive_stopping_or_its_cap(tmp_path, capsys):
+    """`--fit-prior-weight` without a prior, without --adaptive, or without --prior-weight (the cap,
+    which the stages reading the profile must pass too) is refused before any engine; so is a
+    pipeline's `profile: {fit_prior_weight: true}` without `prior_weight`, before any stage."""
+    from test_prior_profile import write_profile
     from test_priors import canonical_with_prior
 
+    from grpo_data.curriculum.priors import PriorError
     from grpo_data.curriculum.stats import StoppingRule
-    from grpo_data.profile_config import FIT_WEIGHT_CAP, ProfileConfig, fit_weight_setting, with_fitted_weight
+    from grpo_data.profile_config import ProfileConfig, check_fit_settings, with_fitted_weight
     from pipelines.cli import main
+    from pipelines.pipeline_priors import check_priors
 
     data = tmp_path / "problems.parquet"
     canonical_with_prior([0.5, 0.25]).write_parquet(data)
-    assert main(["profile", "--data", str(data), "--model", "org/model", "--adaptive", "--fit-prior-weight",
-                 "--out", str(tmp_path / "p.parquet")]) == 2
-    assert "--fit-prior-weight without --prior or --prior-profile" in capsys.readouterr().err
+    base = tmp_path / "base.parquet"
+    write_profile(base, {"p0": (1, 2), "p1": (0, 2)}, {"model": "other", "weights_hash": "other0"})
+    out = ["--out", str(tmp_path / "p.parquet"), "--fit-prior-weight"]
+    cases = (([], "--fit-prior-weight without a prior"),
+             (["--prior-profile", str(base), "--prior-weight", "16"], "--fit-prior-weight without --adaptive"),
+             (["--prior-profile", str(base), "--adaptive"], "--fit-prior-weight needs --prior-weight"))
+    for extra, message in cases:
+        assert main(["profile", "--data", str(data), "--model", "org/model", *extra, *out]) == 2
+        assert message in capsys.readouterr().err
+    assert not (tmp_path / "p.parquet.parts").exists()
     fit = ProfileConfig(rule=StoppingRule(), fit_prior_weight=True)
-    assert fit_weight_setting(fit, None) == FIT_WEIGHT_CAP == 64 and fit_weight_setting(fit, 8.0) == 8.0
-    assert fit_weight_setting(ProfileConfig(), None) is None
+    check_fit_settings(fit, True, 16.0)  # accepted
+    check_fit_settings(ProfileConfig(), False, None)  # no fit asked: nothing to check
     assert with_fitted_weight(None, fit) is None
     assert fit.to_dict()["fit_prior_weight"] is True and "fit_prior_weight" not in ProfileConfig().to_dict()
+    spec = {"profile": {"adaptive": True, "prior_profile": str(base), "fit_prior_weight": True}}
+    with pytest.raises(PriorError, match="pipe.yaml: profile: profile.fit_prior_weight needs profile.prior_weight"):
+        check_priors(spec, "pipe.yaml")
+    check_priors({"profile": {**spec["profile"], "prior_weight": 16}}, "pipe.yaml")

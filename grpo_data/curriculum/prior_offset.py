@@ -185,14 +185,16 @@ MIN_FIT_ROWS = 32  # rows with both a prior value and own samples before a weigh
 
 
 def weight_log_likelihood(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarray, k: np.ndarray,
-                          weights: np.ndarray, weight: float, grid: np.ndarray | None = None) -> float:
-    """log P(own counts | the prior's view at `weight`) summed over rows: each row's own (c, k) under
-    the pool's grid prior `weights` (G,) updated by the prior's pseudo-counts, min(samples, weight)
-    at pass rate `rate` (already moved by the offset), the evidence the profiler weighs them as.
-    Binomial coefficients are dropped (constant in `weight`). Rows must all be finite."""
+                          weights: np.ndarray, weight: float, grid: np.ndarray | None = None,
+                          mult: np.ndarray | None = None) -> float:
+    """log P(own counts | the prior's view at `weight`) summed over rows (each counted `mult` times,
+    default once): each row's own (c, k) under the grid prior `weights` (G,) updated by the prior's
+    pseudo-counts, min(samples, weight) at pass rate `rate` (already moved by the offset). Binomial
+    coefficients are dropped (constant in `weight`). Rows must all be finite."""
     from grpo_data.curriculum.stats import GRID
 
     grid = GRID if grid is None else grid
+    mult = np.ones(np.shape(rate)) if mult is None else np.asarray(mult, dtype=np.float64)
     pk = np.minimum(samples, weight)
     s, f = rate * pk, pk - rate * pk
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -204,7 +206,7 @@ def weight_log_likelihood(rate: np.ndarray, samples: np.ndarray, n_correct: np.n
             top = x.max(axis=1, keepdims=True)
             return (top + np.log(np.exp(x - top).sum(axis=1, keepdims=True)))[:, 0]
 
-        return float((term(s + n_correct, f + k - n_correct) - term(s, f)).sum())
+        return float(((term(s + n_correct, f + k - n_correct) - term(s, f)) * mult).sum())
 
 
 def fit_prior_weight(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarray, k: np.ndarray,
@@ -216,8 +218,11 @@ def fit_prior_weight(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarra
     value can count for). Empirical Bayes, like the offset: a view that predicts this model well
     earns more weight, a scattered one less. Sequential stopping leaves the likelihood unchanged, so
     the adaptive profile's own rounds count as drawn. Fewer than MIN_FIT_ROWS rows with both a value
-    and own samples: `start` (capped). `weights`: the pool's grid prior (default: fitted to the own
-    counts, `fit_grid_prior`)."""
+    and own samples: `start` (capped). `weights`: the grid prior (default: the pool's, fitted to the
+    own counts of those rows, `fit_grid_prior`; the profiler's decisions weigh one fitted to own and
+    pseudo-counts together, which would make the fit circular). The cap itself is a candidate, so
+    the profiler and a reader given the same cap choose among the same weights. Rows with the same
+    (rate, samples, counts) are scored once, so a large pool costs as many rows as it has distinct ones."""
     from grpo_data.curriculum.stats import fit_grid_prior
 
     r, n, c, kk = (np.asarray(x, dtype=np.float64) for x in (rate, samples, n_correct, k))
@@ -227,6 +232,7 @@ def fit_prior_weight(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarra
     r, n, c, kk = np.clip(r[use], 0.0, 1.0), n[use], c[use], kk[use]
     pi = fit_grid_prior(c, kk) if weights is None else np.asarray(weights, dtype=np.float64)
     pi = np.maximum(pi, 1e-12)
-    candidates = [w for w in WEIGHT_CANDIDATES if w <= cap] or [float(cap)]
-    scores = [weight_log_likelihood(r, n, c, kk, pi, w) for w in candidates]
+    rows, mult = np.unique(np.stack([r, np.minimum(n, cap), c, kk], axis=1), axis=0, return_counts=True)
+    candidates = sorted({w for w in WEIGHT_CANDIDATES if w <= cap} | {float(cap)})
+    scores = [weight_log_likelihood(*rows.T, pi, w, mult=mult) for w in candidates]
     return float(candidates[int(np.argmax(scores))])

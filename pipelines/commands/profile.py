@@ -72,8 +72,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_prior_profile_argument(parser)
     parser.add_argument("--fit-prior-weight", action="store_true",
                         help="adaptive with --prior/--prior-profile: learn the prior's discount from this model's own "
-                             "samples as they come in (marginal likelihood), --prior-weight then its cap "
-                             "(default cap 64); the profile records that its weight was fitted")
+                             "samples as they come in (marginal likelihood), at most --prior-weight (required: the "
+                             "cap, which grpo shards / train pass too); the profile records that its weight was fitted")
     parser.add_argument("--prior-groups", choices=("level", "none"), default=None,
                         help="adaptive: fit the empirical-Bayes prior per level (when the data has one) or once "
                         f"(default {ProfileConfig.prior_groups})")
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
         engine_settings,
         pin_local_device,
     )
-    from grpo_data.profile_config import fit_weight_setting, profile_options, with_fitted_weight
+    from grpo_data.profile_config import check_fit_settings, profile_options, with_fitted_weight
     from grpo_data.profile_metadata import run_metadata
     from grpo_data.profile_parts import ResumeError, discard_parts, merge_parts
     from grpo_data.profiler import profile_problems
@@ -186,10 +186,7 @@ def run(args: argparse.Namespace) -> int:
         from pipelines.commands.load import check_prior_args
 
         check_prior_args(args)  # a malformed spec or a weight without a prior stops here, before any data is read
-        if cfg.fit_prior_weight and not (args.prior or args.prior_profile):
-            raise ValueError("--fit-prior-weight without --prior or --prior-profile: it fits a prior's discount; give "
-                             "one, or leave --fit-prior-weight out")
-        args.prior_weight = fit_weight_setting(cfg, args.prior_weight)
+        check_fit_settings(cfg, bool(args.prior or args.prior_profile), args.prior_weight)
         settings = engine_settings(choice["vllm"])
         engine_name = choice["engine"] or default_engine()
         if engine_name not in ENGINES:
