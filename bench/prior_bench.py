@@ -285,14 +285,13 @@ def reference_weight_fit(reference: pl.DataFrame, prior) -> dict:
     apart from every adaptive profile): on all problems, on those the prior's model found all-right
     or all-wrong (rate 0 or 1), and on the rest; the offset fitted on them first (added after
     Amendment 15's run, as a diagnostic of its result, not part of its plan)."""
-    from grpo_data.curriculum.priors import fit_logit_offset, fit_prior_weight, offset_evidence
+    from grpo_data.curriculum.priors import fit_logit_offset, fit_moved_weight
 
     c, k = reference["n_correct"].to_numpy().astype(float), reference["k"].to_numpy().astype(float)
     offset = fit_logit_offset(prior.rate, c, k)
-    moved = offset_evidence(prior.rate, np.ones_like(prior.rate), offset)[0]
     extreme = (prior.rate == 0) | (prior.rate == 1)
     out = {"offset": offset}
     for name, rows in (("all", np.ones(extreme.size, dtype=bool)), ("extreme", extreme), ("middle", ~extreme)):
-        out[f"weight_{name}"] = fit_prior_weight(np.where(rows, moved, np.nan), prior.k, c, k, cap=prior.weight)
+        out[f"weight_{name}"] = fit_moved_weight(np.where(rows, prior.rate, np.nan), prior.k, c, k, offset, prior.weight)
         out[f"problems_{name}"] = int(rows.sum())
     return out

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from grpo_data.curriculum.priors import fit_logit_offset, fit_prior_weight, offset_evidence
+from grpo_data.curriculum.priors import fit_logit_offset, fit_moved_weight, offset_evidence
 from grpo_data.curriculum.stats import JEFFREYS, beta_mean, credible_interval, posterior, row_priors
 from grpo_data.generation import seeding
 from grpo_data.generation.context import ContextPolicy
@@ -137,9 +137,7 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
                 prior.offset = fit_logit_offset(rate, all_c, all_k)
                 pk = np.concatenate([prior.history_k, prior.k])
                 if prior.fit is not None:  # and counted at the weight it has earned on them, as readers refit it
-                    moved = offset_evidence(rate, np.ones_like(rate), prior.offset)[0]
-                    prior.weight = fit_prior_weight(np.where(np.isfinite(rate), moved, np.nan), pk, all_c, all_k,
-                                                    cap=prior.fit)
+                    prior.weight = fit_moved_weight(rate, pk, all_c, all_k, prior.offset, prior.fit)
                     pk = np.minimum(pk, prior.weight)
                 s, f = offset_evidence(rate, pk, prior.offset)
             # one prior per group (when given), fitted on everything so far (pseudo-counts included: the

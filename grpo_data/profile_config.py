@@ -68,17 +68,21 @@ class ProfileConfig:
                 **({"fit_prior_weight": True} if self.fit_prior_weight else {})}
 
 
-def check_fit_settings(cfg: ProfileConfig, has_prior: bool, weight: float | None,
+PIPELINE_FIT_NAMES = ("profile.fit_prior_weight", "profile.prior_weight", "profile.adaptive")  # as a pipeline spells them
+
+
+def check_fit_settings(fit: bool, adaptive: bool, has_prior: bool, weight: float | None,
                        names: tuple[str, str, str] = ("--fit-prior-weight", "--prior-weight", "--adaptive")) -> None:
-    """Refuse a fitted prior weight (cfg.fit_prior_weight) that would do nothing or hide its cap:
-    without a prior, without adaptive stopping (fixed k weighs no prior), or without the weight
-    given explicitly, which is the fit's cap and what the stages reading the profile must pass too
-    (`check_recorded_prior`). `names` spells the fit's, the weight's and adaptive's settings."""
-    if not cfg.fit_prior_weight:
+    """Refuse a fitted prior weight (`fit`, ProfileConfig.fit_prior_weight) that would do nothing or
+    hide its cap: without a prior, without `adaptive` stopping (fixed k weighs no prior), or without
+    the weight given explicitly, which is the fit's cap and what the stages reading the profile must
+    pass too (`check_recorded_prior`). `names` spells the fit's, the weight's and adaptive's settings
+    (PIPELINE_FIT_NAMES in a pipeline file)."""
+    if not fit:
         return
     if not has_prior:
         raise ValueError(f"{names[0]} without a prior: it fits a prior's discount; give one, or leave {names[0]} out")
-    if cfg.rule is None:
+    if not adaptive:
         raise ValueError(f"{names[0]} without {names[2]}: fixed k weighs no prior; add {names[2]}, or leave "
                          f"{names[0]} out")
     if weight is None:

@@ -246,7 +246,12 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     """Profile `train` with `model`; reuse a finished profile of the same model, data and settings."""
     from grpo_data.curriculum.prior_profile import REUSE, check_other_source
     from grpo_data.generation.engines import engine_settings, make_engine
-    from grpo_data.profile_config import check_fit_settings, profile_options, with_fitted_weight
+    from grpo_data.profile_config import (
+        PIPELINE_FIT_NAMES,
+        check_fit_settings,
+        profile_options,
+        with_fitted_weight,
+    )
     from grpo_data.profile_metadata import run_metadata, weights_hash
     from grpo_data.profile_parts import merge_parts, parts_dir
     from grpo_data.profiler import profile_problems
@@ -270,8 +275,8 @@ def profile_stage(model: str, train: Path, pcfg: dict, out: Path, seed: int = 0,
     if out.exists() and stamp.exists() and json.loads(stamp.read_text()) == key:
         print(f"profile {out} is up to date")
         return out
-    check_fit_settings(cfg, bool(settings.get("prior") or settings.get("prior_profile")), settings.get("prior_weight"),
-                       ("profile.fit_prior_weight", "profile.prior_weight", "profile.adaptive"))
+    check_fit_settings(cfg.fit_prior_weight, cfg.rule is not None, bool(settings.get("prior") or settings.get("prior_profile")),
+                       settings.get("prior_weight"), PIPELINE_FIT_NAMES)
     prior = with_fitted_weight(read_stage_prior("profile", settings, problems, train), cfg)
     if prior is not None:  # the same weights' own counts are no prior: refused before the engine starts
         check_other_source(prior, weights_hash(model), f"model {model}", REUSE)

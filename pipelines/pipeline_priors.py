@@ -32,16 +32,14 @@ def check_priors(spec: dict, path: str | Path) -> None:
             check_prior_settings(*(section.get(k) for k in PRIOR_KEYS), PRIOR_KEYS)
         except PriorError as exc:
             raise PriorError(f"{path}: {where}: {exc}") from None
-    if profile.get("fit_prior_weight"):  # a fitted weight's cap given where the later stages read it
-        from grpo_data.profile_config import check_fit_settings, profile_options
+    from grpo_data.profile_config import PIPELINE_FIT_NAMES, check_fit_settings
 
-        try:
-            cfg = profile_options({"adaptive": profile.get("adaptive", False), "fit_prior_weight": True})[0]
-            check_fit_settings(cfg, bool(profile.get("prior") or profile.get("prior_profile")),
-                               profile.get("prior_weight"),
-                               ("profile.fit_prior_weight", "profile.prior_weight", "profile.adaptive"))
-        except ValueError as exc:
-            raise PriorError(f"{path}: profile: {exc}") from None
+    try:  # a fitted weight's cap given where the later stages read it
+        check_fit_settings(bool(profile.get("fit_prior_weight")), bool(profile.get("adaptive")),
+                           bool(profile.get("prior") or profile.get("prior_profile")), profile.get("prior_weight"),
+                           PIPELINE_FIT_NAMES)
+    except ValueError as exc:
+        raise PriorError(f"{path}: profile: {exc}") from None
     if not profile.get("adaptive") or not (profile.get("prior") or profile.get("prior_profile")):
         return  # only an adaptive profile stops on its prior (fixed k draws the same samples whatever it says)
 

@@ -215,8 +215,8 @@ def test_a_fit_is_refused_without_a_prior_adaptive_stopping_or_its_cap(tmp_path,
         assert message in capsys.readouterr().err
     assert not (tmp_path / "p.parquet.parts").exists()
     fit = ProfileConfig(rule=StoppingRule(), fit_prior_weight=True)
-    check_fit_settings(fit, True, 16.0)  # accepted
-    check_fit_settings(ProfileConfig(), False, None)  # no fit asked: nothing to check
+    check_fit_settings(True, True, True, 16.0)  # accepted
+    check_fit_settings(False, False, False, None)  # no fit asked: nothing to check
     assert with_fitted_weight(None, fit) is None
     assert fit.to_dict()["fit_prior_weight"] is True and "fit_prior_weight" not in ProfileConfig().to_dict()
     spec = {"profile": {"adaptive": True, "prior_profile": str(base), "fit_prior_weight": True}}

@@ -67,9 +67,7 @@ def at_fitted_weight(offline: tuple[np.ndarray, np.ndarray] | None, prior: Prior
         c, k = (np.asarray(x, dtype=np.float64) for x in offline)
         measured = np.isfinite(c) & np.isfinite(k) & (k > 0)
         own = (np.where(measured, c, np.nan), np.where(measured, k, np.nan))
-        offset = fit_logit_offset(prior.rate, *own)
-        moved = offset_evidence(prior.rate, np.ones_like(prior.rate), offset)[0]
-        weight = fit_prior_weight(np.where(np.isfinite(prior.rate), moved, np.nan), prior.k, *own, cap=prior.weight)
+        weight = fit_moved_weight(prior.rate, prior.k, *own, fit_logit_offset(prior.rate, *own), prior.weight)
     return replace(prior, weight=float(weight), fit_weight=False)
 
 
@@ -236,3 +234,12 @@ def fit_prior_weight(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarra
     candidates = sorted({w for w in WEIGHT_CANDIDATES if w <= cap} | {float(cap)})
     scores = [weight_log_likelihood(*rows.T, pi, w, mult=mult) for w in candidates]
     return float(candidates[int(np.argmax(scores))])
+
+
+def fit_moved_weight(rate: np.ndarray, samples: np.ndarray, n_correct: np.ndarray, k: np.ndarray, offset: float,
+                     cap: float) -> float:
+    """`fit_prior_weight` on the prior's pass rates moved by the logit `offset` as `offset_evidence`
+    moves them (rows without a rate stay out): the one fit the profiler's decisions, a reader of
+    their profile and the benchmark's diagnostics all make."""
+    moved = offset_evidence(rate, np.ones_like(rate), offset)[0]
+    return fit_prior_weight(np.where(np.isfinite(rate), moved, np.nan), samples, n_correct, k, cap=cap)

@@ -41,6 +41,7 @@ from grpo_data.curriculum.prior_offset import (
     check_other_samples,
     check_recorded_prior,
     fit_logit_offset,
+    fit_moved_weight,
     fit_prior_weight,
     merge_offline,
     offset_evidence,
@@ -62,7 +63,7 @@ from grpo_data.curriculum.prior_sources import (
 
 __all__ = [
     "AVG_COLUMN", "DEFAULT_WEIGHT", "PRESETS", "SAMPLE_COUNT_FIELDS", "Columns", "Prior", "PriorError", "PriorSource",
-    "Start", "at_fitted_weight", "check_other_samples", "check_recorded_prior", "dataset_columns", "field_values", "fit_logit_offset", "fit_prior_weight",
+    "Start", "at_fitted_weight", "check_other_samples", "check_recorded_prior", "dataset_columns", "field_values", "fit_logit_offset", "fit_moved_weight", "fit_prior_weight",
     "frame_columns", "is_avg", "keep_patterns", "merge_offline", "offset_evidence", "origin_groups", "parse_number",
     "parse_spec", "prior_weight", "read_prior", "record_columns", "resolve", "row_sample_counts", "stored_prior",
 ]

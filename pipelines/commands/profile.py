@@ -186,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
         from pipelines.commands.load import check_prior_args
 
         check_prior_args(args)  # a malformed spec or a weight without a prior stops here, before any data is read
-        check_fit_settings(cfg, bool(args.prior or args.prior_profile), args.prior_weight)
+        check_fit_settings(cfg.fit_prior_weight, cfg.rule is not None, bool(args.prior or args.prior_profile),
+                           args.prior_weight)
         settings = engine_settings(choice["vllm"])
         engine_name = choice["engine"] or default_engine()
         if engine_name not in ENGINES:
