@@ -18,6 +18,7 @@ from grpo_data.generation.context import ContextPolicy
 from grpo_data.generation.rollouts import RolloutSampler
 from grpo_data.profile_config import ProfileConfig
 from grpo_data.tables.exports import ROUND_SCHEMA
+from grpo_data.tables.problems import question_text
 from grpo_data.tables.profile_table import PROFILE_COLUMNS
 from grpo_data.verify.rewards import Answer, correctness
 from grpo_data.verify.verdict import REASONS
@@ -77,12 +78,12 @@ class _Tally:
 
 
 def _sample_round(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], n_each: list[int],
-                  tallies: list[_Tally], seed: int | None = None) -> int:
-    """Sample n_each[i] completions for each prompt, verify, add to tallies; returns samples drawn.
-    With `seed`, the engine is reseeded with it first."""
+                  tallies: list[_Tally], seed: int | None = None, questions: list[str | None] | None = None) -> int:
+    """Sample n_each[i] completions for each prompt, verify (with each problem's question when given),
+    add to tallies; returns samples drawn. With `seed`, the engine is reseeded with it first."""
     if seed is not None:
         sampler.engine.reseed(seed)
-    for tally, group in zip(tallies, sampler.sample(prompts, golds, n_each), strict=True):
+    for tally, group in zip(tallies, sampler.sample(prompts, golds, n_each, questions), strict=True):
         tally.add(group.completions, group.verdicts, group.formatted)
     return int(sum(n_each))
 
@@ -104,7 +105,8 @@ class ChunkPrior:
 def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list[str], cfg: ProfileConfig,
                   history: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
                   groups: np.ndarray | None = None, unread: list[str] | None = None,
-                  prior: ChunkPrior | None = None, ids: list[str] | None = None) -> tuple[list[dict], int]:
+                  prior: ChunkPrior | None = None, ids: list[str] | None = None,
+                  questions: list[str | None] | None = None) -> tuple[list[dict], int]:
     """Profile rows (without ids) for one chunk of encoded prompts, and the number of samples drawn.
 
     Adaptive decisions use an empirical-Bayes grid prior fitted to this chunk's counts together
@@ -114,7 +116,8 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
     also weigh its pseudo-counts, moved by the offset fitted to all counts so far. `unread`, when
     given, collects a few distinct final sentences the verifier read no answer from (for the format
     warning; `keep_unread`). With the chunk's problem `ids` and an engine that can be reseeded, each
-    round is seeded from (cfg.seed, ids, round) (`round_seed`)."""
+    round is seeded from (cfg.seed, ids, round) (`round_seed`). `questions`, the problems' texts, go
+    to the verifier with their answers."""
     tallies = [_Tally() for _ in prompts]
     seeded = ids is not None and seeding.seeding_scheme(sampler.engine) == seeding.SEEDING
 
@@ -122,7 +125,7 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
         return seeding.round_seed(cfg.seed, ids, round_no) if seeded else None
 
     if cfg.rule is None:
-        samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies, seed_of(0))
+        samples = _sample_round(sampler, prompts, golds, [cfg.k] * len(prompts), tallies, seed_of(0), questions)
     else:
         rule = cfg.rule
         hc, hk, hg = history if history is not None else (np.zeros(0), np.zeros(0), np.zeros(0))
@@ -154,7 +157,7 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
             none = np.zeros(len(prompts))
             has = np.isfinite(prior.rate) & (np.nan_to_num(prior.k) > 0)
             first = rule.first_round(has & ~rule.undecided(none, none, *evidence(none, none)))
-        samples = _sample_round(sampler, prompts, golds, first.tolist(), tallies, seed_of(0))
+        samples = _sample_round(sampler, prompts, golds, first.tolist(), tallies, seed_of(0), questions)
         round_no = 0
         while True:
             c = np.array([t.correct for t in tallies])
@@ -165,7 +168,7 @@ def profile_chunk(sampler: RolloutSampler, prompts: list[list[int]], golds: list
                 break
             extra = np.where(more, rule.next_k(k) - k, 0).tolist()
             round_no += 1
-            samples += _sample_round(sampler, prompts, golds, extra, tallies, seed_of(round_no))
+            samples += _sample_round(sampler, prompts, golds, extra, tallies, seed_of(round_no), questions)
     budgets = [sampler.fit(p).max_tokens for p in prompts]  # what sample() generated each one with
     rows = [summarize_problem(t.correct, t.k, t.lengths, t.truncated, t.reasons, t.formatted, b, t.rounds)
             for t, b in zip(tallies, budgets, strict=True)]
@@ -220,7 +223,7 @@ def run_chunk(sampler: RolloutSampler, job: ChunkJob, cfg: ProfileConfig) -> Chu
     prompts = [sampler.encode(m) for m in job.prompts]
     unread: list[str] = []
     rows, samples = profile_chunk(sampler, prompts, job.golds, cfg, job.history, job.groups, unread, job.prior,
-                                  job.ids)
+                                  job.ids, [question_text(m) for m in job.prompts])
     table = pl.DataFrame([{"id": i, **r} for i, r in zip(job.ids, rows, strict=True)],
                          schema_overrides={"n_formatted": pl.Int64, "max_tokens": pl.Int64, **ROUND_SCHEMA})
     return ChunkResult(job.position, table.select(PROFILE_COLUMNS), samples, unread,

@@ -28,6 +28,7 @@ import numpy as np
 from grpo_data.curriculum.allocation import Sizing, expected_informative, needs_more
 from grpo_data.curriculum.stats import DEFAULT_BAND
 from grpo_data.generation.rollouts import RolloutSampler, ScoredGroup
+from grpo_data.tables.problems import question_text
 from grpo_train.groups import (
     CORRECTNESS,
     Group,
@@ -76,7 +77,8 @@ class RolloutBatcher:
         """n answers for each of idx, scored, with their cost added to batch; one engine call."""
         cost = self.sampler.cost
         before = (cost.gen_seconds, cost.verify_seconds, cost.tokens, cost.truncated, cost.formatted)
-        scored = self.sampler.sample([self.prompt_ids(int(i)) for i in idx], [self.answers[int(i)] for i in idx], n)
+        scored = self.sampler.sample([self.prompt_ids(int(i)) for i in idx], [self.answers[int(i)] for i in idx], n,
+                                     [question_text(self._prompts[int(i)]) for i in idx])
         batch.gen_seconds += cost.gen_seconds - before[0]
         batch.verify_seconds += cost.verify_seconds - before[1]
         batch.gen_tokens += cost.tokens - before[2]

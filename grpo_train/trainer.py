@@ -32,7 +32,7 @@ from grpo_data.curriculum.stats import majority_correct
 from grpo_data.generation.prompting import PromptConfig, detect_format
 from grpo_data.generation.rollouts import RolloutSampler
 from grpo_data.tables import io
-from grpo_data.tables.problems import level_array, spread_prompts
+from grpo_data.tables.problems import level_array, question_text, spread_prompts
 from grpo_data.verify.rewards import build_reward
 from grpo_train.config import TrainConfig, schedule_steps
 from grpo_train.config_io import dump_config
@@ -73,7 +73,8 @@ def eval_counts(sampler: RolloutSampler, heldout: pl.DataFrame, k: int, rank: in
     (every rank gets all of them)."""
     mine = np.arange(heldout.height)[rank::world]
     messages, answers = heldout["prompt"].to_list(), heldout["answer"].to_list()
-    groups = sampler.sample([sampler.encode(messages[i]) for i in mine], [answers[i] for i in mine], k)
+    groups = sampler.sample([sampler.encode(messages[i]) for i in mine], [answers[i] for i in mine], k,
+                            [question_text(messages[i]) for i in mine])
     local = [(int(g.correct.sum()), majority_correct([v.answer for v in g.verdicts], [v.correct for v in g.verdicts]))
              for g in groups]
     n_correct, majority = np.zeros(heldout.height, dtype=np.int64), np.zeros(heldout.height)

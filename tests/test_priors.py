@@ -339,7 +339,7 @@ class BoxedVerifier:
     is right, anything else wrong. Deterministic where the pool's deadlines can turn a verdict into
     a timeout on a loaded machine."""
 
-    def verify(self, golds, preds):
+    def verify(self, golds, preds, questions=None):
         from grpo_data.verify.verdict import Verdict
 
         return [Verdict(True, "ok") if p == f"\\boxed{{{g}}}" else Verdict(False, "wrong") for g, p in zip(golds, preds)]

@@ -9,7 +9,10 @@
   guess); its "expected" stays the true verdict, so agreement.py counts it as missed. A row with
   "known_false_ok" is a wrong or unreadable answer the verifier still calls ok, with the reason it is
   left (agreement.py counts it as a false ok); one with "departs_from_math_verify" is not ok though
-  math-verify alone calls it right (a hedge or a second answer), with the reason.
+  math-verify alone calls it right (a hedge or a second answer), with the reason. A row with "question"
+  is judged with the problem's text (a denial then answers a yes/no question); "real" marks rows from
+  real model outputs, which agreement.py reports apart from probes; "known_wrong" with "now" is a row
+  the verifier still judges otherwise than "expected" (a sentence gold with math, a two-part answer).
 
 `tests/verifier_tables/agreement.py` prints the same figures for any checkout.
 """
@@ -92,15 +95,28 @@ def test_math_verify_tables_through_grpo_verify(tmp_path):
 
 
 def _expected_reason(row: dict) -> str:
+    """What the verifier gives a row today: its expected verdict, or for a listed miss no_answer, for a
+    listed false ok ok, and for a listed wrong verdict (`known_wrong`, with `now`) the reason it gets."""
+    if "now" in row:
+        return row["now"]
     return "no_answer" if "known_miss" in row else "ok" if "known_false_ok" in row else row["expected"]
 
 
 @pytest.mark.parametrize("row", PROSE, ids=[f"{i}-{r['expected']}" for i, r in enumerate(PROSE)])
 def test_prose_table(row):
-    v = verify_answer(row["gold"], row["pred"])
+    v = verify_answer(row["gold"], row["pred"], question=row.get("question"))
     assert v.reason == _expected_reason(row), (row["source"], v)
 
 
 def test_prose_table_through_the_workers(pool):
-    verdicts = pool.verify([r["gold"] for r in PROSE], [r["pred"] for r in PROSE])
+    verdicts = pool.verify([r["gold"] for r in PROSE], [r["pred"] for r in PROSE], [r.get("question") for r in PROSE])
     assert [v.reason for v in verdicts] == [_expected_reason(r) for r in PROSE]
+
+
+def test_real_rows_carry_their_question_and_source():
+    """#64: rows from real model outputs are marked `real`, name their public source and hold the
+    problem's text; a listed wrong verdict says why and what the verifier gives today."""
+    real = [r for r in PROSE if r.get("real")]
+    assert len(real) >= 25
+    assert all(r["source"].startswith("public GitHub file") and r.get("question") for r in real)
+    assert all(("known_wrong" in r) == ("now" in r) for r in PROSE if "now" in r or r.get("real"))

@@ -108,8 +108,10 @@ class RolloutSampler:
             budgets.append(fit.max_tokens)
         return budgets
 
-    def sample(self, prompt_ids: list[list[int]], golds: list[str], n: int | list[int]) -> list[ScoredGroup]:
-        """n (or n[i]) answers for each prompt, verified against its gold answer; prompt order.
+    def sample(self, prompt_ids: list[list[int]], golds: list[str], n: int | list[int],
+               questions: list[str | None] | None = None) -> list[ScoredGroup]:
+        """n (or n[i]) answers for each prompt, verified against its gold answer (and, when given, with
+        its problem's text `questions[i]`, which lets a denial answer a yes/no question); prompt order.
         Prompts asking for the same n (and, with a context policy, fitting the same budget) are
         generated together; n = 0 gives an empty group."""
         counts = [n] * len(prompt_ids) if isinstance(n, int) else list(n)
@@ -126,8 +128,11 @@ class RolloutSampler:
             groups = self.engine.generate([prompt_ids[i] for i in idx], size, sampling)
             t1 = time.monotonic()
             flat = [c for g in groups for c in g]
-            verdicts = self.verifier.verify([golds[i] for i, g in zip(idx, groups, strict=True) for _ in g],
-                                            [c.text for c in flat])
+            each = [i for i, g in zip(idx, groups, strict=True) for _ in g]
+            if questions is None:  # a verifier that takes no questions (a test double) is still served
+                verdicts = self.verifier.verify([golds[i] for i in each], [c.text for c in flat])
+            else:
+                verdicts = self.verifier.verify([golds[i] for i in each], [c.text for c in flat], [questions[i] for i in each])
             self.cost.gen_seconds += t1 - t0
             self.cost.verify_seconds += time.monotonic() - t1
             self.cost.completions += len(flat)

@@ -50,6 +50,7 @@ from grpo_data.curriculum.priors import dataset_columns
 from grpo_data.curriculum.scheduler import load_state, save_state
 from grpo_data.integrations.feedback import Curriculum, MissingColumnError, dataset_prior, verdicts
 from grpo_data.tables import io
+from grpo_data.tables.problems import question_text
 from grpo_data.verify.rewards import Answer, correctness
 
 logger = logging.getLogger(__name__)
@@ -343,7 +344,9 @@ class MathReward:
         if solution is None:
             raise MissingColumnError("math_reward needs a `solution` column (the gold answer; grpo shards --format trl)")
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
-        out = self.pool.verify([str(s) for s in solution], texts)
+        # the problem's text lets a denial answer a yes/no question ("No such n exists.")
+        questions = [question_text(p) for p in prompts] if prompts is not None and len(prompts) == len(texts) else None
+        out = self.pool.verify([str(s) for s in solution], texts, questions)
         return [correctness(Answer(t, v), undecided=self.undecided) for t, v in zip(texts, out, strict=True)]
 
     def close(self) -> None:

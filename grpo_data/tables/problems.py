@@ -92,6 +92,16 @@ def problem_id(messages: list[dict]) -> str:
     return hashlib.sha1(prompt_text(messages).encode("utf-8")).hexdigest()[:16]
 
 
+def question_text(messages: list[dict] | str | None) -> str | None:
+    """The question a problem asks, as the verifier reads it: its user messages' contents joined (a
+    plain string is its own question), or None when there is none. The same text `problem_text_expr`
+    gives a table's column."""
+    if messages is None or isinstance(messages, str):
+        return messages or None
+    text = " ".join(str(m.get("content") or "") for m in messages if isinstance(m, dict) and m.get("role") == "user")
+    return text or None
+
+
 def user_prompt(question: str) -> list[dict]:
     return [{"role": "user", "content": question}]
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 
-from grpo_data.verify.committed import box_unsettled, followup_ok
+from grpo_data.verify.committed import box_unsettled, followup_ok, yes_no_settled
 from grpo_data.verify.counts import stated_count
 from grpo_data.verify.final_answer import (
     _MARKDOWN,
@@ -47,6 +47,7 @@ from grpo_data.verify.prose import (
     is_short_denial,
     says_none,
 )
+from grpo_data.verify.question import Asked, denies, reads_denial
 
 KINDS = ("number", "choice", "text", "count", "math")
 
@@ -99,7 +100,11 @@ _HEDGE_WORDS = re.compile(r"\b(?:wait|actually|hmm+|however|but|maybe|perhaps|no
 _COUNT = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)\s+([A-Za-z]{3,}(?:[ \-][A-Za-z]+){0,2})$")
 # Gold answers that say nothing satisfies the question: "None", "No such values", "no solution"
 _NONE_GOLD = re.compile(r"^(?:none|no such(?: [a-z]+){1,2}|no(?: [a-z]+)? solutions?|(?:it |they )?(?:does|do) not exist"
-                        r"|there (?:is|are) no(?: [a-z]+){1,3}|the empty set|empty set)$")
+                        r"|there (?:is|are|exists?) no(?: [a-z\-]+){1,6}|there (?:does|do) not exist(?: [a-z\-]+){1,6}"
+                        r"|no(?: [a-z\-]+){1,3} exists?|the empty set|empty set)$")
+# A gold that is a sentence opening with yes or no: "No, there do not exist such polynomials.", "Yes, there
+# are infinitely many such pairs." (Omni-MATH writes references so): its claim is the opening word.
+_LEADING_GOLD = re.compile(r"^(?:yes|no)\s*[,.;:\u2014\u2013]\s*\S", re.I)
 
 # Two answers in one: "2 or 3", "2 inequalities, or maybe 3"
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]?\d)")
@@ -190,6 +195,10 @@ def answer_kind(gold: str) -> str:
         return "number"
     if parse_choice(gold) is not None:
         return "choice"
+    if _leading_claim(gold) is not None:  # "No, there do not exist such polynomials.": a yes/no, not math
+        return "text"
+    if "\\" in gold and words(gold) is None and gold_claim(gold) is not None:  # "\\text{No such } n \\text{ exists}"
+        return "text"
     w = words(gold)
     if w is not None and w not in _MATH_WORDS and (any(len(t) >= 3 for t in w.split()) or w in _SHORT_TEXT):
         return "text"
@@ -229,11 +238,23 @@ def is_empty_set(gold: str) -> bool:
 
 def gold_claim(gold: str) -> str | None:
     """"yes", "no" or "none" when a text gold answers a yes/no question or says nothing satisfies the
-    question ("No such values"); else None (a gold compared word for word)."""
+    question ("No such values", "There exist no such field"); else None (a gold compared word for word).
+    A gold sentence opening with yes or no ("No, there do not exist such polynomials.") claims that
+    word when nothing in it qualifies the word (`answer_polarity`: "Yes, if n is even." claims nothing)."""
     w = words(gold)
+    if w is None and "\\" in gold:  # "\\text{No such } n \\text{ exists}"
+        w = words(flatten_text(gold))
     if w in ("yes", "no"):
         return w
-    return "none" if w is not None and _NONE_GOLD.match(w) else None
+    if w is not None and _NONE_GOLD.match(w):
+        return "none"
+    return _leading_claim(gold)
+
+
+def _leading_claim(gold: str) -> str | None:
+    """"yes"/"no" of a gold sentence opening with that word and a restatement, else None."""
+    flat = flatten_text(unwrap(gold))
+    return answer_polarity(flat) if _LEADING_GOLD.match(flat) else None
 
 
 
@@ -313,6 +334,8 @@ def answer_settled(pred: str, kind: str, answer: str) -> bool:
     after = after_final_answer(pred)
     if last_boxed(pred) is not None and kind != "text":
         return not box_unsettled(after, kind, answer)
+    if kind == "yesno":  # an answer opening with yes/no: only a take-back unsettles it
+        return yes_no_settled(after, answer)
     return followup_ok(after, kind, answer)
 
 
@@ -326,7 +349,7 @@ def _followup_kind(gold: str, kind: str, answer: str) -> tuple[str, str]:
     return ("number", answer) if kind == "count" else ("text", answer)
 
 
-def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
+def judge_string(gold: str, pred: str, kind: str, asked: Asked | None = None) -> tuple[bool | None, str]:
     """(correct, detail) of a choice or text answer. correct is None with detail "" when the prediction
     holds no answer (no `\\boxed{}`, no "answer is X", or an "answer is X" that later text takes back):
     `judge_prose` may still read its final sentence; None with a detail when its answer cannot be judged
@@ -339,13 +362,13 @@ def judge_string(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
     boxes = two_boxed(pred, gold, kind)
     if boxes:
         return False, "two boxed answers: " + " | ".join(b[:30] for b in boxes[-2:])
-    correct = judge_answer(gold, answer, kind)
+    correct = judge_answer(gold, answer, kind, asked)
     if correct and not answer_settled(pred, *_followup_kind(gold, kind, answer)):
         return None, "text after the answer: " + after_final_answer(pred).strip()[:60]
     return correct, answer[:80]
 
 
-def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
+def judge_answer(gold: str, answer: str, kind: str, asked: Asked | None = None) -> bool | None:
     """Whether `answer` (the prediction's final answer, already extracted) states a choice or text gold;
     None when that depends on the question's wording, which is not seen here.
 
@@ -373,19 +396,29 @@ def judge_answer(gold: str, answer: str, kind: str) -> bool | None:
         return False
     claim = gold_claim(gold)
     if claim in ("yes", "no"):  # "Yes, because ..."; "Not sure.", "Yes, No" are neither
-        if is_short_denial(unwrap(answer)):
-            return None
-        return answer_polarity(unwrap(answer)) == claim
+        said = answer_polarity(unwrap(answer), None if asked is None else asked.restates)
+        if said is None and reads_denial(unwrap(answer), asked):  # "No such n exists." to "Does such an n exist?"
+            said = "no"
+        if said is None and (is_short_denial(unwrap(answer)) or denies(flatten_text(unwrap(answer)))):
+            return None  # a denial whose question is not seen, or not asked in positive words: no answer
+        return said == claim
     clause = _first_clause(answer)
     rest = unwrap(answer)[len(clause):]
     got_words = words(clause)
     if got_words is not None and got_words == words(gold) and not _HEDGE_WORDS.search(rest):
         return True
-    return claim == "none" and (says_none(flatten_text(unwrap(answer)), words(gold) or "") or is_empty_set(answer))
+    return claim == "none" and (says_none(flatten_text(unwrap(answer)), _kinds(gold, asked)) or is_empty_set(answer))
+
+
+def _kinds(gold: str, asked: Asked | None) -> str:
+    """The words a "none" answer may limit its denial by ("no positive solutions"): the gold's, and the
+    question's when it is seen ("Find all positive integers n ..." answered "No such positive n exists.")."""
+    own = words(gold) or words(flatten_text(gold)) or ""
+    return own if asked is None else f"{own} {asked.text}"
 
 
 def _yes_no_followup(after: str, said: str) -> bool:
-    return followup_ok(after, "yesno", said)
+    return yes_no_settled(after, said)
 
 
 def none_followup(after: str, said: str) -> bool:
@@ -393,18 +426,22 @@ def none_followup(after: str, said: str) -> bool:
     return followup_ok(after, "number", "")
 
 
-def judge_prose(gold: str, pred: str, kind: str) -> tuple[bool | None, str]:
+def judge_prose(gold: str, pred: str, kind: str, asked: Asked | None = None) -> tuple[bool | None, str]:
     """(correct, what was read) from the prediction's final sentence, for a Yes/No, "none" or count gold
     (`kind` "text", "count" or "number"); correct None when the sentence says nothing unambiguous.
     For predictions with no `\\boxed{}` and no "answer is X"."""
     sentence = final_sentence(pred)
-    if sentence is None:
+    if sentence is None or (asked is not None and asked.echoes(sentence)):  # the question's words are no answer
         return None, ""
     if kind == "text":
         claim = gold_claim(gold)
         if claim == "none":
-            return (True, "none") if final_says_none(pred, words(gold) or "", none_followup) else (None, "")
-        said = final_polarity(pred, _yes_no_followup) if claim in ("yes", "no") else None
+            return (True, "none") if final_says_none(pred, _kinds(gold, asked), none_followup) else (None, "")
+        said = None
+        if claim in ("yes", "no"):
+            said = final_polarity(pred, _yes_no_followup, None if asked is None else asked.restates)
+            if said is None and reads_denial(sentence, asked) and yes_no_settled(after_final_sentence(pred), "no"):
+                said = "no"  # "Hence such a tiling cannot exist." to "Can the board be tiled?"
         return (None, "") if said is None else (said == claim, said)
     number = count_of(gold) if kind == "count" else bare_number(gold) if kind == "number" else None
     count = stated_count(sentence, count_unit(gold) or "")

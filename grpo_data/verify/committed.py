@@ -95,7 +95,7 @@ _ALTERNATIVE = re.compile(r"\b(?:alternativ\w*|could also|might also|may also|al
 # "The correct value is 6, not 5.", "the answer would be 6"; its first clause is what it names.
 _LATER_ANSWER = re.compile(r"\b(?:answer|correct (?:value|choice|option|letter|result|number|count))[ \t]*"
                            r"(?:is|was|would be|should be|could be|might be|becomes|=|:|\n)[ \t]*:?[ \t]*"
-                           r"(?:actually[ \t]+|really[ \t]+)?(?P<x>(?:[^\n.;]|\.(?=\d)){0,80})", re.I)
+                           r"(?:actually[ \t]+|really[ \t]+)?(?P<x>(?:[^\n.;]|\.(?=\d|\\(?:overline|dot)\b)){0,80})", re.I)
 _FIRST_CLAUSE = re.compile(r"[,;(]|\b(?:since|because|as|which|where|from|by|when|for|so|and|that|this|we)\b", re.I)
 # A competitor right after "or"/"alternatively": "(or $6$ if zero is counted)", "Hmm, or D."
 _OR = re.compile(r"\b(?:or|alternatively|otherwise)\b(?!\s+(?:equivalently|in other words|simply|written|expressed))"
@@ -362,3 +362,39 @@ def box_unsettled(after: str, kind: str, answer: str) -> bool:
                 return True
     return False
 
+
+
+# The most text after a leading yes/no (or an unboxed "answer is" yes/no) that is read for take-backs: a
+# longer stretch is more reasoning, in which the word may have answered a step, not the question.
+MAX_YES_NO_FOLLOWUP_CHARS = 1500
+
+
+def yes_no_settled(after: str, answer: str) -> bool:
+    """What follows a leading yes/no sentence, or an unboxed "answer is" yes/no, leaves `answer` ("yes"
+    or "no") standing: a restatement or an explanation may follow ("No, it is not possible. The
+    invariant above never changes, so the target cannot be reached."), and only a take-back unsettles
+    it: the signals that unsettle a boxed yes/no (`box_unsettled`: doubt, the other word, a hedge, a
+    condition, a contrast that turns it), a sentence that turns it (after a yes "It fails for n = 3.",
+    after a no "Such n exists." with no negation), a question, or more than
+    MAX_YES_NO_FOLLOWUP_CHARS of text."""
+    text = _CLOSERS.sub("", _MARKUP.sub("", end_of_turn(after))).strip()
+    if not text:
+        return True
+    if len(text) > MAX_YES_NO_FOLLOWUP_CHARS or box_unsettled(after, "yesno", answer):
+        return False
+    if _OTHER_ANSWER.search(re.sub(r"\\[\[\]()]|\$", " ", flatten_text(text))):  # "\\[\\text{No}\\]"
+        return False
+    for sentence in _sentences(text):
+        words = _prose(flatten_text(sentence))
+        if "?" in words or _SECOND_THOUGHT.search(words) or _TRUTH.search(words) or _REVERSING.search(words):
+            return False
+        if (_TURNING.search(words) or _DENYING.search(words) if answer == "yes"
+                else _AFFIRMING.search(words) and not _NEGATING_WORD.search(words)):
+            return False
+    return True
+
+
+# After a yes, a sentence that denies ("Yes. There is no such n."); after either, one that reverses it.
+_DENYING = re.compile(r"\b(?:no such|there (?:is|are|exists?) no|(?:does|do) not exist|(?:doesn't|don't) exist|cannot|can't"
+                      r"|impossible|not possible|never|none)\b", re.I)
+_REVERSING = re.compile(r"\b(?:opposite|converse|contrary|reverse|otherwise)\b", re.I)

@@ -46,6 +46,7 @@ import logging
 import math
 import re
 import time
+from math import gcd as math_gcd
 from pathlib import Path
 
 import sympy
@@ -71,6 +72,7 @@ from grpo_data.verify.prose import (
     flatten_text,
     says_none,
 )
+from grpo_data.verify.question import Asked, read_question
 from grpo_data.verify.verdict import Verdict, judged, unread
 from grpo_data.verify.word_golds import judge_count, judge_string_gold
 
@@ -78,7 +80,7 @@ from grpo_data.verify.word_golds import judge_count, judge_string_gold
 # hang or a crash into "timeout"/"error", included): their code is the verifier's version beside
 # math-verify's (`rules_hash`).
 RULE_MODULES = ("judge.py", "verdict.py", "word_golds.py", "answers.py", "final_answer.py", "prose.py", "counts.py",
-                "committed.py", "rewards.py", "pool.py")
+                "committed.py", "question.py", "rewards.py", "pool.py")
 # (gold, prediction) pairs whose verdicts fingerprint the judging stack as it runs (`verdict_fingerprint`):
 # each path of `verify_answer` (numbers, fractions, LaTeX, sets and intervals, choices, words, counts,
 # percents, prose, no answer, an answer followed by more than pred_tail_chars of text) and forms whose
@@ -246,21 +248,24 @@ class _Clock:
 
 
 def verify_answer(gold: str, pred: str, timeout_s: int = 2, pred_tail_chars: int = 2000,
-                  budget_s: float | None = None) -> Verdict:
+                  budget_s: float | None = None, question: str | None = None) -> Verdict:
     """Judge `pred` (a model's full output) against `gold` (gold first: math-verify is asymmetric).
     Choice and text golds (`grpo_data.verify.answers.answer_kind`) are compared as strings, count golds by
     their number (`grpo_data.verify.word_golds`). A "no_answer" verdict carries the final sentence it
     could not read in `detail`.
-    `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`)."""
+    `timeout_s` limits each math-verify call; `budget_s`, when given, all of them together (`_Clock`).
+    `question`, the problem's text, lets a yes/no gold be answered by a denial of what it asks ("No
+    such n exists." to "Does there exist n ...?", `grpo_data.verify.question`) and keeps a final
+    sentence that repeats the question from being read; without it, a denial is no answer."""
     pred = end_of_turn(pred)  # text after the first turn-ending token ("<|im_end|>") is not the model's
     tail = pred[-pred_tail_chars:] if pred_tail_chars > 0 else pred
-    return _judge(gold, tail, _Clock(timeout_s, budget_s))
+    return _judge(gold, tail, _Clock(timeout_s, budget_s), read_question(question))
 
 
-def _judge(gold: str, text: str, clock: _Clock) -> Verdict:
+def _judge(gold: str, text: str, clock: _Clock, asked: Asked | None = None) -> Verdict:
     kind = answer_kind(gold)
     if kind in ("choice", "text"):
-        return judge_string_gold(gold, text, kind, lambda value, pred: _judge(value, pred, clock))
+        return judge_string_gold(gold, text, kind, lambda value, pred: _judge(value, pred, clock), asked)
     if kind == "count":
         return judge_count(gold, text, lambda number, pred: _judge_math(number, pred, clock, "number"))
     return _judge_math(gold, text, clock, kind)
@@ -296,7 +301,9 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
         return gold_check
     gold_parsed = parse_gold(gold, gold_limit)
     try:
-        pred_parsed = parse(text, extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit(), raise_on_error=True)
+        # a repeating decimal ("0.\\overline{3}") read as the fraction it is; math-verify reads it as 0.3
+        pred_parsed = parse(repeating_as_fraction(text), extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit(),
+                            raise_on_error=True)
     except TimeoutException:
         return Verdict(False, "timeout", "parsing prediction")
     except Exception as exc:
@@ -317,7 +324,8 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
-    if ok and (_unsettled(text, " ".join([*(str(x) for x in pred_parsed[1:2]), *_decimal_form(pred_parsed[0])]))
+    same = [*(str(x) for x in pred_parsed[1:2]), *_decimal_form(pred_parsed[0]), *_restatements(text, gold_parsed, clock)]
+    if ok and (_unsettled(text, " ".join(same))
                or _later_answer_disagrees(text, gold_parsed, clock)):
         return unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)
@@ -396,6 +404,42 @@ def _decimal_form(value) -> list[str]:
 
 
 _MATH_SPAN = re.compile(r"\$\$?(?P<m>[^$]{1,200})\$")
+# A repeating decimal: "0.\\overline{3}", "0.8\\overline{3}", "1.\\dot{6}".
+_REPEATING = re.compile(r"(?P<sign>-?)(?P<whole>\d*)\.(?P<fixed>\d*)\\(?:overline|dot)\s*\{(?P<period>\d{1,12})\}")
+
+
+def repeating_as_fraction(math: str) -> str:
+    """LaTeX with each repeating decimal written as the fraction it is ("0.\\overline{3}" ->
+    "\\frac{1}{3}", "0.8\\overline{3}" -> "\\frac{5}{6}"), so math-verify compares its value."""
+    def fraction(m: re.Match) -> str:
+        whole, fixed, period = m.group("whole") or "0", m.group("fixed"), m.group("period")
+        den = 10 ** len(fixed) * (10 ** len(period) - 1)
+        num = int(whole) * den + int(fixed + period) - int(fixed or "0")
+        g = math_gcd(num, den)
+        return f"{m.group('sign')}\\frac{{{num // g}}}{{{den // g}}}"
+    return _REPEATING.sub(fraction, math)
+
+
+def _restatements(text: str, gold_parsed, clock: _Clock) -> list[str]:
+    """After a box, the later answer clauses that restate the gold's value in another form: a repeating
+    decimal ("\\boxed{\\frac13} ... The final answer is $0.\\overline{3}$."), a percent ("... is $25\\%$"
+    for \\frac14), an equation ("... is $x = 3$"). Their text counts as the answer's own, so their digits
+    name no other candidate; a clause math-verify does not read as the gold's value is left out."""
+    if last_boxed(text) is None:
+        return []
+    found = []
+    for m in _LATER_ANSWER.finditer(after_final_answer(text)):
+        span = _MATH_SPAN.search(m.group("x"))
+        if span is None:
+            continue
+        try:
+            said = parse(f"${repeating_as_fraction(span.group('m').strip())}$", extraction_config=_PRED_CONFIG,
+                         parsing_timeout=clock.limit())
+            if said and verify(list(gold_parsed), said, timeout_seconds=clock.limit()):
+                found.append(span.group("m"))
+        except Exception:  # a timeout or an unreadable clause: not a restatement
+            continue
+    return found
 
 
 def _later_answer_disagrees(text: str, gold_parsed, clock: _Clock) -> bool:
@@ -411,7 +455,8 @@ def _later_answer_disagrees(text: str, gold_parsed, clock: _Clock) -> bool:
         if not clause.strip(" \t.:"):
             continue
         try:
-            said = parse(f"${clause.strip()}$", extraction_config=_PRED_CONFIG, parsing_timeout=clock.limit())
+            said = parse(f"${repeating_as_fraction(clause.strip())}$", extraction_config=_PRED_CONFIG,
+                         parsing_timeout=clock.limit())
             if said and not verify(list(gold_parsed), said, timeout_seconds=clock.limit()):
                 return True
         except Exception:  # a timeout or an unreadable clause: no evidence either way

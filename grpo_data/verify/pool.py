@@ -97,12 +97,12 @@ def _worker_main(conn: Connection, memory_mb: int, timeout_s: int, pred_tail_cha
             return
         if msg is None:
             return
-        seq, kind, gold, pred = msg
+        seq, kind, gold, pred, question = msg
         try:
             if kind == _KIND_GOLD:
                 verdict = gold_is_parseable(gold, timeout_s)
             else:
-                verdict = verify_answer(gold, pred, timeout_s, pred_tail_chars, budget_s)
+                verdict = verify_answer(gold, pred, timeout_s, pred_tail_chars, budget_s, question)
         except MemoryError:
             verdict = Verdict(False, "error", "worker memory cap")
         conn.send((seq, verdict.correct, verdict.reason, verdict.detail, verdict.answer))
@@ -188,26 +188,31 @@ class VerifierPool:
             w.kill()
         self._workers = []
 
-    def verify(self, golds: list[str], preds: list[str]) -> list[Verdict]:
-        """Judge preds[i] against golds[i] for every i; verdicts in input order."""
+    def verify(self, golds: list[str], preds: list[str], questions: list[str | None] | None = None) -> list[Verdict]:
+        """Judge preds[i] against golds[i] for every i; verdicts in input order. `questions[i]`, the
+        problem's text when given, lets a denial answer a yes/no question (`verify_answer`)."""
         if len(golds) != len(preds):
             raise ValueError(f"golds and preds differ in length: {len(golds)} vs {len(preds)}")
-        return self._run(_KIND_VERIFY, golds, preds)
+        if questions is not None and len(questions) != len(golds):
+            raise ValueError(f"questions and golds differ in length: {len(questions)} vs {len(golds)}")
+        return self._run(_KIND_VERIFY, golds, preds, questions)
 
     def check_golds(self, golds: list[str]) -> list[Verdict]:
         """Verdict "ok" for each gold answer math-verify can parse, else "unparseable_gold"."""
         return self._run(_KIND_GOLD, golds, [""] * len(golds))
 
-    def _run(self, kind: str, golds: list[str], preds: list[str]) -> list[Verdict]:
+    def _run(self, kind: str, golds: list[str], preds: list[str],
+             questions: list[str | None] | None = None) -> list[Verdict]:
         results: list[Verdict | None] = [None] * len(golds)
-        unique: dict[tuple[str, str], list[int]] = {}
-        for i, (g, p) in enumerate(zip(golds, preds, strict=True)):
-            if not isinstance(g, str) or not isinstance(p, str):
-                results[i] = Verdict(False, "error", "gold and prediction must be strings")
+        unique: dict[tuple[str, str, str | None], list[int]] = {}
+        asked = questions if questions is not None else [None] * len(golds)
+        for i, (g, p, q) in enumerate(zip(golds, preds, asked, strict=True)):
+            if not isinstance(g, str) or not isinstance(p, str) or not (q is None or isinstance(q, str)):
+                results[i] = Verdict(False, "error", "gold, prediction and question must be strings")
             elif len(p) > self.config.max_pred_chars:
                 results[i] = Verdict(False, "error", f"prediction over {self.config.max_pred_chars} chars")
             else:
-                unique.setdefault((g, p), []).append(i)
+                unique.setdefault((g, p, q), []).append(i)
         keys = list(unique)
         todo = deque(range(len(keys)))
         done: dict[int, Verdict] = {}
@@ -215,10 +220,10 @@ class VerifierPool:
             for w in self._workers:
                 if w.seq is None and todo:
                     seq = todo.popleft()
-                    gold, pred = keys[seq]
+                    gold, pred, question = keys[seq]
                     w.seq, w.started_at = seq, time.monotonic()
                     try:
-                        w.conn.send((seq, kind, gold, pred))
+                        w.conn.send((seq, kind, gold, pred, question))
                     except (BrokenPipeError, OSError):  # worker died between items: replace, retry item
                         todo.appendleft(seq)
                         self._died(w)

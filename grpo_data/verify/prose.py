@@ -41,7 +41,7 @@ _DISPLAY_MATH = re.compile(r"\\\[.*?\\\]|\$\$.*?\$\$", re.S)
 # "No, ...", "Yes.", "So, no." and "Answer: yes": the word must be followed by punctuation or the end
 # ("No matter what n is ..." and "No such set exists" are not a leading answer word).
 _LEADING = re.compile(r"^(?:(?:so|thus|hence|therefore|answer|final answer|in conclusion|conclusion)\b[\s,:]*)?"
-                      r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013))", re.I)
+                      r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013)|(?<=[yY][eE][sS])\s+(?!(?:or|and|no)\b)[a-z])", re.I)
 _QUALIFIER = re.compile(r"\b(?:but|however|although|though|unless|if|whether|otherwise|except|only)\b|\?", re.I)
 # "There are no such primes", "No solution exists", "x does not exist", "the equation has no solutions", "None."
 _NONE = re.compile(r"\b(?:no such|none|there (?:is|are|exists?) no|(?:does|do|did) not exist|(?:does|do)n't exist"
@@ -186,22 +186,24 @@ def _nothing_follows(after: str, said: str) -> bool:
     return not after.strip()
 
 
-def final_polarity(text: str, followup_ok: Callable[[str, str], bool] = _nothing_follows) -> str | None:
+def final_polarity(text: str, followup_ok: Callable[[str, str], bool] = _nothing_follows,
+                   restates: Callable[[str], bool] | None = None) -> str | None:
     """"yes"/"no" of a text's final answer in prose: a leading yes/no word opening the last sentence
     (`polarity`) or the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
     when `followup_ok(the sentences after it, "yes"/"no")` accepts what follows it (the verifier passes
-    `grpo_data.verify.committed.followup_ok`, a whitelist; by default nothing may follow). "No, wait. Actually
-    ...", "Yes. Just kidding." and "Yes! No!" are not read."""
+    `grpo_data.verify.committed.yes_no_settled`, which looks for take-backs; by default nothing may
+    follow). "No, wait. Actually ...", "Yes. Just kidding." and "Yes! No!" are not read. `restates` as
+    for `polarity`."""
     _, sentences, after_first, after_last = _final_parts(text)
     if not sentences:
         return None
     plain = [_plain(s) for s in sentences]
     leads = {m.group(1).lower() for m in map(_LEADING.match, plain) if m}
-    said = polarity(sentences[-1])
+    said = polarity(sentences[-1], restates)
     if said is not None and not followup_ok(after_last, said):  # "Yes.\n\n$$\\text{No}$$"
         return None
     if said is None:
-        first = polarity(sentences[0])
+        first = polarity(sentences[0], restates)
         if first and not any(_takes_back(t) for t in sentences[1:]) and followup_ok(after_first, first):
             said = first
     return said if said is not None and leads <= {said} else None
@@ -217,14 +219,20 @@ def _plain(sentence: str) -> str:
     return _prose(flatten_text(sentence) if "\\" in sentence else sentence).strip()
 
 
-# After a leading yes/no word only nothing, or one restatement clause opened by these words, is read
-# ("Yes, it is possible.", "No, such a tiling does not exist.", "No, there is no such sequence.",
-# "Yes, the sum is even.", "Yes, because f is not constant", "Yes, we can.", "No, 15 is not prime.": it
-# opens with one of these words or a number and holds no comma, semicolon or colon): a whitelist, since
-# the ways to qualify an answer ("Yes, usually.", "Yes, under the Riemann hypothesis.", "Yes, apart
-# from n = 3.", "Yes, n even") cannot all be listed. A yes restated with a denial is not read (`_unless_denied`).
+# A leading yes/no word is read as the answer, whatever restatement follows it ("No, it is not possible
+# for the frog to reach (1, 0), since ...", "Yes, we can always find such a pair; in fact ..."), unless
+# the rest takes it back or qualifies it: a hedge, a condition ("Yes, if n is even.", "Yes, usually.",
+# "Yes, under the Riemann hypothesis."), a second thought, the other answer word. A rest whose first
+# clause has no verb is a qualifier too ("Yes, n even", "Yes, for odd n"), unless it is one of the short
+# restatements listed (`_RESTATEMENT`: "Yes, it is.", "No, none."). A yes restated with a denial is not
+# read (`_unless_denied`). The restatement never overrides the opening word.
 _RESTATEMENT = re.compile(r"(?:(?:it|it's|this|that|they|there|such|the|every|each|all|both|no|any|a|an|because|since|we|you"
                           r"|one)\b|\d+(?=\s+[a-z]))[^,;:]*", re.I)
+# A verb: a clause holding one states something ("the game cannot end in a draw", "such integers exist").
+_VERB = re.compile(r"\b(?:is|are|was|were|be|been|am|isn't|aren't|wasn't|weren't|can|cannot|can't|could|couldn't|does|do|did"
+                   r"|doesn't|don't|didn't|has|have|had|hasn't|haven't|must|will|won't|would|shall|should|may|might|exists?"
+                   r"|holds?|works?|wins?|loses?|converges?|diverges?|terminates?|divides?|equals?|satisf(?:y|ies)|contains?"
+                   r"|reach(?:es)?|needs?|lies?|remains?|stays?|forms?|becomes?|gets?|makes?|gives?|implies|follows?)\b", re.I)
 # A second thought after an answer: "Yes. Scratch that.", "No. Correction: it holds.", "Yes. Not really."
 _SECOND_THOUGHT = re.compile(r"\b(?:scratch that|never ?mind|oops|nope|not really|corrections?|reconsider\w*|second thoughts?"
                              r"|on reflection|on further reflection|wrong|incorrect|actually|wait|hmm+|retract\w*"
@@ -234,21 +242,33 @@ _MORE_CONDITION = re.compile(r"\b(?:iff|as long as|so long as|under|usually|most
                              r"|aside|besides|save|barring|hypothes[ie]s|conjectur\w*|assum\w*|suppos\w*|almost|nearly)\b", re.I)
 
 
-def _qualified(rest: str, raw_rest: str | None = None) -> bool:
+# Hedges that answer a question asking "always" or "necessarily": read when the question asks it.
+_ANSWERED_HEDGE = re.compile(r"not always|not necessarily", re.I)
+
+
+def _qualified(rest: str, raw_rest: str | None = None, restates: Callable[[str], bool] | None = None) -> bool:
     """What follows a leading yes/no hedges it, puts a condition on it, takes it back, gives a second
     answer (also inside math: `No, \\(\\text{Yes}\\)`, looked for in `raw_rest` before math is
-    blanked), or is more than one restatement clause (`_RESTATEMENT`)."""
+    blanked), or opens with a clause that states nothing (no verb: "n even"). A condition the question
+    itself states is no qualifier when `restates(the condition's clause)` says so (the caller's
+    question: "No, the game cannot end in a draw if both players play optimally.")."""
     if raw_rest is not None and _OTHER_ANSWER.search(flatten_text(raw_rest)):
         return True
-    if (_HEDGE.search(rest) or _CONDITION.search(rest) or _OTHER_ANSWER.search(rest) or _SECOND_THOUGHT.search(rest)
-            or _MORE_CONDITION.search(rest)):
+    if _OTHER_ANSWER.search(rest) or _SECOND_THOUGHT.search(rest):
         return True
+    for m in _HEDGE.finditer(rest):  # "No, it is not always possible." answers "Is it always possible ...?"
+        own = _CLAUSE_SPLIT.split(re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest), maxsplit=1)[0]
+        if not (restates and _ANSWERED_HEDGE.fullmatch(m.group(0)) and restates(own)):
+            return True
+    for pattern in (_CONDITION, _MORE_CONDITION):
+        for m in pattern.finditer(rest):
+            if restates is None or not restates(_CLAUSE_SPLIT.split(rest[m.start():], maxsplit=1)[0]):
+                return True
     clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest).rstrip().rstrip(".!").rstrip()
     if not clause:
         return False
-    first, *more = _CLAUSE_SPLIT.split(clause)
-    return _RESTATEMENT.fullmatch(first) is None or any(
-        _RESTATEMENT.fullmatch(part) is None and _REASON_OPENER.match(part) is None for part in more)
+    first = _CLAUSE_SPLIT.split(clause, maxsplit=1)[0]
+    return _RESTATEMENT.fullmatch(first) is None and _VERB.search(first) is None
 
 
 # The clauses of what follows a leading yes/no: "it is not possible, because the sum is always odd",
@@ -272,7 +292,7 @@ def _takes_back(sentence: str) -> bool:
                 or _OTHER_ANSWER.search(flatten_text(sentence)))
 
 
-def polarity(sentence: str) -> str | None:
+def polarity(sentence: str, restates: Callable[[str], bool] | None = None) -> str | None:
     """"yes" or "no" when the sentence opens with a yes/no word that nothing after it hedges, qualifies
     or contradicts ("No, it is not possible."; not "No, wait.", "Yes, if n is even.", "No, yes."); else
     None. A sentence without a leading yes/no word is not read, whatever it denies or affirms: "It is
@@ -284,7 +304,7 @@ def polarity(sentence: str) -> str | None:
         return None
     raw = flatten_text(sentence) if "\\" in sentence else sentence
     raw_lead = _LEADING.match(raw.strip())
-    if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw):
+    if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw, restates):
         return None
     return _unless_denied(lead.group(1).lower(), text[lead.end():])
 
@@ -298,14 +318,14 @@ def _unless_denied(said: str, rest: str) -> str | None:
     return said
 
 
-def answer_polarity(answer: str) -> str | None:
+def answer_polarity(answer: str, restates: Callable[[str], bool] | None = None) -> str | None:
     """"yes"/"no" of a boxed or "answer is" answer: it starts with a yes/no word that nothing after it
     hedges, qualifies or contradicts ("Yes, because f is not constant" is yes; "Yes, No", "Yes, but only
     if n is even" and "No, wait, yes" are neither); else None ("Not sure.", "impossible": see
     `is_short_denial`)."""
     text = flatten_text(answer).strip().rstrip(".").strip()
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
-    if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():]):
+    if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():], restates):
         return None
     return _unless_denied(lead.group(1).lower(), _prose(text[lead.end():]))
 

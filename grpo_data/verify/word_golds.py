@@ -44,19 +44,22 @@ from grpo_data.verify.final_answer import (
     last_boxed,
 )
 from grpo_data.verify.prose import _NEGATING_WORD, _SCALE_WORD, final_sentence, flatten_text
+from grpo_data.verify.question import Asked
 from grpo_data.verify.verdict import Verdict, judged, unread
 
 # Markdown bold and code marks, taken off before a final formula is looked for.
 _MARKDOWN = re.compile(r"\*\*|__|`")
 
 
-def judge_string_gold(gold: str, text: str, kind: str, judge: Callable[[str, str], Verdict]) -> Verdict:
+def judge_string_gold(gold: str, text: str, kind: str, judge: Callable[[str, str], Verdict],
+                      asked: Asked | None = None) -> Verdict:
     """A choice or text gold (`answer_kind`): the prediction's final answer compared as a string
     (`judge_string`), else its final sentence (`_judge_unboxed`). A choice gold's value answered
-    without a letter is judged by `judge(value, text)`, the caller's judge with the item's budget."""
-    correct, detail = judge_string(gold, text, kind)
+    without a letter is judged by `judge(value, text)`, the caller's judge with the item's budget.
+    `asked`, the problem's question when the caller has it, lets a denial answer a yes/no question."""
+    correct, detail = judge_string(gold, text, kind, asked)
     if correct is None:  # no answer (the final sentence may hold one), or one that needs the question
-        return unread(text) if detail else _judge_unboxed(gold, text, kind)
+        return unread(text) if detail else _judge_unboxed(gold, text, kind, asked)
     claim = choice_value_claim(gold, text) if kind == "choice" and not correct else None
     if claim is not None:  # "\\textbf{(B)}\\ \\frac{1}{2}" answered with "\\frac12": compare the values as math
         return judge(claim[0], f"\\boxed{{{claim[1]}}}")
@@ -70,14 +73,14 @@ _WHOLE_FINAL_MATH = re.compile(r"(?:^|[.!?:]\s+|\n\s*)(?:(?:so|thus|hence|theref
                                re.I)
 
 
-def _judge_unboxed(gold: str, text: str, kind: str) -> Verdict:
+def _judge_unboxed(gold: str, text: str, kind: str, asked: Asked | None = None) -> Verdict:
     """A choice or text gold against a prediction with no boxed or "answer is" answer: its final
     sentence ("No, it is not possible.", "There are no such primes."), else a final sentence that is one
     formula ("Therefore $B$.", "So $\\text{odd}$."). A formula anywhere else is no answer: "Consider
     triangle $ABC$. The point $C$ lies on the circle." names no choice, and "Is it $\\text{Yes}$? Let me
     think." says no yes. Else no answer."""
     if kind == "text":
-        correct, said = judge_prose(gold, text, kind)
+        correct, said = judge_prose(gold, text, kind, asked)
         if correct is not None:
             return judged(correct, said)
     m = _WHOLE_FINAL_MATH.search(without_closing(_MARKDOWN.sub("", text)))

@@ -19,7 +19,8 @@ logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("input", help="jsonl with fields gold, pred and optional id")
+    parser.add_argument("input", help="jsonl with fields gold, pred and optional id and question (the problem's text, "
+                        "which lets a denial answer a yes/no question)")
     parser.add_argument("--out", help="verdicts jsonl (default: INPUT stem + .verdicts.jsonl)")
     parser.add_argument("--workers", type=int, default=None, help="verifier processes (default: CPU count)")
     parser.add_argument("--deadline", type=float, default=5.0, help="hard seconds per item before the worker is killed")
@@ -48,16 +49,21 @@ def run(args: argparse.Namespace) -> int:
             if not isinstance(rec, dict) or not isinstance(rec.get("gold"), str) or not isinstance(rec.get("pred"), str):
                 bad.append(f"line {n}: needs string fields 'gold' and 'pred'")
                 continue
+            if rec.get("question") is not None and not isinstance(rec["question"], str):
+                bad.append(f"line {n}: field 'question' must be a string (the problem's text) when given")
+                continue
             items.append(rec)
     for msg in bad[:20]:
         logger.error("%s: %s", src, msg)
     if bad:
-        logger.error("%s: %d lines skipped (fields: gold, pred, optional id)", src, len(bad))
+        logger.error("%s: %d lines skipped (fields: gold, pred, optional id and question)", src, len(bad))
     cfg = PoolConfig(**{k: v for k, v in dict(
         workers=args.workers, deadline_s=args.deadline, timeout_s=args.timeout, memory_mb=args.memory_mb
     ).items() if v is not None})
     with VerifierPool(cfg) as pool:
-        verdicts = pool.verify([r["gold"] for r in items], [r["pred"] for r in items])
+        questions = [r.get("question") for r in items]
+        verdicts = pool.verify([r["gold"] for r in items], [r["pred"] for r in items],
+                               questions if any(q is not None for q in questions) else None)
     out = Path(args.out) if args.out else src.with_name(src.stem + ".verdicts.jsonl")
     io.write_jsonl(out, (
         {"id": r.get("id", i), "correct": v.correct, "reason": v.reason, "detail": v.detail, "answer": v.answer}
