@@ -16,6 +16,7 @@ one that reaches `sample` anyway is an error naming it, not vLLM's refusal of th
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, replace
 
@@ -74,6 +75,18 @@ class SamplingCost:
     formatted: int = 0
 
 
+def takes_questions(verifier) -> bool:
+    """Whether `verifier.verify` takes a third argument, the problems' questions (`VerifierPool` does);
+    a verifier written for `verify(golds, preds)` is called without them, and a denial then answers no
+    yes/no question (`grpo_data.verify.question`)."""
+    try:
+        params = inspect.signature(verifier.verify).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 3 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
 class RolloutSampler:
     def __init__(self, engine, verifier, tokenizer, prompt: PromptConfig, sampling: SamplingConfig,
                  answer_format: str | None = "auto", context: ContextPolicy | None = None) -> None:
@@ -129,7 +142,7 @@ class RolloutSampler:
             t1 = time.monotonic()
             flat = [c for g in groups for c in g]
             each = [i for i, g in zip(idx, groups, strict=True) for _ in g]
-            if questions is None:  # a verifier that takes no questions (a test double) is still served
+            if questions is None or not takes_questions(self.verifier):
                 verdicts = self.verifier.verify([golds[i] for i in each], [c.text for c in flat])
             else:
                 verdicts = self.verifier.verify([golds[i] for i in each], [c.text for c in flat], [questions[i] for i in each])

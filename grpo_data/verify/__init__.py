@@ -9,6 +9,7 @@
     committed     what may follow a committed answer (a retraction voids it)
     counts        a count stated in words ("at most two of them")
     prose         a yes/no or "there are none" answer written as a sentence
+    question      what a problem asks, so a denial can answer a yes/no question ("No such n exists.")
     rewards       rewards registered by name (correctness, format, length), built from a spec
 
 Public names import their module on first use: `from grpo_data.verify import VerifierPool`.

@@ -15,8 +15,9 @@ The prediction's answer for a string comparison is its final answer (`grpo_data.
 the last `\\boxed{}` when there is one, else the last "answer is X" / "answer: X" clause). Without
 either, a Yes/No, "none" or count gold is judged on the prediction's final sentence
 (`grpo_data.verify.prose`: "No, it is not possible." reads as no; an ambiguous sentence reads as nothing).
-A Yes/No answer is only ever a leading yes/no word: "It is impossible." (boxed or not) answers "Is it
-possible?" with no but "Is it impossible?" with yes, and the question is not seen here.
+A Yes/No answer is a leading yes/no word, or, with the problem's question in hand, a denial of what it
+asks in positive words (`grpo_data.verify.question`): "It is impossible." (boxed or not) answers "Is it
+possible?" with no but "Is it impossible?" with yes, so without the question it is no answer.
 A right answer followed by more than a closing remark ("The answer is C. Or D.") is no answer, and
 two boxed answers that differ are wrong (`grpo_data.verify.committed`, `judge_string`).
 
@@ -414,7 +415,9 @@ def _kinds(gold: str, asked: Asked | None) -> str:
     """The words a "none" answer may limit its denial by ("no positive solutions"): the gold's, and the
     question's when it is seen ("Find all positive integers n ..." answered "No such positive n exists.")."""
     own = words(gold) or words(flatten_text(gold)) or ""
-    return own if asked is None else f"{own} {asked.text}"
+    if asked is None:
+        return own
+    return " ".join([own, asked.text, *(w[:-1] for w in asked.words if w.endswith("s"))])  # "integers": "integer"
 
 
 def _yes_no_followup(after: str, said: str) -> bool:

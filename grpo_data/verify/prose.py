@@ -9,11 +9,12 @@ reader, `stated_count`, is in `grpo_data.verify.counts`).
     polarity("Thus the robot can stay inside.") is None     # an affirmation without "yes": not read
     says_none("There are no such primes.") is True
 
-A Yes/No answer is read only from an explicit leading yes/no word. A negation of a claim ("It is
-impossible to tile the board.") is no yes/no: the verifier never sees the question, and against "Is
-it impossible to tile the board?" (gold "No": it is possible) that sentence is a wrong answer that a
-negation reading would turn into a right "no". Negations are read only where the denial itself is the
-answer: a "none" gold ("There are no such primes.", `says_none`).
+A Yes/No answer is read here only from an explicit leading yes/no word. A negation of a claim ("It is
+impossible to tile the board.") is no yes/no on its own: against "Is it impossible to tile the
+board?" (gold "No": it is possible) that sentence is a wrong answer that a negation reading would
+turn into a right "no". With the problem's question in hand, `grpo_data.verify.question` reads a
+denial against a question asked in positive words. Negations are read here only where the denial
+itself is the answer: a "none" gold ("There are no such primes.", `says_none`).
 
 Every reader returns None (or False) when the sentence is not unambiguous: two negations ("it is not
 true that no solution exists"), a second clause ("there are no such primes if n is even", any comma;
@@ -297,7 +298,9 @@ def polarity(sentence: str, restates: Callable[[str], bool] | None = None) -> st
     or contradicts ("No, it is not possible."; not "No, wait.", "Yes, if n is even.", "No, yes."); else
     None. A sentence without a leading yes/no word is not read, whatever it denies or affirms: "It is
     impossible to tile the board." answers "Is it possible ...?" with no and "Is it impossible ...?"
-    with yes, and the verifier does not see the question."""
+    with yes (`grpo_data.verify.question` reads it with the question). `restates(clause)`, the
+    question's check when the caller has one, lets a condition the question states stand in the
+    restatement."""
     text = _plain(sentence)
     lead = _LEADING.match(text)
     if lead is None:
