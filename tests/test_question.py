@@ -98,7 +98,7 @@ def test_the_questions_own_words_are_no_answer():
     ("Yes", "**Answer:** Yes, the sequence is bounded; in fact $a_n < 3$ for all $n$.", "ok"),
     ("No", "So the answer is: No, not every such graph is planar.", "ok"),
     ("No", "No, it is not possible. The invariant shows the parity never changes, so the target is never reached.", "ok"),
-    ("Yes", "Yes we can: mirror every move of the opponent.", "ok"),
+    ("Yes", "Yes, we can: mirror every move of the opponent.", "ok"),
     # the opening word of the other answer is never credited
     ("Yes", "No, it is not possible for the frog to reach $(1,0)$, since the parity of $x+y$ never changes.", "wrong"),
     ("No", "Yes, we can always find two numbers whose difference is divisible by 7.", "wrong"),
@@ -112,6 +112,26 @@ def test_the_questions_own_words_are_no_answer():
 ])
 def test_a_leading_yes_no_with_a_restatement(gold, tail, reason):
     assert verify_answer(gold, "The parity argument above settles it.\n\n" + tail).reason == reason
+
+
+@pytest.mark.parametrize(("gold", "pred", "question"), [
+    ("No, the maximum is 8.", "\\boxed{\\text{No, the maximum is 7.}}", None),   # a gold that says more than no
+    ("Yes. The smallest such n is 5.", "Yes. The smallest such n is 7.", None),
+    ("No", "Work.\n\nHence such $n$ cannot be even.", EXISTS),                   # a property denied, not existence
+    ("No", "Work.\n\nSuch a path cannot be closed.", "Does there exist a path visiting each vertex exactly once?"),
+    ("No", "Work.\n\nTherefore no such function is differentiable.", "Does there exist a continuous $f$ with $f(f(x)) = -x$?"),
+    ("Yes", "Work.\n\nYes, it works for $n = 2$; in fact it fails for $n = 3$.", None),
+    ("Yes", "Work.\n\nYes would be the naive answer.", None),
+    ("No", "Work.\n\nNo, if $n$ is even.", "Does there exist $n$, odd or even, such that $2^n + 1$ is divisible by 7?"),
+    ("No", "Work.\n\nThe game cannot end.", "Can the game go on forever, or must it end?"),
+    ("No", "Work.\n\nIt is impossible.", "Is it possible to reach 100? Is it possible to reach 101?"),
+    ("None", "Work.\n\nThere are no positive solutions.", "Find all integers $n$, positive or negative, such that $n^2 = 2$."),
+    ("Yes", "Work.\n\nYes. The bound is attained only asymptotically.", None),
+    ("\\frac{1}{3}", "\\boxed{\\frac13}. The answer is $0.\\overline{3}$, though $0.\\overline{6}$ is also possible.", None),
+])
+def test_review_probes_are_not_credited(gold, pred, question):
+    """The #64 review's probes: a wrong, partial or ambiguous answer is never ok."""
+    assert verify_answer(gold, pred, question=question).reason != "ok"
 
 
 def test_a_condition_the_question_states_is_a_restatement():

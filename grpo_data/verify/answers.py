@@ -255,7 +255,9 @@ def gold_claim(gold: str) -> str | None:
 def _leading_claim(gold: str) -> str | None:
     """"yes"/"no" of a gold sentence opening with that word and a restatement, else None."""
     flat = flatten_text(unwrap(gold))
-    return answer_polarity(flat) if _LEADING_GOLD.match(flat) else None
+    if not _LEADING_GOLD.match(flat) or re.search(r"\d|\$|\\[(\[]|\band\b|[;:]", flat[3:]):
+        return None  # "No, the maximum is 8.", "Yes, and there are 12 such sets.": more than a yes/no to compare
+    return answer_polarity(flat)
 
 
 
@@ -416,6 +418,8 @@ def _kinds(gold: str, asked: Asked | None) -> str:
     question's when it is seen ("Find all positive integers n ..." answered "No such positive n exists.")."""
     own = words(gold) or words(flatten_text(gold)) or ""
     if asked is None:
+        return own
+    if re.search(r"\bor\b", asked.text):  # "Find all integers n, positive or negative": the kinds are alternatives
         return own
     return " ".join([own, asked.text, *(w[:-1] for w in asked.words if w.endswith("s"))])  # "integers": "integer"
 

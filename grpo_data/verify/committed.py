@@ -386,7 +386,8 @@ def yes_no_settled(after: str, answer: str) -> bool:
         return False
     for sentence in _sentences(text):
         words = _prose(flatten_text(sentence))
-        if "?" in words or _SECOND_THOUGHT.search(words) or _TRUTH.search(words) or _REVERSING.search(words):
+        if ("?" in words or _SECOND_THOUGHT.search(words) or _TRUTH.search(words) or _REVERSING.search(words)
+                or re.search(r"\b(?:only|except|unless)\b", words, re.I)):
             return False
         if (_TURNING.search(words) or _DENYING.search(words) if answer == "yes"
                 else _AFFIRMING.search(words) and not _NEGATING_WORD.search(words)):

@@ -430,8 +430,8 @@ def _restatements(text: str, gold_parsed, clock: _Clock) -> list[str]:
     found = []
     for m in _LATER_ANSWER.finditer(after_final_answer(text)):
         span = _MATH_SPAN.search(m.group("x"))
-        if span is None:
-            continue
+        if span is None or m.group("x")[span.end():].strip(" \t.!,"):
+            continue  # a clause saying more than one value ("$0.\\overline{3}$, though $0.\\overline{6}$ ...")
         try:
             said = parse(f"${repeating_as_fraction(span.group('m').strip())}$", extraction_config=_PRED_CONFIG,
                          parsing_timeout=clock.limit())

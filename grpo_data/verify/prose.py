@@ -42,7 +42,7 @@ _DISPLAY_MATH = re.compile(r"\\\[.*?\\\]|\$\$.*?\$\$", re.S)
 # "No, ...", "Yes.", "So, no." and "Answer: yes": the word must be followed by punctuation or the end
 # ("No matter what n is ..." and "No such set exists" are not a leading answer word).
 _LEADING = re.compile(r"^(?:(?:so|thus|hence|therefore|answer|final answer|in conclusion|conclusion)\b[\s,:]*)?"
-                      r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013)|(?<=[yY][eE][sS])\s+(?!(?:or|and|no)\b)[a-z])", re.I)
+                      r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013))", re.I)
 _QUALIFIER = re.compile(r"\b(?:but|however|although|though|unless|if|whether|otherwise|except|only)\b|\?", re.I)
 # "There are no such primes", "No solution exists", "x does not exist", "the equation has no solutions", "None."
 _NONE = re.compile(r"\b(?:no such|none|there (?:is|are|exists?) no|(?:does|do|did) not exist|(?:does|do)n't exist"
@@ -272,6 +272,10 @@ def _qualified(rest: str, raw_rest: str | None = None, restates: Callable[[str],
     return _RESTATEMENT.fullmatch(first) is None and _VERB.search(first) is None
 
 
+# A restatement that turns part of the answer ("... it fails for n = 3", "... a counterexample exists").
+_TURNS = re.compile(r"\b(?:fail\w*|counter-?examples?|except\w*|false|untrue)\b", re.I)
+
+
 # The clauses of what follows a leading yes/no: "it is not possible, because the sum is always odd",
 # "the sequence does not converge; it oscillates", "it can be done, as the coloring shows".
 _CLAUSE_SPLIT = re.compile(r"\s*(?:[,;:]|\s[\u2014\u2013]|\s-\s)\s*")
@@ -316,8 +320,9 @@ def _unless_denied(said: str, rest: str) -> str | None:
     """`said`, or None when a "yes" is restated with a negation ("Yes, we cannot.", "Yes, it is not
     possible."): a yes and a denial answer "Is it possible?" oppositely, and the question is not seen.
     A reason may deny ("Yes, because no prime divides it.")."""
-    if said == "yes" and _NEGATING_WORD.search(_main_clauses(rest)):
-        return None
+    if said == "yes" and (_NEGATING_WORD.search(_main_clauses(rest)) or _TURNS.search(rest)
+                          or re.search(r"\band\b[^,;]*\b(?:fails?|not|no)\b", rest, re.I)):
+        return None  # "Yes, it works for n = 2; in fact it fails for n = 3.", "Yes, n even works and n odd fails."
     return said
 
 

@@ -67,6 +67,11 @@ _DENIAL = re.compile(r"\b(?:no such|there (?:is|are|exists?) no|(?:does|do|did) 
                      r"|cannot (?:exist|be (?:done|found|achieved|constructed|obtained|reached|made|attained|arranged))"
                      r"|can't exist|(?:is|are|was) (?:not possible|impossible)|not possible|impossible|cannot|can't"
                      r"|can never|can not|no [a-z\-]+(?: [a-z\-]+){0,3} (?:exists?|can|could))\b", re.I)
+# A denial of existence: "there is no such n", "no such n exists", "such a set cannot exist" ("no such
+# function is differentiable" denies a property, not existence).
+_EXISTENCE_DENIAL = re.compile(r"\bthere (?:is|are|exists?) no\b|\b(?:does|do|did) not exist|\b(?:doesn't|don't) exist"
+                               r"|\bcannot exist|\bcan't exist|\bno\b(?: [a-z'\-]+){1,8} (?:exists?|can exist)\b"
+                               r"|^(?:there (?:is|are|exists?) )?no such(?: (?!(?:is|are|was|were|can|has|have)\b)\S+){1,3}$", re.I)
 # Words that make a denial tentative: a modal, a belief, a search.
 _TENTATIVE = re.compile(r"\b(?:may|might|would|should|believe[ds]?|think|guess|suspect\w*|expect\w*|found|search\w*"
                         r"|tried|so far|yet|apparently|seems?|probably|likely|known)\b", re.I)
@@ -112,10 +117,14 @@ class Asked:
         return len(said.split()) >= 4 and f" {said} " in f" {self.text} "
 
     def restates(self, phrase: str) -> bool:
-        """Every word of `phrase` is one the question uses: a condition taken from the question
-        ("... if both players play optimally"), not one the answer adds."""
-        words = set(_WORD.findall(_norm(phrase))) - _FUNCTION_WORDS - {"if", "when", "whenever", "under"}
-        return bool(words) and words <= self.words
+        """`phrase` is the question's own words: a condition it states ("... if both players play
+        optimally"), not one the answer adds ("if n is odd" to "... n odd or even ...?"); or "not always"
+        / "not necessarily" answering a question that asks "always" / "necessarily"."""
+        said = _norm(phrase)
+        hedge = re.match(r"(?:it is |it's )?not (always|necessarily)\b", said)
+        if hedge:  # "No, it is not always possible." to "Is it always possible ...?"
+            return hedge.group(1) in self.words
+        return len(said.split()) >= 2 and f" {said} " in f" {self.text} "
 
 
 def _asking_sentences(question: str) -> list[str]:
@@ -138,8 +147,8 @@ def _frame(ask: str) -> tuple[str | None, bool]:
     body = _ASK_OPENER.sub("", body, count=1)
     negated = bool(_NEGATING_WORD.search(body) or _NEGATED.search(body))
     main = _DESCRIPTION.split(body, maxsplit=1)[0]
-    if _NEGATING_WORD.search(main) or _NEGATED.search(main):
-        return None, negated
+    if _NEGATING_WORD.search(main) or _NEGATED.search(main) or re.search(r"\bor\b", body, re.I):
+        return None, negated  # "Can the game go on forever, or must it end?": a denial may answer either way
     if _EXISTS.match(main):
         return "exists", negated
     if re.match(r"is it (?:always |ever |still )?possible\b", main, re.I) or (_POSSIBLE.match(main) and not _CLAIM.match(main)):
@@ -153,8 +162,7 @@ def read_question(question: str | None) -> Asked | None:
     if not question or not question.strip():
         return None
     read = [_frame(s) for s in _asking_sentences(question)]
-    frames = {f for f, _ in read}
-    frame = frames.pop() if len(frames) == 1 else None
+    frame = read[0][0] if len(read) == 1 else None  # two asks ("Can it reach 100? Can it reach 101?"): no frame
     text = _norm(question)
     numbers = frozenset(m.group(0) for m in _NUMBER_TOKEN.finditer(flatten_text(question)))
     return Asked(text, frozenset(_WORD.findall(text)), numbers, frame, any(n for _, n in read))
@@ -191,7 +199,11 @@ def reads_denial(sentence: str, asked: Asked | None) -> bool:
     numbers = {m.group(0) for m in _NUMBER_TOKEN.finditer(flat)}
     if not numbers <= asked.numbers:
         return False  # "A coloring with 2 colors cannot exist.": a case the question does not name
+    if not _EXISTENCE_DENIAL.search(words):  # "cannot", "impossible": only of what the question asks be done
+        after = re.search(r"\b(?:cannot|can't|can not|can never)\s+(?:be\s+)?([a-z']+)", words, re.I)
+        if after and after.group(1).lower() not in asked.words:
+            return False  # "Such a path cannot be closed." to "Does there exist a path ...?"
     content = set(_norm(words).split()) - _FUNCTION_WORDS - set(numbers)
-    if not content or re.search(r"\bsuch\b", words, re.I):
+    if not content or (re.search(r"\bsuch\b", words, re.I) and _EXISTENCE_DENIAL.search(words)):
         return True
     return not asked.negated_description and content <= asked.words
