@@ -1,6 +1,11 @@
 """Verifier throughput A/B in one run: bench.verify_bench's clean set through each checkout's pool,
 alternated 3 times. Usage: ab.py NEW_ROOT OLD_ROOT"""
-import json, os, platform, random, subprocess, sys, time
+import json
+import os
+import platform
+import subprocess
+import sys
+
 CHILD = r'''
 import sys, time, random, logging, json
 sys.path.insert(0, sys.argv[1]); sys.path.insert(1, sys.argv[2])
