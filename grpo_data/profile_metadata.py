@@ -74,7 +74,8 @@ def package_versions() -> dict[str, str]:
 def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: dict) -> dict:
     """What produced a profile. `verifier_config`: the pool's `PoolConfig.verdict_settings()`; with
     them the verifier's entry holds this project's rules hash and the verdict fingerprint under the
-    pool's pred_tail_chars (`grpo_data.verify.judge`), and `versions` those of the judging libraries."""
+    pool's pred_tail_chars (`grpo_data.verify.judge`) and what the verifier read as each problem's
+    question (`question_text`: its user messages), and `versions` those of the judging libraries."""
     # math-verify: only a run that judges pays for it, not reading or merging a profile
     from grpo_data.verify.judge import rules_hash, verdict_fingerprint
 
@@ -87,6 +88,6 @@ def run_metadata(engine, cfg: ProfileConfig, data_spec: str, verifier_config: di
         "config": {**cfg.to_dict(), "sampling": sampling.to_dict()}, "seeding": seeding_scheme(engine),
         "backend": "local",
         "data": data_spec, "verifier": {"library": "math-verify", "rules_hash": rules_hash(), "fingerprint": fingerprint,
-                                         **verifier_config},
+                                         "question": "the problem's user messages", **verifier_config},
         "versions": package_versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -182,6 +182,24 @@ def test_restatements_of_a_boxed_value(gold, pred, reason):
     assert verify_answer(gold, pred).reason == reason
 
 
+def test_a_no_restated_as_an_affirmation_depends_on_the_question():
+    """"No, it is possible." is right to "Is it impossible ...?", a contradiction to "Is it possible
+    ...?", and read as no without the question (as before #64)."""
+    pred = "Colour the board like a chessboard.\n\nNo, it is possible."
+    assert verify_answer("No", pred, question="Is it possible to tile the board?").reason == "no_answer"
+    assert verify_answer("No", pred, question="Is it impossible to tile the board?").reason == "ok"
+    assert verify_answer("No", pred).reason == "ok"
+
+
+def test_question_text_of_a_templated_string():
+    prompt = ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nDoes there exist $n$ such that "
+              "$n^2+1$ is divisible by 3?<|im_end|>\n<|im_start|>assistant\n")
+    text = question_text(prompt)
+    assert "<|" not in text and text.endswith("divisible by 3?")
+    assert read_question(text).frame == "exists"
+    assert verify_answer("No", WORK + "Hence no such $n$ exists.", question=text).reason == "ok"
+
+
 def test_question_text_of_a_problem():
     assert question_text([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Is 7 prime?"}]) == "Is 7 prime?"
     assert question_text("Is 7 prime?") == "Is 7 prime?"

@@ -92,12 +92,19 @@ def problem_id(messages: list[dict]) -> str:
     return hashlib.sha1(prompt_text(messages).encode("utf-8")).hexdigest()[:16]
 
 
+# Chat-template tokens in a prompt given as one string ("<|im_start|>user", "[INST]", "<s>").
+_TEMPLATE_TOKEN = re.compile(r"<\|[^<>|]{1,40}\|>(?:user|assistant|system)?|</?s>|\[/?INST\]|<start_of_turn>(?:user|model)?"
+                             r"|<end_of_turn>|<\uff5c[^<>]{1,40}\uff5c>")
+
+
 def question_text(messages: list[dict] | str | None) -> str | None:
     """The question a problem asks, as the verifier reads it: its user messages' contents joined (a
     plain string is its own question), or None when there is none. The same text `problem_text_expr`
-    gives a table's column."""
+    gives a table's column. A prompt given as one templated string (TRL's standard format) is its own
+    question with the chat-template tokens taken out."""
     if messages is None or isinstance(messages, str):
-        return messages or None
+        # a prompt given as one templated string: its chat-template tokens end no sentence of the question
+        return _TEMPLATE_TOKEN.sub("\n", messages).strip() or None if messages else None
     text = " ".join(str(m.get("content") or "") for m in messages if isinstance(m, dict) and m.get("role") == "user")
     return text or None
 

@@ -399,7 +399,7 @@ def judge_answer(gold: str, answer: str, kind: str, asked: Asked | None = None) 
         return False
     claim = gold_claim(gold)
     if claim in ("yes", "no"):  # "Yes, because ..."; "Not sure.", "Yes, No" are neither
-        said = answer_polarity(unwrap(answer), None if asked is None else asked.restates)
+        said = answer_polarity(unwrap(answer), *_question_checks(asked))
         if said is None and reads_denial(unwrap(answer), asked):  # "No such n exists." to "Does such an n exist?"
             said = "no"
         if said is None and (is_short_denial(unwrap(answer)) or denies(flatten_text(unwrap(answer)))):
@@ -424,6 +424,12 @@ def _kinds(gold: str, asked: Asked | None) -> str:
     return " ".join([own, asked.text, *(w[:-1] for w in asked.words if w.endswith("s"))])  # "integers": "integer"
 
 
+def _question_checks(asked: Asked | None) -> tuple:
+    """(restates, positive) for the yes/no readers: the question's restatement check and whether it
+    asks in positive words; (None, False) without a question."""
+    return (None, False) if asked is None else (asked.restates, asked.frame is not None)
+
+
 def _yes_no_followup(after: str, said: str) -> bool:
     return yes_no_settled(after, said)
 
@@ -446,7 +452,7 @@ def judge_prose(gold: str, pred: str, kind: str, asked: Asked | None = None) -> 
             return (True, "none") if final_says_none(pred, _kinds(gold, asked), none_followup) else (None, "")
         said = None
         if claim in ("yes", "no"):
-            said = final_polarity(pred, _yes_no_followup, None if asked is None else asked.restates)
+            said = final_polarity(pred, _yes_no_followup, *_question_checks(asked))
             if said is None and reads_denial(sentence, asked) and yes_no_settled(after_final_sentence(pred), "no"):
                 said = "no"  # "Hence such a tiling cannot exist." to "Can the board be tiled?"
         return (None, "") if said is None else (said == claim, said)

@@ -391,7 +391,7 @@ def yes_no_settled(after: str, answer: str) -> bool:
             return False
         if (_TURNING.search(words) or _DENYING.search(words) if answer == "yes"
                 else _AFFIRMING.search(words) and not _NEGATING_WORD.search(words)):
-            return False
+            return False  # "Yes. There is no such n.", "No. Such a tiling exists."
     return True
 
 

@@ -103,6 +103,11 @@ FINGERPRINT_PAIRS = (
     ("7", "I am not sure."),
     ("5", "First guess: \\boxed{5}. " + "Let me check that again. " * 90),
 )
+# (gold, prediction, question) triples in the fingerprint: how a denial reads against a question.
+FINGERPRINT_QUESTIONS = (
+    ("No", "Hence no such $n$ exists.", "Does there exist a positive integer $n$ such that $n^2 + 1$ is divisible by 3?"),
+    ("Yes", "Therefore it is impossible to tile the board.", "Is it impossible to tile the board with dominoes?"),
+)
 _PRED_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _GOLD_CONFIG = (LatexExtractionConfig(), ExprExtractionConfig())
 
@@ -138,7 +143,7 @@ def rules_hash() -> str:
 @functools.lru_cache(maxsize=8)
 def verdict_fingerprint(pred_tail_chars: int = 2000) -> str:
     """sha256 (first 16 hex) of the verdicts (reason, correct) `verify_answer` gives FINGERPRINT_PAIRS
-    here, in-process, reading `pred_tail_chars`: what the installed math-verify, latex2sympy2_extended
+    (and FINGERPRINT_QUESTIONS, with their questions) here, in-process, reading `pred_tail_chars`: what the installed math-verify, latex2sympy2_extended
     and sympy decide, so an upgrade that changes a verdict changes it where their version numbers may
     not say. math-verify's own timeouts are off (they need the main thread's SIGALRM; these pairs
     take milliseconds)."""
@@ -148,6 +153,8 @@ def verdict_fingerprint(pred_tail_chars: int = 2000) -> str:
     try:
         verdicts = [verify_answer(gold, pred, timeout_s=0, pred_tail_chars=pred_tail_chars)
                     for gold, pred in FINGERPRINT_PAIRS]
+        verdicts += [verify_answer(gold, pred, timeout_s=0, pred_tail_chars=pred_tail_chars, question=question)
+                     for gold, pred, question in FINGERPRINT_QUESTIONS]
     finally:
         library_log.setLevel(level)
     return hashlib.sha256(json.dumps([[v.reason, v.correct] for v in verdicts]).encode()).hexdigest()[:16]

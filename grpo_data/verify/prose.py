@@ -188,23 +188,23 @@ def _nothing_follows(after: str, said: str) -> bool:
 
 
 def final_polarity(text: str, followup_ok: Callable[[str, str], bool] = _nothing_follows,
-                   restates: Callable[[str], bool] | None = None) -> str | None:
+                   restates: Callable[[str], bool] | None = None, positive: bool = False) -> str | None:
     """"yes"/"no" of a text's final answer in prose: a leading yes/no word opening the last sentence
     (`polarity`) or the last paragraph ("Yes. Such a sequence can always be found. Specifically, ...")
     when `followup_ok(the sentences after it, "yes"/"no")` accepts what follows it (the verifier passes
     `grpo_data.verify.committed.yes_no_settled`, which looks for take-backs; by default nothing may
-    follow). "No, wait. Actually ...", "Yes. Just kidding." and "Yes! No!" are not read. `restates` as
-    for `polarity`."""
+    follow). "No, wait. Actually ...", "Yes. Just kidding." and "Yes! No!" are not read. `restates` and
+    `positive` as for `polarity`."""
     _, sentences, after_first, after_last = _final_parts(text)
     if not sentences:
         return None
     plain = [_plain(s) for s in sentences]
     leads = {m.group(1).lower() for m in map(_LEADING.match, plain) if m}
-    said = polarity(sentences[-1], restates)
+    said = polarity(sentences[-1], restates, positive)
     if said is not None and not followup_ok(after_last, said):  # "Yes.\n\n$$\\text{No}$$"
         return None
     if said is None:
-        first = polarity(sentences[0], restates)
+        first = polarity(sentences[0], restates, positive)
         if first and not any(_takes_back(t) for t in sentences[1:]) and followup_ok(after_first, first):
             said = first
     return said if said is not None and leads <= {said} else None
@@ -297,14 +297,16 @@ def _takes_back(sentence: str) -> bool:
                 or _OTHER_ANSWER.search(flatten_text(sentence)))
 
 
-def polarity(sentence: str, restates: Callable[[str], bool] | None = None) -> str | None:
+def polarity(sentence: str, restates: Callable[[str], bool] | None = None, positive: bool = False) -> str | None:
     """"yes" or "no" when the sentence opens with a yes/no word that nothing after it hedges, qualifies
     or contradicts ("No, it is not possible."; not "No, wait.", "Yes, if n is even.", "No, yes."); else
     None. A sentence without a leading yes/no word is not read, whatever it denies or affirms: "It is
     impossible to tile the board." answers "Is it possible ...?" with no and "Is it impossible ...?"
     with yes (`grpo_data.verify.question` reads it with the question). `restates(clause)`, the
     question's check when the caller has one, lets a condition the question states stand in the
-    restatement."""
+    restatement; `positive`, that the question asks in positive words ("Is it possible ...?"), makes a
+    "no" restated as an affirmation ("No, it is possible.") a contradiction, not read (to "Is it
+    impossible ...?" it is the right answer, and without the question it is read as no)."""
     text = _plain(sentence)
     lead = _LEADING.match(text)
     if lead is None:
@@ -313,20 +315,29 @@ def polarity(sentence: str, restates: Callable[[str], bool] | None = None) -> st
     raw_lead = _LEADING.match(raw.strip())
     if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw, restates):
         return None
-    return _unless_denied(lead.group(1).lower(), text[lead.end():])
+    return _unless_denied(lead.group(1).lower(), text[lead.end():], positive)
 
 
-def _unless_denied(said: str, rest: str) -> str | None:
-    """`said`, or None when a "yes" is restated with a negation ("Yes, we cannot.", "Yes, it is not
-    possible."): a yes and a denial answer "Is it possible?" oppositely, and the question is not seen.
-    A reason may deny ("Yes, because no prime divides it.")."""
+def _unless_denied(said: str, rest: str, positive: bool = False) -> str | None:
+    """`said`, or None when a "yes" is restated with a negation or a turn ("Yes, we cannot.", "Yes, it
+    is not possible.", "Yes, ...; it fails for n = 3.") or a "no" with an affirmation ("No, it is
+    possible.") or, when the question asks in positive words (`positive`), a "no" with an affirmation
+    ("No, it is possible."): a yes and a denial answer "Is it possible?" oppositely, so the two together
+    say nothing. A reason may deny ("Yes, because no prime divides it.")."""
     if said == "yes" and (_NEGATING_WORD.search(_main_clauses(rest)) or _TURNS.search(rest)
                           or re.search(r"\band\b[^,;]*\b(?:fails?|not|no)\b", rest, re.I)):
         return None  # "Yes, it works for n = 2; in fact it fails for n = 3.", "Yes, n even works and n odd fails."
+    main = _main_clauses(rest)
+    if said == "no" and positive and _AFFIRMS.search(main) and not _NEGATING_WORD.search(main):
+        return None  # "No, it is possible.", "No, we can always find such a pair.": the restatement says yes
     return said
 
 
-def answer_polarity(answer: str, restates: Callable[[str], bool] | None = None) -> str | None:
+# An affirmation of possibility or existence: after a "no" with no negation it contradicts the word.
+_AFFIRMS = re.compile(r"\b(?:possible|exists?|can|could|works?|holds?|true|always|succeeds?)\b", re.I)
+
+
+def answer_polarity(answer: str, restates: Callable[[str], bool] | None = None, positive: bool = False) -> str | None:
     """"yes"/"no" of a boxed or "answer is" answer: it starts with a yes/no word that nothing after it
     hedges, qualifies or contradicts ("Yes, because f is not constant" is yes; "Yes, No", "Yes, but only
     if n is even" and "No, wait, yes" are neither); else None ("Not sure.", "impossible": see
@@ -335,7 +346,7 @@ def answer_polarity(answer: str, restates: Callable[[str], bool] | None = None) 
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
     if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():], restates):
         return None
-    return _unless_denied(lead.group(1).lower(), _prose(text[lead.end():]))
+    return _unless_denied(lead.group(1).lower(), _prose(text[lead.end():]), positive)
 
 
 def is_short_denial(answer: str) -> bool:
