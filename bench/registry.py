@@ -22,6 +22,7 @@ class Request:
     regime: str = "multi"
     condition: str = "nolevel"
     split: str = "test"
+    against: str | None = None
 
     def results(self) -> Path:
         from bench.common import RESULTS
@@ -59,6 +60,14 @@ def verify(req: Request) -> tuple[str, dict]:
     from bench import verify_bench
 
     return "verify", verify_bench.run(n=800 if req.quick else 4000)
+
+
+def verify_ab(req: Request) -> tuple[str, dict]:
+    from bench import verify_ab as ab
+
+    if not req.against:
+        raise ValueError("verify_ab needs --against COMMIT: the verifier to compare this checkout's with")
+    return "verify_ab", ab.run(req.against, n=600 if req.quick else 3000, rounds=1 if req.quick else 3)
 
 
 def data(req: Request) -> tuple[str, dict]:
@@ -187,6 +196,7 @@ def e2e(req: Request) -> tuple[str, dict]:
 
 BENCHMARKS: dict[str, Benchmark] = {
     "verify": Benchmark(verify),
+    "verify_ab": Benchmark(verify_ab, in_all=False),  # issue #64: needs --against COMMIT
     "data": Benchmark(data),
     "scheduler": Benchmark(scheduler),
     "warmstart": Benchmark(quick_module("warmstart", "warmstart_bench")),

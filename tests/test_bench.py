@@ -701,3 +701,15 @@ def test_a_spread_of_one_seed_prints_its_value_not_a_nan_se():
     assert _spread(mean_se([0.733])) == "0.733 (1 seed)"
     assert _spread(mean_se([0.7, 0.8])) == "0.75 +- 0.05 (0.7-0.8)"
     assert _spread({}) == "n/a"
+
+
+def test_verify_ab_measures_two_checkouts_in_one_run():
+    """#64: `grpo bench verify_ab --against COMMIT` judges the same clean set with this checkout's verifier
+    and COMMIT's, each in its own process; against HEAD both sides give the same verdicts."""
+    from bench import verify_ab
+
+    result = verify_ab.run("HEAD", n=40, rounds=1)
+    assert result["new"]["ok"] == result["old"]["ok"] and result["new"]["ok"][0] > 0
+    assert result["median_new_over_old"] > 0 and len(result["old"]["commit"]) == 40
+    with pytest.raises(ValueError, match="names no commit"):
+        verify_ab.run("no-such-commit-xyz", n=4, rounds=1)

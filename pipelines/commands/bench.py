@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--condition", default="nolevel", help="curriculum: nolevel (the primary) or level")
     parser.add_argument("--split", default="test",
                         help="curriculum: test (the headline) or val (the same runs on validation: picks the default)")
+    parser.add_argument("--against", default=None,
+                        help="verify_ab: the commit whose verifier this checkout's is measured against (same run)")
     parser.add_argument("--warm-start", default=None,
                         help="gsweep --assemble: the warm start (weights hash) whose stored runs to assemble, when "
                              "runs from more than one are stored")
@@ -39,10 +41,11 @@ QUICK_RESULTS = Path("runs/bench-quick/results")  # a smoke run never overwrites
 
 def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None,
             assemble: bool = False, warm_start: str | None = None, regime: str = "multi",
-            condition: str = "nolevel", split: str = "test") -> dict:
+            condition: str = "nolevel", split: str = "test", against: str | None = None) -> dict:
     from bench.common import write_result
 
-    req = Request(quick, Path(out_dir) if out_dir else None, arms, seeds, assemble, warm_start, regime, condition, split)
+    req = Request(quick, Path(out_dir) if out_dir else None, arms, seeds, assemble, warm_start, regime, condition, split,
+                  against)
     written, result = run_benchmark(name, req)
     print(f"{written}: results -> {write_result(written, result, out_dir)}")
     return result
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     results = {}
     for name in names:
         results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds, args.assemble,
-                                args.warm_start, args.regime, args.condition, args.split)
+                                args.warm_start, args.regime, args.condition, args.split, args.against)
     if args.name == "all":
         from bench.report import write_readme
 
