@@ -70,6 +70,12 @@ def verify_ab(req: Request) -> tuple[str, dict]:
     return "verify_ab", ab.run(req.against, n=600 if req.quick else 3000, rounds=1 if req.quick else 3)
 
 
+def frontier(req: Request) -> tuple[str, dict]:
+    from bench import frontier_bench
+
+    return "frontier", frontier_bench.run()
+
+
 def data(req: Request) -> tuple[str, dict]:
     from bench import data_bench
 
@@ -197,6 +203,7 @@ def e2e(req: Request) -> tuple[str, dict]:
 BENCHMARKS: dict[str, Benchmark] = {
     "verify": Benchmark(verify),
     "verify_ab": Benchmark(verify_ab, in_all=False),  # issue #64: needs --against COMMIT
+    "frontier": Benchmark(frontier, in_all=False),  # issue #59: the frontier world's calibration (about 20 min)
     "data": Benchmark(data),
     "scheduler": Benchmark(scheduler),
     "warmstart": Benchmark(quick_module("warmstart", "warmstart_bench")),

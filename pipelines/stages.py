@@ -12,16 +12,17 @@ from grpo_data.tables import io
 logger = logging.getLogger(__name__)
 
 
-def write_world(out: str | Path, seed: int = 0, scale: float = 1.0) -> dict[str, Path]:
-    """Generate the world into `out`/{sft,train,val,test}.parquet + world.json; reuse it when
-    unchanged. `scale` multiplies the RL pool and the evaluation splits (not the SFT data).
-    The returned paths name the test split `heldout` too: it is what training evaluates on."""
-    from grpo_data.tables.world import WorldConfig, generate
+def write_world(out: str | Path, seed: int = 0, scale: float = 1.0, preset: str = "default") -> dict[str, Path]:
+    """Generate the world into `out`/{sft,train,val,test}.parquet (and the preset's extra splits:
+    the frontier world's transfer and reference) + world.json; reuse it when unchanged. `scale`
+    multiplies the RL pool and the evaluation splits (not the SFT data). The returned paths name the
+    test split `heldout` too: it is what training evaluates on."""
+    from grpo_data.tables.world import generate, world_config
 
     out = Path(out)
-    cfg = WorldConfig(seed=seed).scaled(scale)
-    spec = {**cfg.to_dict(), "scale": scale}
-    paths = {split: out / f"{split}.parquet" for split in ("sft", "train", "val", "test")}
+    cfg = world_config(preset, seed).scaled(scale)
+    spec = {**cfg.to_dict(), "scale": scale, **({"preset": preset} if preset != "default" else {})}
+    paths = {split: out / f"{split}.parquet" for split in cfg.splits}
     paths["config"] = out / "world.json"
     if paths["config"].exists() and json.loads(paths["config"].read_text()) == spec and all(p.exists() for p in paths.values()):
         logger.info("world at %s is up to date", out)

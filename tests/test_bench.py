@@ -713,3 +713,21 @@ def test_verify_ab_measures_two_checkouts_in_one_run():
     assert result["median_new_over_old"] > 0 and len(result["old"]["commit"]) == 40
     with pytest.raises(ValueError, match="names no commit"):
         verify_ab.run("no-such-commit-xyz", n=4, rounds=1)
+
+
+def test_frontier_bench_histogram_and_paired_gain_on_hand_computed_rates():
+    """#59 calibration helpers: solved (>= 0.9) and hopeless (<= 0.05) shares, per-level means, the
+    zero-variance share a group of 8 would have, and a paired gain with its SE."""
+    import polars as pl
+
+    from bench.frontier_bench import histogram, paired
+
+    rates = pl.DataFrame({"id": ["a", "b", "c", "d"], "p": [1.0, 0.0, 0.5, 0.95]})
+    problems = pl.DataFrame({"id": ["a", "b", "c", "d"], "level": [1, 10, 5, 1]})
+    h = histogram(rates, problems)
+    assert h["solved_share"] == 0.5 and h["hopeless_share"] == 0.25 and h["solved_or_hopeless_share"] == 0.75
+    assert h["mean_by_level"] == {"1": 0.975, "5": 0.5, "10": 0.0} and sum(h["bins_tenths"]) == 4
+    assert h["expected_zero_variance_share_g8"] == pytest.approx((1 + 1 + 2 * 0.5 ** 8 + 0.95 ** 8 + 0.05 ** 8) / 4)
+    after = pl.DataFrame({"id": ["a", "b", "c", "d"], "p": [1.0, 0.5, 0.75, 0.95]})
+    g = paired(rates, after)
+    assert g["gain"] == pytest.approx(0.1875) and g["se"] == pytest.approx(0.1197, abs=1e-4) and g["problems"] == 4

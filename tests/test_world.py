@@ -111,3 +111,51 @@ def test_model_config_refuses_unsupported_head_size():
 
     with pytest.raises(ValueError, match="vLLM CPU"):
         TinyModelConfig(hidden_size=120, num_heads=4)
+
+
+def test_the_frontier_world_weighs_evaluation_toward_the_frontier_and_holds_a_transfer_split():
+    """#59 item 1: levels 1-12; the pool holds levels 1-10 shaped like real data; test puts most of its
+    problems at levels 6-10; transfer holds levels the pool never does; every split disjoint by text."""
+    from grpo_data.tables.world import EXTRA_SPLITS, frontier_level_weights, frontier_world
+
+    cfg = frontier_world(seed=0)
+    w = generate(cfg)
+    assert set(w) == set(SPLITS) | set(EXTRA_SPLITS)
+    counts = {s: dict(w[s].group_by("level").len().iter_rows()) for s in w}
+    assert counts["train"] == cfg.pool and set(counts["train"]) == set(range(1, 11))
+    assert counts["transfer"] == {11: 60, 12: 60} and not set(counts["transfer"]) & set(counts["train"])
+    assert sum(n for lv, n in counts["test"].items() if lv >= 6) / w["test"].height > 0.7
+    assert set(counts["sft"]) == set(range(1, 13))  # every level seen in SFT: no wall
+    ref = counts["reference"]  # the pool's level mix, 200 problems
+    assert abs(sum(ref.values()) - 200) <= 5 and all(abs(ref[lv] / sum(ref.values()) - n / 840) < 0.01 for lv, n in cfg.pool.items())
+    sets = {s: texts(w[s]) for s in w}
+    names = list(w)
+    for i, s in enumerate(names):
+        for t in names[i + 1:]:
+            assert not sets[s] & sets[t], f"{s} and {t} share problems"
+    weights = frontier_level_weights()
+    assert set(weights) == set(range(1, 13)) and abs(sum(weights.values()) - 1) < 1e-9
+    assert min(weights[lv] for lv in range(1, 7)) > max(weights[lv] for lv in range(7, 13)) > 0
+
+
+def test_a_world_without_extra_splits_is_unchanged():
+    """The default world's splits, dict and draws do not move when worlds may hold extra splits."""
+    from grpo_data.tables.world import world_config
+
+    assert world_config("default", 0) == WorldConfig(seed=0)
+    assert set(WorldConfig().to_dict()) == {"seed", "pool", "val_per_level", "test_per_level", "sft"}
+    assert WorldConfig().splits == SPLITS
+    with pytest.raises(ValueError, match="transfer levels must be levels the RL pool does not hold"):
+        WorldConfig(transfer={10: 5})
+    with pytest.raises(ValueError, match="unknown world preset"):
+        world_config("hard", 0)
+
+
+def test_the_frontier_pipeline_writes_every_split(tmp_path):
+    from pipelines.stages import write_world
+
+    paths = write_world(tmp_path / "w", seed=0, scale=0.1, preset="frontier")
+    assert {"transfer", "reference", "heldout"} <= set(paths) and paths["transfer"].exists()
+    assert json.loads(paths["config"].read_text())["preset"] == "frontier"
+    again = write_world(tmp_path / "w", seed=0, scale=0.1, preset="frontier")  # reused, not regenerated
+    assert again["transfer"].stat().st_mtime_ns == paths["transfer"].stat().st_mtime_ns

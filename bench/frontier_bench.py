@@ -1,0 +1,125 @@
+"""Calibration of the frontier world (`grpo bench frontier`, issue #59): can this instrument see a
+sampler? One pipeline run of `pipelines/frontier.yaml` (world, warm start, uniform + DAPO training,
+test evaluation at k = 32 before and after), then fixed-k profiles (k = 16, the same render -> generate
+-> verify path as evaluation) of the RL pool by the warm start (its pass-rate histogram: how much of the
+pool is solved or hopeless, the waste a sampler could remove) and of the transfer and reference splits
+by the warm start and the trained policy. Every rollout is counted.
+
+Registered as the calibration entry of bench/PREREGISTRATION.md (2026-12-07, issue #59): settings fixed
+before the run; it sizes the instrument, it compares no samplers.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+ROOT = Path(__file__).resolve().parent.parent
+PIPELINE = ROOT / "pipelines" / "frontier.yaml"
+PROFILE_K = 16
+# the fixed-k profile that measures pass rates (the evaluation's temperature and max_tokens)
+MEASURE = {"engine": "vllm", "adaptive": False, "k": PROFILE_K, "temperature": 1.0, "max_tokens": 128, "chunk_size": 512}
+SOLVED, HOPELESS = 0.9, 0.05  # the issue's thresholds for "solved" and "hopeless" problems
+GOALS = {"test_gain": ">= 0.15 and >= 10x the larger SE", "transfer_gain": ">= 0.10",
+         "zero_variance_share_at_start": ">= 0.55"}
+
+
+def code_hash() -> str:
+    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True)
+    return done.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def pass_rates(profile: Path) -> pl.DataFrame:
+    """id, level, k, n_correct and pass rate of a fixed-k profile."""
+    from grpo_data.tables.profile_table import read_profile
+
+    table = read_profile(profile)[0]
+    return table.select("id", "n_correct", "k").with_columns((pl.col("n_correct") / pl.col("k")).alias("p"))
+
+
+def histogram(rates: pl.DataFrame, problems: pl.DataFrame) -> dict:
+    """The pool's pass-rate histogram (tenths), the solved / hopeless shares, and the mean per level."""
+    joined = rates.join(problems.select("id", "level"), on="id")
+    p = joined["p"].to_numpy()
+    counts, _ = np.histogram(p, bins=np.linspace(0, 1, 11))
+    by_level = joined.group_by("level").agg(pl.col("p").mean()).sort("level")
+    return {"problems": int(p.size), "bins_tenths": counts.tolist(),
+            "solved_share": float((p >= SOLVED).mean()), "hopeless_share": float((p <= HOPELESS).mean()),
+            "solved_or_hopeless_share": float(((p >= SOLVED) | (p <= HOPELESS)).mean()),
+            "mean_by_level": {str(lv): round(float(m), 4) for lv, m in by_level.iter_rows()},
+            "expected_zero_variance_share_g8": float(np.mean(p ** 8 + (1 - p) ** 8))}
+
+
+def paired(before: pl.DataFrame, after: pl.DataFrame) -> dict:
+    """Mean pass rate before and after on the same problems, the paired difference and its SE."""
+    j = before.join(after, on="id", suffix="_after")
+    d = (j["p_after"] - j["p"]).to_numpy()
+    return {"problems": int(d.size), "before": float(j["p"].mean()), "after": float(j["p_after"].mean()),
+            "gain": float(d.mean()), "se": float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else None}
+
+
+def per_level_eval(run_dir: Path) -> dict:
+    """Test accuracy by level at the first and last evaluation (the run's per-problem files)."""
+    from grpo_train.metrics import read_metrics
+
+    evals = [r for r in read_metrics(run_dir) if r["kind"] == "eval"]
+    first, last = evals[0], evals[-1]
+    out = {}
+    for name, rec in (("start", first), ("end", last)):
+        t = pl.read_parquet(run_dir / "evals" / f"step-{rec['step']:06d}.parquet")
+        t = t.with_columns((pl.col("n_correct") / pl.col("k")).alias("p"))
+        out[name] = {"step": rec["step"], "k": int(t["k"][0]), "accuracy": float(t["p"].mean()),
+                     "by_level": {str(lv): round(float(m), 4) for lv, m in
+                                  t.group_by("level").agg(pl.col("p").mean()).sort("level").iter_rows()}}
+    return out
+
+
+def step_waste(run_dir: Path) -> list[dict]:
+    """Per training step: the all-right, all-wrong and mixed shares of the groups generated, the batch
+    pass rate, generated tokens."""
+    from grpo_train.metrics import read_metrics
+
+    keep = ("step", "groups_all_right_share", "groups_all_wrong_share", "groups_mixed_share", "zero_variance_fraction",
+            "batch_pass_rate", "groups_generated", "tokens_generated", "rollouts_generated", "informative_rollout_ratio")
+    return [{k: r.get(k) for k in keep if k in r} for r in read_metrics(run_dir) if r["kind"] == "train"]
+
+
+def run(out: Path | None = None) -> dict:
+    from grpo_train.metrics import latest_checkpoint
+    from pipelines.pipeline import load_spec, profile_stage, run_pipeline
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    spec = load_spec(PIPELINE)
+    base = Path(out or spec["out"])
+    summary = run_pipeline(PIPELINE)
+    world, warm = base / "world", base / "policy-warm"
+    final = latest_checkpoint(base / "train") / "hf"
+    measured = base / "measure"
+    problems = {name: pl.read_parquet(world / f"{name}.parquet") for name in ("train", "transfer", "reference")}
+    rates = {}
+    for model_name, model in (("warm", warm), ("final", final)):
+        for split in ("train", "transfer", "reference") if model_name == "warm" else ("transfer", "reference"):
+            path = profile_stage(str(model), world / f"{split}.parquet", MEASURE, measured / f"{model_name}-{split}.parquet")
+            rates[(model_name, split)] = pass_rates(path)
+    steps = step_waste(base / "train")
+    result = {
+        "pipeline": str(PIPELINE.relative_to(ROOT)), "code": code_hash(), "started": started,
+        "warm_start": summary.get("warm_start"),
+        "pool_at_start": histogram(rates[("warm", "train")], problems["train"]),
+        "test": {"paired_gain": summary.get("paired_gain"), **per_level_eval(base / "train")},
+        "transfer": paired(rates[("warm", "transfer")], rates[("final", "transfer")]),
+        "reference": paired(rates[("warm", "reference")], rates[("final", "reference")]),
+        "steps": steps,
+        "zero_variance_share_first_5_steps": float(np.mean([s["zero_variance_fraction"] for s in steps[:5]] or [np.nan])),
+        "zero_variance_share_last_5_steps": float(np.mean([s["zero_variance_fraction"] for s in steps[-5:]] or [np.nan])),
+        "rollouts": {"training": steps[-1].get("rollouts_generated") if steps else None,
+                     "measurement_profiles": int(sum(r["k"].sum() for r in rates.values()))},
+        "goals": GOALS,
+    }
+    result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return result
