@@ -47,7 +47,7 @@ def test_a_negation_in_the_description_leaves_only_such_denials():
 @pytest.mark.parametrize(("sentence", "read"), [
     ("Hence no such $n$ exists.", True),
     ("Therefore there is no such integer.", True),
-    ("It is impossible.", True),
+    ("It is impossible.", False),                               # a denial of possibility: no answer to "exist?"
     ("Thus, there does not exist a positive integer $n$ such that $n^2+1$ is divisible by $3$.", True),
     ("So there is no such $n$ for odd $n$.", False),           # limited to part of the answer
     ("There may be no such $n$.", False),                      # tentative
@@ -76,8 +76,10 @@ def test_no_denial_is_read_without_a_question_or_a_frame():
      "Is it impossible to tile the board with dominoes?", "no_answer"),
     ("No", "\\boxed{\\text{No such } n \\text{ exists}}", EXISTS, "ok"),
     ("No", "\\boxed{\\text{No such } n \\text{ exists}}", None, "no_answer"),  # a denial is no answer, never wrong
+    # a "none" gold's kinds are its own: the question's are not added (they may qualify another variable)
     ("\\text{No such } n \\text{ exists}", "\\boxed{\\text{No such positive integer } n \\text{ exists}}",
-     "Find all positive integers $n$ such that $n^2+1$ is divisible by $3$.", "ok"),  # the question names the kind
+     "Find all positive integers $n$ such that $n^2+1$ is divisible by $3$.", "wrong"),
+    ("\\text{No such } n \\text{ exists}", "\\boxed{\\text{No such } n \\text{ exists}}", None, "ok"),
 ])
 def test_existence_answers_with_and_without_the_question(gold, pred, question, reason):
     assert verify_answer(gold, pred, question=question).reason == reason
@@ -304,3 +306,57 @@ def test_grpo_verify_reads_a_question_column(tmp_path):
     assert "line 3: field 'question' must be a string" in proc.stderr
     got = {v["id"]: v["reason"] for v in map(json.loads, out.read_text().splitlines())}
     assert got == {"a": "ok", "b": "no_answer"}
+
+
+# The second review's probes (a denial meaning yes, a premise or hint, another case, a sub-case, a qualifier
+# in a later clause or sentence, a gold saying more than its yes/no, a second value after a restated box, a
+# kind of another variable): none is ever credited. And right answers it found lost: still credited.
+Q7 = "Does there exist a positive integer $n$ such that $n^2+1$ is divisible by 7?"
+TP = "Are there infinitely many primes $p$ such that $p + 2$ is also prime?"
+QF = "Determine whether there exists $f:\\mathbb{R}\\to\\mathbb{R}$ with $f(f(x))=-x$ for all real $x$."
+probes = [
+ ("No", "W.\n\nThere is no largest such prime.", TP), ("No", "W.\n\nThere is no last such prime.", TP),
+ ("No", "W.\n\nThere is no upper bound on such primes.", TP),
+ ("No", "W.\n\nThere is no finite such sequence.", "Does there exist an infinite sequence of positive integers in which no term divides another?"),
+ ("No", "W.\n\nNo, $n = 3$ satisfies it.", Q7), ("No", "W.\n\nNo, n = 3 is such an integer.", Q7), ("No", "W.\n\nNo, $n = 3$ satisfies it.", None),
+ ("No", "W.\n\nThus the frog cannot jump diagonally.", "Can the frog reach the point $(1, 0)$? Note that the frog cannot jump diagonally."),
+ ("No", "W.\n\nIt cannot jump twice in the same direction.", "A frog cannot jump twice in the same direction. Can it return to the origin?"),
+ ("No", "W.\n\nSo the $6 \\times 6$ board cannot be tiled.", "It is known that a $6\\times6$ board cannot be tiled with $1\\times4$ tiles. Is it possible to tile a $10\\times10$ board with them?"),
+ ("No", "W.\n\nThere are no integer solutions.", "Show that $x^2-3y^2=2$ has no integer solutions. Does there exist a rational solution?"),
+ ("No", "\\boxed{\\text{There is no integer solution}}", "Show that $x^2-3y^2=2$ has no integer solutions. Does there exist a rational solution?"),
+ ("No", "W.\n\nThere is no real square that is negative.", "Does there exist a real $x$ with $x^2=-1$? (Hint: no real square is negative.)"),
+ ("No", "W.\n\nThe frog cannot reach $(1, 1)$.", "Can the frog reach the point $(1, 0)$?"),
+ ("No", "W.\n\nNo even such $n$ exists.", "Does there exist an integer $n>1$ such that $2^n \\equiv 1 \\pmod n$?"),
+ ("No", "W.\n\nThere is no such prime $n$.", "Does there exist an integer $n>1$ such that $2^n \\equiv 1 \\pmod n$?"),
+ ("No", "W.\n\nNo continuous such function exists.", QF), ("No", "W.\n\nThere is no such function that is continuous.", QF),
+ ("No", "W.\n\nNo such $n$ exists among small numbers.", QF), ("No", "W.\n\nNo such function exists for all $x$.", Q7),
+ ("No", "W.\n\nIt is impossible to prove.", "Prove or disprove: there exists a real $x$ with $x^2=-1$."),
+ ("Yes", "W.\n\nYes, it is possible, at least for $n \\le 10$.", None), ("Yes", "W.\n\nYes, it is possible, in theory.", None),
+ ("Yes", "W.\n\nYes, it is possible, partially.", None), ("Yes", "W.\n\nYes, it holds, although a proof is missing.", None),
+ ("Yes", "W.\n\nYes, it works, at least numerically.", None), ("Yes", "W.\n\nYes, it is believed so, though unproven.", None),
+ ("Yes", "W.\n\nYes, the first player wins, on even boards.", None), ("Yes", "W.\n\nYes, we get a tiling, up to a single uncovered square.", None),
+ ("Yes", "W.\n\nYes. This is a conjecture.", None), ("Yes", "W.\n\nYes. (Unverified.)", None),
+ ("Yes", "W.\n\nYes. I am not fully confident in this.", None), ("Yes", "W.\n\nYes, it is possible. I could not complete the proof.", None),
+ ("No, the largest such n is seven.", "No, the largest such n is eight.", None), ("No, Bob has a winning strategy.", "No, Alice has a winning strategy.", None),
+ ("Yes, the only such function is the identity.", "Yes, the only such function is the zero function.", None),
+ ("No, it diverges to infinity.", "No, it oscillates.", None), ("Yes, the minimum number of moves is twelve.", "Yes.", None),
+ ("\\frac13", "$\\boxed{\\frac13}$. The answer is $0.\\overline{3}$. The correct value is $\\frac{1}{3}$ or 3.", None),
+ ("\\frac13", "$\\boxed{\\frac13}$. The answer is $0.\\overline{3}$; the other root is 0.6.", None),
+ ("There are no such integers.", "There is no such positive integer.", "Let $a$ be a positive integer. Find all integers $n$ such that $n^2 = a$ and $n^3 = 2a$."),
+]
+good = [
+ ("No", "W.\n\nNo, the sum is always odd.", "Is it possible to make the sum even?"), ("No", "W.\n\nNo; the sum is always odd.", "Is it possible to make the sum even?"),
+ ("No", "W.\n\nNo, the invariant holds at every step.", "Is it possible to reach the target?"), ("No", "W.\n\nNo, 3 always divides the sum.", "Can the sum become 100?"),
+ ("No", "W.\n\nNo, the coloring argument works.", "Can the board be tiled?"), ("No", "W.\n\nHence no such $n$ exists.", Q7),
+ ("No", "W.\n\nTherefore the board cannot be tiled.", "Can the board be tiled with dominoes?"),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "question"), probes)
+def test_second_review_probes_are_not_credited(gold, pred, question):
+    assert verify_answer(gold, pred, question=question).reason != "ok"
+
+
+@pytest.mark.parametrize(("gold", "pred", "question"), good)
+def test_second_review_right_answers_stay_credited(gold, pred, question):
+    assert verify_answer(gold, pred, question=question).reason == "ok"

@@ -106,6 +106,10 @@ _NONE_GOLD = re.compile(r"^(?:none|no such(?: [a-z]+){1,2}|no(?: [a-z]+)? soluti
 # A gold that is a sentence opening with yes or no: "No, there do not exist such polynomials.", "Yes, there
 # are infinitely many such pairs." (Omni-MATH writes references so): its claim is the opening word.
 _LEADING_GOLD = re.compile(r"^(?:yes|no)\s*[,.;:\u2014\u2013]\s*\S", re.I)
+# What such a gold may restate: existence or possibility, nothing else ("No, it diverges." is a claim of its own).
+_GOLD_RESTATES = re.compile(r"\b(?:exists?|possible|impossible|there (?:is|are)|infinitely many|can(?:not|'t)?)\b", re.I)
+_GOLD_MORE = re.compile(r"\b(?:only|unique|largest|smallest|least|greatest|minimum|maximum|minimal|maximal|exactly"
+                        r"|zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|hundred|thousand)\b", re.I)
 
 # Two answers in one: "2 or 3", "2 inequalities, or maybe 3"
 _NUMBER_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.]?\d)")
@@ -257,6 +261,8 @@ def _leading_claim(gold: str) -> str | None:
     flat = flatten_text(unwrap(gold))
     if not _LEADING_GOLD.match(flat) or re.search(r"\d|\$|\\[(\[]|\band\b|[;:]", flat[3:]):
         return None  # "No, the maximum is 8.", "Yes, and there are 12 such sets.": more than a yes/no to compare
+    if not _GOLD_RESTATES.search(flat[3:]) or _GOLD_MORE.search(flat[3:]):
+        return None  # "No, Bob has a winning strategy.", "Yes, the only such function is the identity."
     return answer_polarity(flat)
 
 
@@ -414,14 +420,11 @@ def judge_answer(gold: str, answer: str, kind: str, asked: Asked | None = None) 
 
 
 def _kinds(gold: str, asked: Asked | None) -> str:
-    """The words a "none" answer may limit its denial by ("no positive solutions"): the gold's, and the
-    question's when it is seen ("Find all positive integers n ..." answered "No such positive n exists.")."""
+    """The words a "none" answer may limit its denial by ("no positive solutions"): the gold's (the
+    question's are not added: "Let a be a positive integer. Find all integers n ..." names a kind of
+    another variable)."""
     own = words(gold) or words(flatten_text(gold)) or ""
-    if asked is None:
-        return own
-    if re.search(r"\bor\b", asked.text):  # "Find all integers n, positive or negative": the kinds are alternatives
-        return own
-    return " ".join([own, asked.text, *(w[:-1] for w in asked.words if w.endswith("s"))])  # "integers": "integer"
+    return own
 
 
 def _question_checks(asked: Asked | None) -> tuple:

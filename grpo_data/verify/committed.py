@@ -387,7 +387,7 @@ def yes_no_settled(after: str, answer: str) -> bool:
     for sentence in _sentences(text):
         words = _prose(flatten_text(sentence))
         if ("?" in words or _SECOND_THOUGHT.search(words) or _TRUTH.search(words) or _REVERSING.search(words)
-                or re.search(r"\b(?:only|except|unless)\b", words, re.I)):
+                or _DOUBTING.search(words)):
             return False
         if (_TURNING.search(words) or _DENYING.search(words) if answer == "yes"
                 else _AFFIRMING.search(words) and not _NEGATING_WORD.search(words)):
@@ -399,3 +399,9 @@ def yes_no_settled(after: str, answer: str) -> bool:
 _DENYING = re.compile(r"\b(?:no such|there (?:is|are|exists?) no|(?:does|do) not exist|(?:doesn't|don't) exist|cannot|can't"
                       r"|impossible|not possible|never|none)\b", re.I)
 _REVERSING = re.compile(r"\b(?:opposite|converse|contrary|reverse|otherwise)\b", re.I)
+# A limit, a doubt or a missing proof after a yes/no ("Yes. This is a conjecture.", "Yes, it is possible. I
+# could not complete the proof.", "Yes. The bound is attained only asymptotically.").
+_DOUBTING = re.compile(r"\b(?:(?<!the )(?<!an )(?<!its )only|except|unless|conjectur\w*|unverified|unproven|unconfirmed|not (?:fully |entirely |completely )?"
+                       r"(?:confident|sure|certain|proven|proved|verified)|could not|couldn't|cannot (?:prove|show|verify)"
+                       r"|uncertain|heuristic\w*|numerically|in theory|partial\w*|at least|at most|up to|approximately"
+                       r"|roughly|incomplete|missing|unclear|guess\w*|assum\w*|believe\w*|probably|likely|seems?)\b", re.I)

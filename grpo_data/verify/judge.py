@@ -434,8 +434,8 @@ def _restatements(text: str, gold_parsed, clock: _Clock) -> list[str]:
     name no other candidate; a clause math-verify does not read as the gold's value is left out."""
     if last_boxed(text) is None:
         return []
-    found = []
-    for m in _LATER_ANSWER.finditer(after_final_answer(text)):
+    found, after = [], after_final_answer(text)
+    for m in _LATER_ANSWER.finditer(after):
         span = _MATH_SPAN.search(m.group("x"))
         if span is None or m.group("x")[span.end():].strip(" \t.!,"):
             continue  # a clause saying more than one value ("$0.\\overline{3}$, though $0.\\overline{6}$ ...")
@@ -446,6 +446,11 @@ def _restatements(text: str, gold_parsed, clock: _Clock) -> list[str]:
                 found.append(span.group("m"))
         except Exception:  # a timeout or an unreadable clause: not a restatement
             continue
+    rest = after
+    for span in found:
+        rest = rest.replace(span, " ")
+    if re.search(r"\d", rest):
+        return []  # another number beside the restatement ("... the other root is 0.6"): read as before, not excused
     return found
 
 

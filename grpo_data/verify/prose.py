@@ -247,7 +247,8 @@ _MORE_CONDITION = re.compile(r"\b(?:iff|as long as|so long as|under|usually|most
 _ANSWERED_HEDGE = re.compile(r"not always|not necessarily", re.I)
 
 
-def _qualified(rest: str, raw_rest: str | None = None, restates: Callable[[str], bool] | None = None) -> bool:
+def _qualified(rest: str, raw_rest: str | None = None, restates: Callable[[str], bool] | None = None,
+               blanked: str | None = None) -> bool:
     """What follows a leading yes/no hedges it, puts a condition on it, takes it back, gives a second
     answer (also inside math: `No, \\(\\text{Yes}\\)`, looked for in `raw_rest` before math is
     blanked), or opens with a clause that states nothing (no verb: "n even"). A condition the question
@@ -265,23 +266,44 @@ def _qualified(rest: str, raw_rest: str | None = None, restates: Callable[[str],
         for m in pattern.finditer(rest):
             if restates is None or not restates(_CLAUSE_SPLIT.split(rest[m.start():], maxsplit=1)[0]):
                 return True
-    clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest).rstrip().rstrip(".!").rstrip()
+    # clauses are split with formulas blanked (`blanked`): "$f: \\mathbb{R} \\to \\mathbb{R}$" and "$1, 2, \\dots$"
+    # hold no clause
+    clause = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", rest if blanked is None else blanked).rstrip().rstrip(".!").rstrip()
     if not clause:
         return False
-    first = _CLAUSE_SPLIT.split(clause, maxsplit=1)[0]
-    return _RESTATEMENT.fullmatch(first) is None and _VERB.search(first) is None
+    if _LIMITING.search(clause):
+        return True  # "Yes, it is possible, at least for n <= 10.", "Yes, in theory.", "Yes: only for even n."
+    clause = clause.split(":", 1)[0]  # after a colon comes the explanation ("Yes, we can: mirror every move.")
+    first, *more = _CLAUSE_SPLIT.split(clause)
+    raw = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", flatten_text(rest if raw_rest is None else raw_rest))
+    if re.match(r"[A-Za-z]\s*=\s*-?\d", raw):
+        return True  # "No, n = 3 satisfies it.": a value, not a restatement of the word
+    if _RESTATEMENT.fullmatch(first) is None and _VERB.search(first) is None:
+        return True  # "Yes, n even", "Yes, for odd n"
+    # a later clause only gives a reason or an example (which runs to the end), or restates ("...; it
+    # oscillates"): anything else may qualify the answer ("Yes, it is possible, at least for n <= 10.",
+    # "..., in theory.", "..., partially.")
+    for part in (p for p in more if p.strip()):
+        if _REASON_OPENER.match(part):
+            return False
+        if _RESTATEMENT.fullmatch(part) is None:
+            return True
+    return False
 
 
 # A restatement that turns part of the answer ("... it fails for n = 3", "... a counterexample exists").
 _TURNS = re.compile(r"\b(?:fail\w*|counter-?examples?|except\w*|false|untrue)\b", re.I)
 
 
+# Words that limit an answer wherever they stand in its restatement.
+_LIMITING = re.compile(r"\b(?:(?<!the )(?<!an )(?<!its )only|except|at least|at most|up to|partial\w*|in theory|theoretically|approximately|roughly"
+                       r"|numerically|conjectur\w*|unproven|unverified|heuristic\w*)\b", re.I)
 # The clauses of what follows a leading yes/no: "it is not possible, because the sum is always odd",
 # "the sequence does not converge; it oscillates", "it can be done, as the coloring shows".
 _CLAUSE_SPLIT = re.compile(r"\s*(?:[,;:]|\s[\u2014\u2013]|\s-\s)\s*")
 # A later clause that gives a reason or an example: it may follow the restatement.
 _REASON_OPENER = re.compile(r"(?:because|since|as|so|hence|thus|namely|for example|for instance|e\.g\.|i\.e\.|that is"
-                            r"|regardless of|which|whence)\b", re.I)
+                            r"|regardless of|which|whence|in fact|indeed|by (?:the|a|an|this|our)|as shown|see)\b", re.I)
 
 
 def _main_clauses(rest: str) -> str:
@@ -313,9 +335,18 @@ def polarity(sentence: str, restates: Callable[[str], bool] | None = None, posit
         return None
     raw = flatten_text(sentence) if "\\" in sentence else sentence
     raw_lead = _LEADING.match(raw.strip())
-    if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw, restates):
+    if _qualified(text[lead.end():], raw.strip()[raw_lead.end():] if raw_lead else raw, restates, _blanked_rest(sentence)):
         return None
     return _unless_denied(lead.group(1).lower(), text[lead.end():], positive)
+
+
+def _blanked_rest(text: str) -> str | None:
+    """What follows a text's leading yes/no word with its formulas blanked (before `\\text{}` is flattened,
+    so `$...$` is still a formula), or None without a leading word."""
+    blanked = flatten_text(_INLINE_MATH.sub(" x ", text)).strip()
+    lead = re.match(r"^(?:(?:so|thus|hence|therefore|answer|final answer|in conclusion|conclusion)\b[\s,:]*)?(?:yes|no)\b",
+                    blanked, re.I)
+    return blanked[lead.end():] if lead else None
 
 
 def _unless_denied(said: str, rest: str, positive: bool = False) -> str | None:
@@ -334,7 +365,8 @@ def _unless_denied(said: str, rest: str, positive: bool = False) -> str | None:
 
 
 # An affirmation of possibility or existence: after a "no" with no negation it contradicts the word.
-_AFFIRMS = re.compile(r"\b(?:possible|exists?|can|could|works?|holds?|true|always|succeeds?)\b", re.I)
+_AFFIRMS = re.compile(r"\b(?:possible|exists?|there (?:is|are) (?:an?|some|such)|(?:we|one|it|you) can|can be (?:done|found|built|made))\b",
+                      re.I)
 
 
 def answer_polarity(answer: str, restates: Callable[[str], bool] | None = None, positive: bool = False) -> str | None:
@@ -344,7 +376,7 @@ def answer_polarity(answer: str, restates: Callable[[str], bool] | None = None, 
     `is_short_denial`)."""
     text = flatten_text(answer).strip().rstrip(".").strip()
     lead = re.match(r"(yes|no)(?=\s*(?:[,.!;:/]|$|--|\u2014|\u2013))", text, re.I)
-    if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():], restates):
+    if lead is None or _qualified(_prose(text[lead.end():]), text[lead.end():], restates, _blanked_rest(answer)):
         return None
     return _unless_denied(lead.group(1).lower(), _prose(text[lead.end():]), positive)
 
@@ -394,7 +426,7 @@ def _none_grammar(body: str, kinds: list[str]) -> bool:
     shapes = [
         r"there\s+(?:(?:is|are|exists?)\s+no|(?:does|do)\s+not\s+exist(?:\s+(?:an?|any))?|(?:doesn't|don't)\s+exist"
         r"(?:\s+(?:an?|any))?)\s+" + noun + other + domain + tail,
-        r"no\s+" + noun + domain + r"\s+(?:exists?|works?|satisf(?:y|ies)|can\s+exist)",
+        r"no\s+" + noun + other + domain + r"\s+(?:exists?|works?|satisf(?:y|ies)|can\s+exist)",
         r"(?:such\s+(?:an?\s+)?" + _NOUN + r"|it|they|[a-z])\s+(?:(?:does|do)\s+not|(?:doesn't|don't)|cannot|can't)\s+exist",
         r"(?:(?:the|this)\s+" + _NOUN + r"(?:\s+" + _NOUN + r")?|it|they)\s+(?:has|have)\s+no\s+" + adj
         + r"(?:solutions?|roots?|zeros?)" + domain,

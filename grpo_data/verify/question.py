@@ -35,13 +35,17 @@ from grpo_data.verify.prose import (
     _HEDGE,
     _INLINE_MATH,
     _INVERTING,
+    _KIND,
     _NEGATING_WORD,
     _NUMBER_TOKEN,
     _OPENER,
     _QUALIFIER,
     _RESTRICTOR,
+    _none_grammar,
     flatten_text,
 )
+
+_KIND_WORD = re.compile(_KIND, re.I)
 
 # An asking sentence: a question, or an instruction to decide ("Determine whether ...", "Prove or disprove: ...").
 _WITH_PROOF = r"(?:\s*,\s*(?:with proof|with justification|justifying your answer)\s*,)?"
@@ -67,18 +71,10 @@ _DENIAL = re.compile(r"\b(?:no such|there (?:is|are|exists?) no|(?:does|do|did) 
                      r"|cannot (?:exist|be (?:done|found|achieved|constructed|obtained|reached|made|attained|arranged))"
                      r"|can't exist|(?:is|are|was) (?:not possible|impossible)|not possible|impossible|cannot|can't"
                      r"|can never|can not|no [a-z\-]+(?: [a-z\-]+){0,3} (?:exists?|can|could))\b", re.I)
-# A denial of existence: "there is no such n", "no such n exists", "such a set cannot exist" ("no such
-# function is differentiable" denies a property, not existence).
-_EXISTENCE_DENIAL = re.compile(r"\bthere (?:is|are|exists?) no\b|\b(?:does|do|did) not exist|\b(?:doesn't|don't) exist"
-                               r"|\bcannot exist|\bcan't exist|\bno\b(?: [a-z'\-]+){1,8} (?:exists?|can exist)\b"
-                               r"|^(?:there (?:is|are|exists?) )?no such(?: (?!(?:is|are|was|were|can|has|have)\b)\S+){1,3}$", re.I)
 # Words that make a denial tentative: a modal, a belief, a search.
 _TENTATIVE = re.compile(r"\b(?:may|might|would|should|believe[ds]?|think|guess|suspect\w*|expect\w*|found|search\w*"
                         r"|tried|so far|yet|apparently|seems?|probably|likely|known)\b", re.I)
 _WORD = re.compile(r"[a-z][a-z']+")
-# A sentence that opens by denying a thing: "and" there joins parts of the thing denied.
-_DENIED_SUBJECT = re.compile(r"^(?:there (?:is|are|exists?) no|there (?:does|do) not exist|(?:there )?(?:doesn't|don't) exist"
-                             r"|no such)\b", re.I)
 # Words that carry no subject: a denial made only of these and negations ("It is impossible.") is read.
 _FUNCTION_WORDS = frozenset(
     "a an the such it its this that these those there is are was were be been being exist exists existed existing "
@@ -99,21 +95,26 @@ def _norm(text: str) -> str:
 
 @dataclass(frozen=True)
 class Asked:
-    """A problem's question as the yes/no reader uses it: its normalized words, the numbers it states,
-    `frame`, "exists" or "possible" when it asks in positive words whether something exists or can be
-    done, else None, and whether its asking sentence holds a negation anywhere ("... so that no two are
-    equal?"): then only a denial of "such" a thing, or of "it", is read."""
+    """A problem's question as the yes/no reader uses it: its normalized words, the words and formulas of
+    its asking sentence (what a denial must speak of: a premise or a hint is not asked), `frame`,
+    "exists" or "possible" when it asks in positive words whether something exists or can be done, else
+    None, and whether its asking sentence holds a negation anywhere ("... so that no two are equal?")."""
 
     text: str
     words: frozenset[str]
-    numbers: frozenset[str]
+    ask_words: frozenset[str]
+    ask_math: frozenset[str]
     frame: str | None
     negated_description: bool = False
 
+    @property
+    def ask_stems(self) -> set[str]:
+        return set().union(*(_stems(w) for w in self.ask_words)) if self.ask_words else set()
+
     def echoes(self, sentence: str) -> bool:
-        """The sentence repeats the question's words (at least four of them, in order): the question's
-        text, not an answer."""
-        said = _norm(sentence)
+        """The sentence repeats the question's words (at least four of them, in order, an opening
+        "Thus" aside): the question's text, not an answer."""
+        said = _norm(_OPENER.sub("", flatten_text(sentence).strip(), count=1))
         return len(said.split()) >= 4 and f" {said} " in f" {self.text} "
 
     def restates(self, phrase: str) -> bool:
@@ -127,12 +128,39 @@ class Asked:
         return len(said.split()) >= 2 and f" {said} " in f" {self.text} "
 
 
-def _asking_sentences(question: str) -> list[str]:
-    # formulas blanked; a question mark inside a display formula ("... \\[f(a) = 1 \\text{ for all } a?\\]") ends the question
-    plain = _DISPLAY_MATH.sub(lambda m: " x?" if "?" in m.group(0) else " x ", flatten_text(question))
-    plain = " ".join(_INLINE_MATH.sub(" x ", plain).split())
-    parts = [p.strip() for p in _SENTENCE.split(plain) if p.strip()]
-    return [p for p in parts if p.endswith("?") or _INSTRUCTION.match(p)]
+def _stems(word: str) -> set[str]:
+    """A word and the stems its common endings leave ("tiled" -> "tile", "coloring" -> "color", "sets" -> "set"):
+    a denial may say "cannot be tiled" of "Can the board be tiled?" and "such sets" of "a set"."""
+    out = {word}
+    for end, back in (("s", ""), ("es", ""), ("ed", ""), ("ed", "e"), ("ing", ""), ("ing", "e"), ("d", "")):
+        if word.endswith(end) and len(word) > len(end) + 2:
+            out.add(word[: -len(end)] + back)
+    return out
+
+
+def _math_key(formula: str) -> str:
+    """A formula compared by its characters, delimiters and white space off: "$6 \\times 6$" == "6\\times6"."""
+    return re.sub(r"\s+|\\[,;:! ]", "", formula.strip("$").removeprefix("\\(").removesuffix("\\)"))
+
+
+def _asking_sentences(question: str) -> list[tuple[str, list[str]]]:
+    """(sentence with formulas blanked, its formulas) of each asking sentence: a question, or an
+    instruction to decide. A question mark inside a display formula ("... \\[f(a) = 1 \\text{ for all } a?\\]")
+    ends the question."""
+    formulas: list[str] = []
+
+    def hold(m: re.Match) -> str:
+        formulas.append(m.group(0))
+        return f" \x00{len(formulas) - 1}\x00 " + ("?" if m.group(0).count("?") else "")
+
+    plain = _INLINE_MATH.sub(hold, _DISPLAY_MATH.sub(hold, question))
+    plain = " ".join(flatten_text(plain).split())
+    out = []
+    for part in (p.strip() for p in _SENTENCE.split(plain) if p.strip()):
+        text = re.sub(r"\x00\d+\x00", "x", part)
+        if text.endswith("?") or _INSTRUCTION.match(text):
+            out.append((text, [formulas[int(i)] for i in re.findall(r"\x00(\d+)\x00", part)]))
+    return out
 
 
 # Where the thing asked about ends and its description begins ("... such that n^2 + 1 is not prime"): a
@@ -158,14 +186,16 @@ def _frame(ask: str) -> tuple[str | None, bool]:
 
 def read_question(question: str | None) -> Asked | None:
     """The question as `Asked`, or None without one. A question that asks more than one thing (two
-    asking sentences with different frames) gets no frame."""
+    asking sentences) gets no frame."""
     if not question or not question.strip():
         return None
-    read = [_frame(s) for s in _asking_sentences(question)]
+    asks = _asking_sentences(question)
+    read = [_frame(text) for text, _ in asks]
     frame = read[0][0] if len(read) == 1 else None  # two asks ("Can it reach 100? Can it reach 101?"): no frame
     text = _norm(question)
-    numbers = frozenset(m.group(0) for m in _NUMBER_TOKEN.finditer(flatten_text(question)))
-    return Asked(text, frozenset(_WORD.findall(text)), numbers, frame, any(n for _, n in read))
+    ask_text = _norm(" ".join(t for t, _ in asks))
+    return Asked(text, frozenset(_WORD.findall(text)), frozenset(re.findall(r"[a-z0-9']+", ask_text)),
+                 frozenset(_math_key(f) for _, fs in asks for f in fs), frame, any(n for _, n in read))
 
 
 def denies(text: str) -> bool:
@@ -174,36 +204,57 @@ def denies(text: str) -> bool:
     return _DENIAL.search(_INLINE_MATH.sub(" ", text)) is not None
 
 
+# The shapes a denial of possibility is read in (frame "possible"): "It is impossible (to tile the
+# board).", "The board cannot be tiled.", "Such a tiling is impossible.", "We cannot do it."
+_POSSIBILITY_DENIAL = (
+    re.compile(r"(?:(?:it is|it's) )?(?:not possible|impossible)(?: to (?P<vp>[a-z' ]+))?", re.I),
+    re.compile(r"(?:(?:the|such an?|such) )?(?P<subj>[a-z']+(?: [a-z']+)?|it|they|we|he|she) (?:cannot|can't|can not|can never)"
+               r" (?:be )?(?P<verb>[a-z']+)(?P<rest>(?: [a-z']+)*)", re.I),
+    re.compile(r"such (?:an? )?[a-z']+ is (?:not possible|impossible)", re.I),
+)
+
+
 def reads_denial(sentence: str, asked: Asked | None) -> bool:
     """True when `sentence` (a final sentence, or a boxed or "answer is" answer) denies, as all of its
-    claim, what `asked` asks in positive words: "no" to it. See the module docstring for what is
-    refused; False without a question or a frame."""
+    claim, what `asked` asks in positive words: "no" to it. Read only in a few shapes, and only when
+    every word and formula it names is its asking sentence's own (a premise, a hint, another case or a
+    sub-case is never read as the answer):
+
+    - of existence, either frame: "There is no such n.", "No such n exists.", "Such a sequence does not
+      exist." (`grpo_data.verify.prose` `says_none`'s grammar, with "such" as its only adjective);
+    - of possibility, frame "possible": "It is impossible (to tile the board).", "The board cannot be
+      tiled.", "Such a tiling is impossible." (the verb the question asks).
+
+    False without a question or a frame, for an echo of the question, a hedge, a tentative word, a
+    condition the question does not state, a turn ("no counterexample"), a restriction ("no other"),
+    a second clause or a second negation."""
     if asked is None or asked.frame is None or asked.echoes(sentence):
         return False
-    flat = flatten_text(sentence)
-    words = _OPENER.sub("", " ".join(_INLINE_MATH.sub(" ", flat).split()).strip().rstrip(".!").strip(), count=1)
+    maths = [m.group(0) for m in _INLINE_MATH.finditer(sentence)]
+    if any(_math_key(m) not in asked.ask_math for m in maths):
+        return False  # "The frog cannot reach $(1, 1)$." to "Can the frog reach $(1, 0)$?"
+    flat = flatten_text(_INLINE_MATH.sub(" x ", sentence))
+    words = _OPENER.sub("", " ".join(flat.split()).strip().rstrip(".!").strip(), count=1)
     if not words or "?" in words or _DENIAL.search(words) is None:
         return False
     if re.match(r"(?:this|that|which)\b", words, re.I) or re.search(r"\bwhich\b", words, re.I):
         return False  # "This is impossible.": the end of a step (a contradiction), not the answer
     if (_HEDGE.search(words) or _TENTATIVE.search(words) or _QUALIFIER.search(words) or _INVERTING.search(words)
-            or _RESTRICTOR.search(words) or re.search(r"[;:]|\b(?:or|but|because|since|so|while|whereas)\b", words, re.I)):
+            or _RESTRICTOR.search(words) or re.search(r"[;:,]|\b(?:or|but|because|since|so|while|whereas)\b", words, re.I)):
         return False
-    if re.search(r"\band\b", words, re.I) and not _DENIED_SUBJECT.match(words):
-        return False  # "It is impossible and the game ends.": two claims; "There is no x and y such that" is one
     condition = _CONDITION.search(words)
     if condition and not asked.restates(words[condition.start():]):
         return False
-    if len(_NEGATING_WORD.findall(words)) != 1:
+    if len(_NEGATING_WORD.findall(words)) != 1 or _NUMBER_TOKEN.search(words):
         return False
-    numbers = {m.group(0) for m in _NUMBER_TOKEN.finditer(flat)}
-    if not numbers <= asked.numbers:
-        return False  # "A coloring with 2 colors cannot exist.": a case the question does not name
-    if not _EXISTENCE_DENIAL.search(words):  # "cannot", "impossible": only of what the question asks be done
-        after = re.search(r"\b(?:cannot|can't|can not|can never)\s+(?:be\s+)?([a-z']+)", words, re.I)
-        if after and after.group(1).lower() not in asked.words:
-            return False  # "Such a path cannot be closed." to "Does there exist a path ...?"
-    content = set(_norm(words).split()) - _FUNCTION_WORDS - set(numbers)
-    if not content or (re.search(r"\bsuch\b", words, re.I) and _EXISTENCE_DENIAL.search(words)):
+    content = set(_norm(words).split()) - _FUNCTION_WORDS - {"x"}
+    letters = {w for w in content if len(w) == 1}  # "No such n exists": a variable the asking sentence's formulas name
+    if any(not any(letter in key.lower() for key in asked.ask_math) for letter in letters):
+        return False
+    if any(not _stems(w) & asked.ask_stems for w in content - letters):
+        return False  # a word the asking sentence does not use: another thing, a premise, a sub-case
+    kinds = [w for w in asked.ask_words if _KIND_WORD.fullmatch(w)]  # "No such positive integer k exists."
+    if _none_grammar(words, kinds):
         return True
-    return not asked.negated_description and content <= asked.words
+    return (asked.frame == "possible" and not re.search(r"\band\b", words, re.I)
+            and any(shape.fullmatch(words) for shape in _POSSIBILITY_DENIAL))
