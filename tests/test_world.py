@@ -159,3 +159,16 @@ def test_the_frontier_pipeline_writes_every_split(tmp_path):
     assert json.loads(paths["config"].read_text())["preset"] == "frontier"
     again = write_world(tmp_path / "w", seed=0, scale=0.1, preset="frontier")  # reused, not regenerated
     assert again["transfer"].stat().st_mtime_ns == paths["transfer"].stat().st_mtime_ns
+
+
+def test_the_frontier_pipeline_warm_starts_with_the_frontier_mix():
+    """pipelines/frontier.yaml writes the mix out (a YAML cannot call Python): it must stay the preset's."""
+    from pathlib import Path
+
+    import yaml
+
+    from grpo_data.tables.world import frontier_level_weights
+
+    spec = yaml.safe_load((Path(__file__).resolve().parent.parent / "pipelines" / "frontier.yaml").read_text())
+    assert spec["world"]["preset"] == "frontier"
+    assert {int(k): v for k, v in spec["bootstrap"]["level_weights"].items()} == frontier_level_weights()

@@ -208,8 +208,8 @@ def frontier_world(seed: int = 0) -> WorldConfig:
 def frontier_level_weights() -> dict[int, float]:
     """The frontier world's warm-start mix (a `BootstrapConfig.level_weights`): levels 1-6 dense,
     7-12 thin but present, so no length is a wall."""
-    return {1: 0.26, 2: 0.22, 3: 0.17, 4: 0.12, 5: 0.09, 6: 0.06, 7: 0.03, 8: 0.02, 9: 0.012, 10: 0.008,
-            11: 0.005, 12: 0.005}
+    return {1: 0.22, 2: 0.19, 3: 0.15, 4: 0.11, 5: 0.08, 6: 0.06, 7: 0.045, 8: 0.04, 9: 0.035, 10: 0.03,
+            11: 0.02, 12: 0.02}  # Amendment 1 (bench/PREREGISTRATION.md): 0.008-0.005 past level 9 left a wall
 
 
 PRESETS = {"default": WorldConfig, "frontier": frontier_world}
