@@ -100,7 +100,7 @@ def test_the_questions_own_words_are_no_answer():
     ("Yes", "**Answer:** Yes, the sequence is bounded; in fact $a_n < 3$ for all $n$.", "ok"),
     ("No", "So the answer is: No, not every such graph is planar.", "ok"),
     ("No", "No, it is not possible. The invariant shows the parity never changes, so the target is never reached.", "ok"),
-    ("Yes", "Yes, we can: mirror every move of the opponent.", "ok"),
+    ("Yes", "Yes, we can: mirror every move of the opponent.", "no_answer"),  # after a colon: read as a clause
     # the opening word of the other answer is never credited
     ("Yes", "No, it is not possible for the frog to reach $(1,0)$, since the parity of $x+y$ never changes.", "wrong"),
     ("No", "Yes, we can always find two numbers whose difference is divisible by 7.", "wrong"),
@@ -359,4 +359,43 @@ def test_second_review_probes_are_not_credited(gold, pred, question):
 
 @pytest.mark.parametrize(("gold", "pred", "question"), good)
 def test_second_review_right_answers_stay_credited(gold, pred, question):
+    assert verify_answer(gold, pred, question=question).reason == "ok"
+
+
+# The third review's probes: a denial that restates the question's own condition (its description or
+# another subject), a condition after a colon, "the only case"; and right answers to keep.
+W = "Work.\n\n"
+third_probes = [
+ ("No", W+"Therefore Bob can never win.", "Can Alice ensure that Bob never wins?"),
+ ("No", W+"Therefore Bob cannot win.", "Can Alice make sure that Bob cannot win?"),
+ ("No", W+"Therefore the first player can never win.", "Is it possible for the game to continue so that the first player cannot win?"),
+ ("No", W+"Hence neighbors cannot sum to a prime.", "Is it possible to arrange the numbers in a circle so that neighbors never sum to a prime?"),
+ ("No", W+"Thus the ant cannot cross an edge twice.", "Can the ant walk from one corner to the opposite corner such that it does not cross any edge twice?"),
+ ("No", W+"So adjacent cells cannot share a color.", "Is it possible to color the board so that adjacent cells never share a color?"),
+ ("No", W+"Hence the total cannot be odd.", "Is it possible to arrange the cards so that the total is never odd?"),
+ ("No", W+"Therefore a domino cannot be horizontal.", "Is it possible to tile the board with dominoes so that every domino is horizontal?"),
+ ("No", W+"The tiles cannot be covered.", "Is it possible to cover the board with the tiles?"),
+ ("Yes", W+"Yes, it is possible: n must be even.", None), ("Yes", W+"Yes, it is possible: n has to be odd.", None),
+ ("Yes", W+"Yes, it is possible: in some cases.", None), ("No", W+"No, it is impossible: on odd boards.", None),
+ ("Yes", W+"Yes, it exists: in the only case n is even.", None),
+]
+third_good = [
+ ("Yes", W+"Yes, there is at least one.", None), ("Yes", W+"Yes, there exists at least one such triangle.", None),
+ ("No", W+"Therefore the board cannot be tiled.", "Can the board be tiled with dominoes?"),
+ ("No", W+"Therefore the remaining board cannot be tiled.", "An $8 \\times 8$ board has two opposite corners removed. Can the remaining board be tiled with dominoes?"),
+ ("No", W+"Hence the frog cannot reach $(1, 0)$.", "Can the frog reach the point $(1, 0)$?"),
+ ("No", W+"It is impossible to tile the board.", "Is it possible to tile the board with dominoes?"),
+ ("No", W+"We cannot tile the board.", "Is it possible to tile the board with dominoes?"),
+ ("No", W+"The board cannot be tiled.", "Is it possible to tile the board with dominoes?"),
+ ("No", "\\boxed{\\text{impossible}}", "Can the remaining board be tiled with dominoes?"),
+]
+
+
+@pytest.mark.parametrize(("gold", "pred", "question"), third_probes)
+def test_third_review_probes_are_not_credited(gold, pred, question):
+    assert verify_answer(gold, pred, question=question).reason != "ok"
+
+
+@pytest.mark.parametrize(("gold", "pred", "question"), third_good)
+def test_third_review_right_answers_stay_credited(gold, pred, question):
     assert verify_answer(gold, pred, question=question).reason == "ok"

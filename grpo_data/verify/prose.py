@@ -273,7 +273,6 @@ def _qualified(rest: str, raw_rest: str | None = None, restates: Callable[[str],
         return False
     if _LIMITING.search(clause):
         return True  # "Yes, it is possible, at least for n <= 10.", "Yes, in theory.", "Yes: only for even n."
-    clause = clause.split(":", 1)[0]  # after a colon comes the explanation ("Yes, we can: mirror every move.")
     first, *more = _CLAUSE_SPLIT.split(clause)
     raw = re.sub(r"^[\s,.!;:\-\u2014\u2013]+", "", flatten_text(rest if raw_rest is None else raw_rest))
     if re.match(r"[A-Za-z]\s*=\s*-?\d", raw):
@@ -296,7 +295,7 @@ _TURNS = re.compile(r"\b(?:fail\w*|counter-?examples?|except\w*|false|untrue)\b"
 
 
 # Words that limit an answer wherever they stand in its restatement.
-_LIMITING = re.compile(r"\b(?:(?<!the )(?<!an )(?<!its )only|except|at least|at most|up to|partial\w*|in theory|theoretically|approximately|roughly"
+_LIMITING = re.compile(r"\b(?:(?<!the )(?<!an )(?<!its )only|only (?:case|cases|when|if|for|in)|except|at least(?! one\b)|at most|up to|partial\w*|in theory|theoretically|approximately|roughly"
                        r"|numerically|conjectur\w*|unproven|unverified|heuristic\w*)\b", re.I)
 # The clauses of what follows a leading yes/no: "it is not possible, because the sum is always odd",
 # "the sequence does not converge; it oscillates", "it can be done, as the coloring shows".

@@ -106,6 +106,11 @@ class Asked:
     ask_math: frozenset[str]
     frame: str | None
     negated_description: bool = False
+    # a possibility ask's parts ("Can the frog reach (1, 0)?": subject "frog", verb "reach"; "Is it
+    # possible to tile the board ...?": verb "tile", object "board"); empty when it has none
+    ask_subject: frozenset[str] = frozenset()
+    ask_verb: frozenset[str] = frozenset()
+    ask_object: frozenset[str] = frozenset()
 
     @property
     def ask_stems(self) -> set[str]:
@@ -184,6 +189,40 @@ def _frame(ask: str) -> tuple[str | None, bool]:
     return None, negated
 
 
+_ARTICLES = {"the", "a", "an", "this", "that", "these", "those", "his", "her", "their", "its", "our", "my", "your"}
+_PRONOUNS = {"it", "we", "one", "you", "they", "he", "she", "i"}
+_ENDS_PHRASE = {"with", "in", "into", "on", "by", "from", "to", "so", "such", "for", "using", "without", "that", "if",
+                "when", "after", "before", "at", "x"}
+
+
+def _phrase(words: list[str]) -> frozenset[str]:
+    """The content words of a noun phrase: up to four words, to the first preposition or clause word."""
+    out = []
+    for w in words[:4]:
+        if w in _ENDS_PHRASE:
+            break
+        out.append(w)
+    return frozenset(w for w in out if w not in _ARTICLES)
+
+
+def _possibility_parts(ask: str) -> tuple[frozenset, frozenset, frozenset]:
+    """(subject, verb stems, object) of a possibility ask: "can SUBJECT (be) VERB OBJECT ...", "is it
+    possible (for SUBJECT) to (be) VERB OBJECT ..."; empty sets when it has neither shape."""
+    body = _ASK_OPENER.sub("", _OR_NOT.sub("", ask).rstrip("?.! "), count=1).lower()
+    words = re.findall(r"[a-z']+", body)
+    m = re.match(r"is it (?:always |ever |still )?possible (?:for (?P<subj>.+?) )?to (?:be )?(?P<rest>.+)", " ".join(words))
+    if m is None:
+        m = re.match(r"(?:can|could) (?P<subj>.+?) be (?P<rest>.+)", " ".join(words))
+    if m is None:
+        m = re.match(r"(?:can|could) (?P<subj>(?:(?:the|a|an|this|that|his|her|their|its) )?[a-z']+) (?:always |ever )?(?P<rest>.+)",
+                     " ".join(words))
+    if m is None:
+        return frozenset(), frozenset(), frozenset()
+    rest = m.group("rest").split()
+    subject = _phrase((m.group("subj") or "").split())
+    return subject, frozenset(_stems(rest[0])) if rest else frozenset(), _phrase(rest[1:])
+
+
 def read_question(question: str | None) -> Asked | None:
     """The question as `Asked`, or None without one. A question that asks more than one thing (two
     asking sentences) gets no frame."""
@@ -194,24 +233,15 @@ def read_question(question: str | None) -> Asked | None:
     frame = read[0][0] if len(read) == 1 else None  # two asks ("Can it reach 100? Can it reach 101?"): no frame
     text = _norm(question)
     ask_text = _norm(" ".join(t for t, _ in asks))
+    parts = _possibility_parts(asks[0][0]) if frame == "possible" else (frozenset(), frozenset(), frozenset())
     return Asked(text, frozenset(_WORD.findall(text)), frozenset(re.findall(r"[a-z0-9']+", ask_text)),
-                 frozenset(_math_key(f) for _, fs in asks for f in fs), frame, any(n for _, n in read))
+                 frozenset(_math_key(f) for _, fs in asks for f in fs), frame, any(n for _, n in read), *parts)
 
 
 def denies(text: str) -> bool:
     """The text holds a denial of existence or possibility ("No such positive integers a and b exist"):
     without a question to read it against, such an answer is no answer, never a wrong yes/no."""
     return _DENIAL.search(_INLINE_MATH.sub(" ", text)) is not None
-
-
-# The shapes a denial of possibility is read in (frame "possible"): "It is impossible (to tile the
-# board).", "The board cannot be tiled.", "Such a tiling is impossible.", "We cannot do it."
-_POSSIBILITY_DENIAL = (
-    re.compile(r"(?:(?:it is|it's) )?(?:not possible|impossible)(?: to (?P<vp>[a-z' ]+))?", re.I),
-    re.compile(r"(?:(?:the|such an?|such) )?(?P<subj>[a-z']+(?: [a-z']+)?|it|they|we|he|she) (?:cannot|can't|can not|can never)"
-               r" (?:be )?(?P<verb>[a-z']+)(?P<rest>(?: [a-z']+)*)", re.I),
-    re.compile(r"such (?:an? )?[a-z']+ is (?:not possible|impossible)", re.I),
-)
 
 
 def reads_denial(sentence: str, asked: Asked | None) -> bool:
@@ -239,8 +269,11 @@ def reads_denial(sentence: str, asked: Asked | None) -> bool:
         return False
     if re.match(r"(?:this|that|which)\b", words, re.I) or re.search(r"\bwhich\b", words, re.I):
         return False  # "This is impossible.": the end of a step (a contradiction), not the answer
+    restricted = [m.group(0).lower() for m in _RESTRICTOR.finditer(words)]  # "no other n"; "the remaining board" of
+    if any(r.split()[0] not in asked.ask_words for r in restricted):            # "Can the remaining board ...?" is its own
+        return False
     if (_HEDGE.search(words) or _TENTATIVE.search(words) or _QUALIFIER.search(words) or _INVERTING.search(words)
-            or _RESTRICTOR.search(words) or re.search(r"[;:,]|\b(?:or|but|because|since|so|while|whereas)\b", words, re.I)):
+            or re.search(r"[;:,]|\b(?:or|but|because|since|so|while|whereas)\b", words, re.I)):
         return False
     condition = _CONDITION.search(words)
     if condition and not asked.restates(words[condition.start():]):
@@ -255,6 +288,30 @@ def reads_denial(sentence: str, asked: Asked | None) -> bool:
         return False  # a word the asking sentence does not use: another thing, a premise, a sub-case
     kinds = [w for w in asked.ask_words if _KIND_WORD.fullmatch(w)]  # "No such positive integer k exists."
     if _none_grammar(words, kinds):
+        # under a negated description ("... so that no two are equal?") only "such" a thing: the
+        # description's own denial ("there is no equal pair") restates the condition, it is no answer
+        return not asked.negated_description or re.search(r"\bsuch\b", words, re.I) is not None
+    if asked.frame != "possible" or asked.negated_description or re.search(r"\band\b", words, re.I):
+        return False
+    return _denies_possibility(words.lower(), asked)
+
+
+def _denies_possibility(words: str, asked: Asked) -> bool:
+    """A possibility denial of what the ask asks: "(it is) impossible (to VERB ...)", "such a NOUN is
+    impossible", or "SUBJECT cannot (be) VERB ..." whose verb is the ask's and whose subject is a
+    pronoun, the ask's subject or, passive, its object ("Can the frog reach (1, 0)?" <- "The frog cannot
+    reach it."; "Is it possible to tile the board?" <- "The board cannot be tiled.", "We cannot tile it.")."""
+    m = re.fullmatch(r"(?:(?:it is|it's) )?(?:not possible|impossible)(?: to (?:be )?(?P<verb>[a-z']+)(?P<rest>(?: [a-z']+)*))?", words)
+    if m is not None:
+        return m.group("verb") is None or bool(_stems(m.group("verb")) & asked.ask_verb)
+    if re.fullmatch(r"such (?:an? )?[a-z']+ is (?:not possible|impossible)", words):
         return True
-    return (asked.frame == "possible" and not re.search(r"\band\b", words, re.I)
-            and any(shape.fullmatch(words) for shape in _POSSIBILITY_DENIAL))
+    m = re.fullmatch(r"(?P<subj>(?:[a-z']+ ){0,2}?[a-z']+) (?:cannot|can't|can not|can never) (?P<be>be )?(?P<verb>[a-z']+)"
+                     r"(?P<rest>(?: [a-z']+)*)", words)
+    if m is None or not _stems(m.group("verb")) & asked.ask_verb:
+        return False
+    subject = set(m.group("subj").split()) - _ARTICLES - {"such"}
+    if subject <= _PRONOUNS:
+        return True
+    allowed = asked.ask_subject | (asked.ask_object if m.group("be") else frozenset())
+    return all(_stems(w) & set().union(*(_stems(a) for a in allowed)) for w in subject) if allowed else False
