@@ -71,7 +71,7 @@ def test_the_wheel_runs_from_a_fresh_environment(wheel, tmp_path):
     found = json.loads(_run([str(python), "-c", probe], cwd=tmp_path).stdout)
     for name in PACKAGES:
         assert Path(found[name]).is_relative_to(site), (name, found[name])
-    assert found["yaml"] == ["arith_demo.yaml", "gpu_example.yaml"]
+    assert found["yaml"] == ["arith_demo.yaml", "frontier.yaml", "gpu_example.yaml"]
 
 
 def test_installing_beside_the_trl_extra_changes_none_of_its_versions(wheel, tmp_path):
