@@ -39,6 +39,7 @@ from grpo_data.verify.prose import (
     _SCALE_WORD,
     _SECOND_THOUGHT,
     _SENTENCE_END,
+    LIMIT_WORDS,
     _prose,
     flatten_text,
 )
@@ -401,7 +402,6 @@ _DENYING = re.compile(r"\b(?:no such|there (?:is|are|exists?) no|(?:does|do) not
 _REVERSING = re.compile(r"\b(?:opposite|converse|contrary|reverse|otherwise)\b", re.I)
 # A limit, a doubt or a missing proof after a yes/no ("Yes. This is a conjecture.", "Yes, it is possible. I
 # could not complete the proof.", "Yes. The bound is attained only asymptotically.").
-_DOUBTING = re.compile(r"\b(?:(?<!the )(?<!an )(?<!its )only|only (?:case|cases|when|if|for|in)|except|unless|conjectur\w*|unverified|unproven|unconfirmed|not (?:fully |entirely |completely )?"
+_DOUBTING = re.compile(r"\b(?:" + LIMIT_WORDS + r"|unless|unconfirmed|not (?:fully |entirely |completely )?"
                        r"(?:confident|sure|certain|proven|proved|verified)|could not|couldn't|cannot (?:prove|show|verify)"
-                       r"|uncertain|heuristic\w*|numerically|in theory|partial\w*|at least(?! one\b)|at most|up to|approximately"
-                       r"|roughly|incomplete|missing|unclear|guess\w*|assum\w*|believe\w*|probably|likely|seems?)\b", re.I)
+                       r"|uncertain|incomplete|missing|unclear|guess\w*|assum\w*|believe\w*|probably|likely|seems?)\b", re.I)

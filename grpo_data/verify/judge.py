@@ -331,8 +331,8 @@ def _judge_math(gold: str, text: str, clock: _Clock, kind: str) -> Verdict:
     except Exception as exc:
         return Verdict(False, "error", f"comparing: {type(exc).__name__}")
     said = str(pred_parsed[0])[:80]  # sympy's form: "1/2" for \\frac12 and 1/2 alike
-    same = [*(str(x) for x in pred_parsed[1:2]), *_decimal_form(pred_parsed[0]), *_restatements(text, gold_parsed, clock)]
-    if ok and (_unsettled(text, " ".join(same))
+    if ok and (_unsettled(text, " ".join([*(str(x) for x in pred_parsed[1:2]), *_decimal_form(pred_parsed[0]),
+                                          *_restatements(text, gold_parsed, clock)]))
                or _later_answer_disagrees(text, gold_parsed, clock)):
         return unread(text)
     return Verdict(True, "ok", "", said) if ok else Verdict(False, "wrong", str(pred_parsed[-1])[:80], said)

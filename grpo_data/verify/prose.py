@@ -41,8 +41,8 @@ _DISPLAY_MATH = re.compile(r"\\\[.*?\\\]|\$\$.*?\$\$", re.S)
 
 # "No, ...", "Yes.", "So, no." and "Answer: yes": the word must be followed by punctuation or the end
 # ("No matter what n is ..." and "No such set exists" are not a leading answer word).
-_LEADING = re.compile(r"^(?:(?:so|thus|hence|therefore|answer|final answer|in conclusion|conclusion)\b[\s,:]*)?"
-                      r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013))", re.I)
+_LEAD_OPENER = r"^(?:(?:so|thus|hence|therefore|answer|final answer|in conclusion|conclusion)\b[\s,:]*)?"
+_LEADING = re.compile(_LEAD_OPENER + r"(yes|no)(?=\s*(?:[,.!;:]|$|--|\u2014|\u2013))", re.I)
 _QUALIFIER = re.compile(r"\b(?:but|however|although|though|unless|if|whether|otherwise|except|only)\b|\?", re.I)
 # "There are no such primes", "No solution exists", "x does not exist", "the equation has no solutions", "None."
 _NONE = re.compile(r"\b(?:no such|none|there (?:is|are|exists?) no|(?:does|do|did) not exist|(?:does|do)n't exist"
@@ -295,8 +295,11 @@ _TURNS = re.compile(r"\b(?:fail\w*|counter-?examples?|except\w*|false|untrue)\b"
 
 
 # Words that limit an answer wherever they stand in its restatement.
-_LIMITING = re.compile(r"\b(?:(?<!the )(?<!an )(?<!its )only|only (?:case|cases|when|if|for|in)|except|at least(?! one\b)|at most|up to|partial\w*|in theory|theoretically|approximately|roughly"
-                       r"|numerically|conjectur\w*|unproven|unverified|heuristic\w*)\b", re.I)
+# ("the only X" is uniqueness, "at least one" existence: neither limits). `committed._DOUBTING` reads the same
+# words, and doubts, in the sentences after the answer.
+LIMIT_WORDS = (r"(?<!the )(?<!an )(?<!its )only|only (?:case|cases|when|if|for|in)|except|at least(?! one\b)|at most|up to"
+               r"|partial\w*|in theory|approximately|roughly|numerically|conjectur\w*|unproven|unverified|heuristic\w*")
+_LIMITING = re.compile(r"\b(?:" + LIMIT_WORDS + r"|theoretically)\b", re.I)
 # The clauses of what follows a leading yes/no: "it is not possible, because the sum is always odd",
 # "the sequence does not converge; it oscillates", "it can be done, as the coloring shows".
 _CLAUSE_SPLIT = re.compile(r"\s*(?:[,;:]|\s[\u2014\u2013]|\s-\s)\s*")
@@ -343,8 +346,7 @@ def _blanked_rest(text: str) -> str | None:
     """What follows a text's leading yes/no word with its formulas blanked (before `\\text{}` is flattened,
     so `$...$` is still a formula), or None without a leading word."""
     blanked = flatten_text(_INLINE_MATH.sub(" x ", text)).strip()
-    lead = re.match(r"^(?:(?:so|thus|hence|therefore|answer|final answer|in conclusion|conclusion)\b[\s,:]*)?(?:yes|no)\b",
-                    blanked, re.I)
+    lead = re.match(_LEAD_OPENER + r"(?:yes|no)\b", blanked, re.I)
     return blanked[lead.end():] if lead else None
 
 

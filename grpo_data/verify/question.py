@@ -26,6 +26,7 @@ Pure: regexes only, no math-verify; the question is only read.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -112,7 +113,7 @@ class Asked:
     ask_verb: frozenset[str] = frozenset()
     ask_object: frozenset[str] = frozenset()
 
-    @property
+    @functools.cached_property
     def ask_stems(self) -> set[str]:
         return set().union(*(_stems(w) for w in self.ask_words)) if self.ask_words else set()
 
@@ -174,10 +175,14 @@ _DESCRIPTION = re.compile(r"\b(?:such that|so that|for which|in which|satisfying
 _NEGATED = re.compile(r"\b(?:without|fail\w*|never|false|unless|except)\b", re.I)
 
 
+def _ask_body(ask: str) -> str:
+    """An asking sentence without "or not", its end mark and its opener ("Determine whether ...")."""
+    return _ASK_OPENER.sub("", _OR_NOT.sub("", ask).rstrip("?.! "), count=1)
+
+
 def _frame(ask: str) -> tuple[str | None, bool]:
     """(frame, whether a negation stands anywhere in the asking sentence) of one asking sentence."""
-    body = _OR_NOT.sub("", ask).rstrip("?.! ")
-    body = _ASK_OPENER.sub("", body, count=1)
+    body = _ask_body(ask)
     negated = bool(_NEGATING_WORD.search(body) or _NEGATED.search(body))
     main = _DESCRIPTION.split(body, maxsplit=1)[0]
     if _NEGATING_WORD.search(main) or _NEGATED.search(main) or re.search(r"\bor\b", body, re.I):
@@ -208,7 +213,7 @@ def _phrase(words: list[str]) -> frozenset[str]:
 def _possibility_parts(ask: str) -> tuple[frozenset, frozenset, frozenset]:
     """(subject, verb stems, object) of a possibility ask: "can SUBJECT (be) VERB OBJECT ...", "is it
     possible (for SUBJECT) to (be) VERB OBJECT ..."; empty sets when it has neither shape."""
-    body = _ASK_OPENER.sub("", _OR_NOT.sub("", ask).rstrip("?.! "), count=1).lower()
+    body = _ask_body(ask).lower()
     words = re.findall(r"[a-z']+", body)
     m = re.match(r"is it (?:always |ever |still )?possible (?:for (?P<subj>.+?) )?to (?:be )?(?P<rest>.+)", " ".join(words))
     if m is None:
@@ -223,9 +228,10 @@ def _possibility_parts(ask: str) -> tuple[frozenset, frozenset, frozenset]:
     return subject, frozenset(_stems(rest[0])) if rest else frozenset(), _phrase(rest[1:])
 
 
+@functools.lru_cache(maxsize=4096)
 def read_question(question: str | None) -> Asked | None:
     """The question as `Asked`, or None without one. A question that asks more than one thing (two
-    asking sentences) gets no frame."""
+    asking sentences) gets no frame. Cached: a group's answers share their question."""
     if not question or not question.strip():
         return None
     asks = _asking_sentences(question)
