@@ -116,7 +116,10 @@ def test_a_leading_yes_no_with_a_restatement(gold, tail, reason):
     assert verify_answer(gold, "The parity argument above settles it.\n\n" + tail).reason == reason
 
 
-@pytest.mark.parametrize(("gold", "pred", "question"), [
+# The reviews' probes: a wrong, partial or ambiguous answer is never ok (`test_review_probes_are_not_credited`,
+# over these and the later reviews' lists below). The first review's: a gold saying more than yes/no, a
+# property denied for "such" a thing, a later clause that turns the yes, an alternative or a second ask.
+first_probes = [
     ("No, the maximum is 8.", "\\boxed{\\text{No, the maximum is 7.}}", None),   # a gold that says more than no
     ("Yes. The smallest such n is 5.", "Yes. The smallest such n is 7.", None),
     ("No", "Work.\n\nHence such $n$ cannot be even.", EXISTS),                   # a property denied, not existence
@@ -130,10 +133,7 @@ def test_a_leading_yes_no_with_a_restatement(gold, tail, reason):
     ("None", "Work.\n\nThere are no positive solutions.", "Find all integers $n$, positive or negative, such that $n^2 = 2$."),
     ("Yes", "Work.\n\nYes. The bound is attained only asymptotically.", None),
     ("\\frac{1}{3}", "\\boxed{\\frac13}. The answer is $0.\\overline{3}$, though $0.\\overline{6}$ is also possible.", None),
-])
-def test_review_probes_are_not_credited(gold, pred, question):
-    """The #64 review's probes: a wrong, partial or ambiguous answer is never ok."""
-    assert verify_answer(gold, pred, question=question).reason != "ok"
+]
 
 
 def test_a_condition_the_question_states_is_a_restatement():
@@ -352,16 +352,6 @@ good = [
 ]
 
 
-@pytest.mark.parametrize(("gold", "pred", "question"), probes)
-def test_second_review_probes_are_not_credited(gold, pred, question):
-    assert verify_answer(gold, pred, question=question).reason != "ok"
-
-
-@pytest.mark.parametrize(("gold", "pred", "question"), good)
-def test_second_review_right_answers_stay_credited(gold, pred, question):
-    assert verify_answer(gold, pred, question=question).reason == "ok"
-
-
 # The third review's probes: a denial that restates the question's own condition (its description or
 # another subject), a condition after a colon, "the only case"; and right answers to keep.
 W = "Work.\n\n"
@@ -391,11 +381,11 @@ third_good = [
 ]
 
 
-@pytest.mark.parametrize(("gold", "pred", "question"), third_probes)
-def test_third_review_probes_are_not_credited(gold, pred, question):
+@pytest.mark.parametrize(("gold", "pred", "question"), first_probes + probes + third_probes)
+def test_review_probes_are_not_credited(gold, pred, question):
     assert verify_answer(gold, pred, question=question).reason != "ok"
 
 
-@pytest.mark.parametrize(("gold", "pred", "question"), third_good)
-def test_third_review_right_answers_stay_credited(gold, pred, question):
+@pytest.mark.parametrize(("gold", "pred", "question"), good + third_good)
+def test_review_right_answers_stay_credited(gold, pred, question):
     assert verify_answer(gold, pred, question=question).reason == "ok"
