@@ -76,6 +76,12 @@ def frontier(req: Request) -> tuple[str, dict]:
     return "frontier", frontier_bench.run()
 
 
+def frontier_lr(req: Request) -> tuple[str, dict]:
+    from bench import frontier_lr as grid
+
+    return "frontier_lr", grid.run()
+
+
 def data(req: Request) -> tuple[str, dict]:
     from bench import data_bench
 
@@ -204,6 +210,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "verify": Benchmark(verify),
     "verify_ab": Benchmark(verify_ab, in_all=False),  # issue #64: needs --against COMMIT
     "frontier": Benchmark(frontier, in_all=False),  # issue #59: the frontier world's calibration (about 20 min)
+    "frontier_lr": Benchmark(frontier_lr, in_all=False),  # issue #59, Amendment 2: lr grid on validation (~45 min)
     "data": Benchmark(data),
     "scheduler": Benchmark(scheduler),
     "warmstart": Benchmark(quick_module("warmstart", "warmstart_bench")),

@@ -731,3 +731,22 @@ def test_frontier_bench_histogram_and_paired_gain_on_hand_computed_rates():
     after = pl.DataFrame({"id": ["a", "b", "c", "d"], "p": [1.0, 0.5, 0.75, 0.95]})
     g = paired(rates, after)
     assert g["gain"] == pytest.approx(0.1875) and g["se"] == pytest.approx(0.1197, abs=1e-4) and g["problems"] == 4
+
+
+def test_frontier_lr_grid_chooses_the_best_stable_rate_and_grows_at_an_edge():
+    """#59 Amendment 2: an unstable run (a point below the start by > 2 SE) is never chosen; a choice
+    at the top (bottom) of the grid asks for twice the highest (half the lowest) rate; inside, none."""
+    from bench.frontier_lr import choose, stable
+
+    def c(*accs, se=0.01):
+        return [{"accuracy": a, "se": se} for a in accs]
+
+    assert stable(c(0.70, 0.69, 0.75)) and not stable(c(0.70, 0.66, 0.90))  # 0.04 > 2 * hypot(0.01, 0.01)
+    inside = choose({3e-5: c(0.70, 0.72), 6e-5: c(0.70, 0.78), 1.2e-4: c(0.70, 0.74)})
+    assert inside == {"chosen": 6e-5, "extend": None, "stable": [3e-5, 6e-5, 1.2e-4]}
+    # the best final is unstable: the next stable one is chosen, and it sits inside the grid
+    assert choose({3e-5: c(0.70, 0.72), 6e-5: c(0.70, 0.75), 1.2e-4: c(0.70, 0.60, 0.90)})["extend"] is None
+    top = choose({3e-5: c(0.70, 0.72), 6e-5: c(0.70, 0.75), 1.2e-4: c(0.70, 0.80)})
+    assert top["chosen"] == 1.2e-4 and top["extend"] == pytest.approx(2.4e-4)
+    assert choose({3e-5: c(0.70, 0.80), 6e-5: c(0.70, 0.75)})["extend"] == pytest.approx(1.5e-5)
+    assert choose({3e-5: c(0.70, 0.60, 0.8)}) == {"chosen": None, "extend": 1.5e-5, "stable": []}
