@@ -349,6 +349,8 @@ class RunConfig:
     (0 = no budget; for equal-budget comparisons); eval_every/save_every: in steps (0 = never);
     eval_every_rollouts: also evaluate after the step whose rollouts cross a multiple of this (0 =
     off): spacing in rollouts is the same for runs whose steps cost different numbers of rollouts;
+    eval_every_tokens: also after the step whose generated tokens (every one charged: dropped groups,
+    screens, refresh) cross a multiple of this (0 = off): arms compared at fixed token budgets;
     keep_last: newest checkpoints kept (0 = keep every one); eval_k: samples per held-out problem;
     eval_k_ends: samples per held-out problem at the run's first and last evaluations (0 = eval_k):
     the start-to-end gain, and arms compared at the budget, are read at this k (paired per problem,
@@ -364,6 +366,7 @@ class RunConfig:
     seed: int = 0
     eval_every: int = 10
     eval_every_rollouts: int = 0
+    eval_every_tokens: int = 0
     eval_k: int = 4
     eval_k_ends: int = 0
     eval_limit: int = 0

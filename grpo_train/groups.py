@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -123,7 +124,8 @@ class RolloutBatch:
     variance of each group's mean reward (its sample variance / its size), summed: the noise the
     group baseline puts into every advantage, which a larger G shrinks; predicted_correct /
     predicted_rollouts: the scheduler's expected correct answers for the generated groups whose
-    problems it estimates (`pass_rate`, asked before their outcomes update it), and their answers."""
+    problems it estimates (`pass_rate`, asked before their outcomes update it), and their answers;
+    draws: this rank's generated groups, one `Draw` each, in the order generated (the run's trace)."""
 
     groups: list[Group] = field(default_factory=list)
     generated_groups: int = 0
@@ -150,6 +152,25 @@ class RolloutBatch:
     screen_rollouts: int = 0
     predicted_correct: float = 0.0
     predicted_rollouts: int = 0
+    draws: list[Draw] = field(default_factory=list)
+
+
+class Draw(NamedTuple):
+    """One generated group as the trace stores it: its problem (row of the pool), the scheduler's
+    predicted pass rate for it before its outcome (None when the scheduler estimates none), its right
+    answers and size, the round of the step it was drawn in, and whether it was informative (mixed)."""
+
+    problem: int
+    predicted: float | None
+    n_correct: int
+    size: int
+    round: int
+    informative: bool
+
+
+def draws_record(draws: list[Draw], ids: list[str]) -> dict[str, list]:
+    """A step's draws as parallel lists, problems by id: one line of draws.jsonl."""
+    return {"id": [ids[d.problem] for d in draws], **{f: [getattr(d, f) for d in draws] for f in Draw._fields[1:]}}
 
 
 def level_key(level) -> str:

@@ -19,11 +19,13 @@ logger = logging.getLogger(__name__)
 
 
 class MetricsLog:
-    """metrics.jsonl + tensorboard, written by rank 0 only."""
+    """metrics.jsonl + tensorboard, and draws.jsonl (per step, every generated group: its problem, the
+    scheduler's prediction, its outcome), written by rank 0 only."""
 
     def __init__(self, folder: Path, enabled: bool) -> None:
         self.enabled = enabled
         self.path = folder / "metrics.jsonl"
+        self.draws_path = folder / "draws.jsonl"
         self.tb = None
         if enabled:
             from torch.utils.tensorboard import SummaryWriter
@@ -41,6 +43,12 @@ class MetricsLog:
                 self.tb.add_scalar(prefix + k, v, record["step"])
         self.tb.flush()
 
+    def write_draws(self, step: int, draws: dict[str, list]) -> None:
+        """One line for the step: `draws` holds parallel lists (`draw_columns`)."""
+        if self.enabled:
+            with open(self.draws_path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"step": step, **draws}) + "\n")
+
     def truncate_after(self, step: int) -> None:
         """On resume: drop records (and per-problem evaluations) of steps after the checkpoint, so
         the log has no duplicates."""
@@ -49,19 +57,27 @@ class MetricsLog:
         for stale in (self.path.parent / "evals").glob("step-*.parquet"):  # evaluations after the resume point
             if int(stale.stem.removeprefix("step-")) > step:
                 stale.unlink()
+        if self.draws_path.exists():
+            kept = [r for r in read_jsonl(self.draws_path) if r["step"] <= step]
+            io.write_text(self.draws_path, "".join(json.dumps(r) + "\n" for r in kept))
         if not self.path.exists():
             return
         keep = [r for r in read_metrics(self.path.parent) if r["step"] <= step]
         io.write_text(self.path, "".join(json.dumps(r) + "\n" for r in keep))
 
 
-def eval_due(step: int, rollouts_before: int, rollouts_after: int, every_steps: int, every_rollouts: int) -> bool:
-    """Whether the step just done (`step`, which took the rollouts count from before to after)
-    ends with an evaluation: every `every_steps` steps, or when a multiple of `every_rollouts` was
-    crossed (0 turns either off)."""
+def crossed(before: int, after: int, every: int) -> bool:
+    """Whether going from `before` to `after` crossed a multiple of `every` (0: never)."""
+    return bool(every) and after // every > before // every
+
+
+def eval_due(step: int, rollouts_before: int, rollouts_after: int, every_steps: int, every_rollouts: int,
+             tokens: tuple[int, int] = (0, 0), every_tokens: int = 0) -> bool:
+    """Whether the step just done (`step`, which took the rollouts count from before to after, and
+    the generated tokens from tokens[0] to tokens[1]) ends with an evaluation: every `every_steps`
+    steps, or when a multiple of `every_rollouts` or of `every_tokens` was crossed (0 turns each off)."""
     by_steps = bool(every_steps) and step % every_steps == 0
-    by_rollouts = bool(every_rollouts) and rollouts_after // every_rollouts > rollouts_before // every_rollouts
-    return by_steps or by_rollouts
+    return by_steps or crossed(rollouts_before, rollouts_after, every_rollouts) or crossed(*tokens, every_tokens)
 
 
 def run_complete(ckpt: Path | None, run) -> bool:
@@ -77,7 +93,18 @@ def run_complete(ckpt: Path | None, run) -> bool:
 def read_metrics(run_dir: str | Path) -> list[dict]:
     """The records of a run's metrics.jsonl (none when it does not exist yet). A last line cut off
     by a crash mid-write is dropped with a warning; a bad line anywhere else is an error."""
-    path = Path(run_dir) / "metrics.jsonl"
+    return read_jsonl(Path(run_dir) / "metrics.jsonl")
+
+
+def read_draws(run_dir: str | Path) -> list[dict]:
+    """A run's draws.jsonl: per step, every generated group's problem id, the scheduler's predicted
+    pass rate for it (asked before its outcome; NaN for a scheduler that estimates none), its right
+    answers, its size, the round it was drawn in and whether it trained."""
+    return read_jsonl(Path(run_dir) / "draws.jsonl")
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """One JSON object per line, as `read_metrics` reads them."""
     lines = [line for line in path.read_text().splitlines() if line] if path.exists() else []
     out = []
     for i, line in enumerate(lines):

@@ -31,6 +31,7 @@ from grpo_data.generation.rollouts import RolloutSampler, ScoredGroup
 from grpo_data.tables.problems import question_text
 from grpo_train.groups import (
     CORRECTNESS,
+    Draw,
     Group,
     Overlong,
     RolloutBatch,
@@ -122,17 +123,28 @@ class RolloutBatcher:
         batch.distinct_wrong_sum += float(sum(shares))
         batch.distinct_wrong_groups += len(shares)
 
-    def _predict(self, batch: RolloutBatch, mine: list[Group]) -> None:
-        """Add the scheduler's expected correct answers for this rank's generated groups (asked before
-        their outcomes update it: what a surprise-triggered refresh compares the outcomes with). Fixed
-        group sizes only: a size decided after seeing some answers correlates with the pass rate
-        (a screen continues the mixed ones), so mean x size would be a biased prediction."""
-        if not mine or not hasattr(self.scheduler, "pass_rate") or self.sizing.mode != "fixed":
-            return  # sizes chosen after seeing answers (screen, allocate, sequential) would bias the comparison
+    def _predict(self, batch: RolloutBatch, mine: list[Group]) -> np.ndarray | None:
+        """The scheduler's pass rates for this rank's generated groups, asked before their outcomes
+        update it (None for a scheduler that estimates none): the trace stores them beside the
+        outcomes. With fixed group sizes they are also added up as the expected correct answers (what
+        a surprise-triggered refresh compares the outcomes with); a size decided after seeing some
+        answers correlates with the pass rate (a screen continues the mixed ones), so mean x size
+        would be a biased prediction there."""
+        if not mine or not hasattr(self.scheduler, "pass_rate"):
+            return None
         rates = self.scheduler.pass_rate(np.array([g.problem for g in mine], dtype=np.int64))
-        sizes = np.array([len(g.completions) for g in mine])
-        batch.predicted_correct += float(rates @ sizes)
-        batch.predicted_rollouts += int(sizes.sum())
+        if self.sizing.mode == "fixed":
+            sizes = np.array([len(g.completions) for g in mine])
+            batch.predicted_correct += float(rates @ sizes)
+            batch.predicted_rollouts += int(sizes.sum())
+        return rates
+
+    def _trace(self, batch: RolloutBatch, mine: list[Group], rates: np.ndarray | None) -> None:
+        """One `Draw` per generated group of this round (this rank's)."""
+        for j, g in enumerate(mine):
+            predicted = None if rates is None or not np.isfinite(rates[j]) else round(float(rates[j]), 4)
+            batch.draws.append(Draw(int(g.problem), predicted, int(g.correct.sum()), len(g.completions),
+                                    batch.rounds, bool(g.informative)))
 
     def _share(self, idx: np.ndarray) -> np.ndarray:
         return idx[self.rank :: self.world_size]
@@ -180,7 +192,7 @@ class RolloutBatcher:
                 mine = self._generate_groups(self._share(idx), batch)
                 sizes = self.group_size
             n_correct, informative = self._gather_outcomes(mine)
-            self._predict(batch, mine)
+            self._trace(batch, mine, self._predict(batch, mine))
             self.scheduler.update(idx, n_correct, sizes)  # every outcome, kept or dropped, at its own size
             batch.rounds += 1
             self._count(batch, mine)
@@ -248,6 +260,7 @@ class RolloutBatcher:
             else:
                 idx, sizes, _, mine = self._sequential(budget, batch)
             n_correct, informative = self._gather_outcomes(mine, interleaved=False)
+            self._trace(batch, mine, self._predict(batch, mine))
             self.scheduler.update(idx, n_correct, sizes)  # every outcome at its own size, kept or dropped
             batch.rounds += 1
             self._count(batch, mine)

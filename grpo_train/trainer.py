@@ -6,6 +6,8 @@ metrics, held-out evaluation, checkpoints and exact resume of the learner and sc
 Run folder (`run.out`):
     resolved_config.yaml     the config after defaults and overrides
     metrics.jsonl            one JSON object per step (and per evaluation, "kind": "eval")
+    draws.jsonl              per step, every generated group: problem id, the scheduler's predicted
+                             pass rate (asked before the outcome), right answers, size, round, mixed
     tb/                      the same metrics for tensorboard
     checkpoints/step-NNNNNN/ hf/ (save_pretrained export), ds/ (DeepSpeed state), scheduler/,
                              state.json (step, counters), rng.npz (python/numpy/torch RNG states),
@@ -37,7 +39,7 @@ from grpo_data.verify.rewards import build_reward
 from grpo_train.config import TrainConfig, schedule_steps
 from grpo_train.config_io import dump_config
 from grpo_train.diagnostics import Health, heldout_regression
-from grpo_train.groups import Overlong, RolloutBatch
+from grpo_train.groups import Overlong, RolloutBatch, draws_record
 from grpo_train.metrics import (
     MetricsLog,
     checkpoints_to_prune,
@@ -202,6 +204,13 @@ class Trainer:
             self.g_schedule.load_state_dict(self._resumed_g_schedule)
             self._set_group_size(self.g_schedule.g)
 
+    @property
+    def problem_ids(self) -> list[str]:
+        """The pool's ids by row, as the scheduler indexes them (the trace names problems by id)."""
+        if getattr(self, "_ids", None) is None or len(self._ids) != self.problems.height:
+            self._ids = [str(i) for i in self.problems["id"].to_list()]
+        return self._ids
+
     # ------------------------------------------------------------ distributed helpers
     def _all_gather(self, obj):
         return self.learner.all_gather(obj)
@@ -261,6 +270,10 @@ class Trainer:
         if self.world > 1:
             trained = np.concatenate(self._all_gather(trained))
         np.add.at(self.times_trained, trained, 1)
+        draws = batch.draws
+        if self.world > 1:  # every rank's groups, rank by rank
+            draws = [d for part in self._all_gather(draws) for d in part]
+        self.metrics.write_draws(self.step, draws_record(draws, self.problem_ids))
         sched = self.scheduler.stats()
         kept = max(1, counts["kept_sequences"])
         record = {
@@ -313,7 +326,7 @@ class Trainer:
         from tqdm import tqdm
 
         cfg = self.cfg.run
-        evaluating = self.heldout is not None and bool(cfg.eval_every or cfg.eval_every_rollouts)
+        evaluating = self.heldout is not None and bool(cfg.eval_every or cfg.eval_every_rollouts or cfg.eval_every_tokens)
         if self.step == 0 and evaluating and cfg.eval_first:
             self._evaluate(cfg.eval_k_ends or cfg.eval_k)
         # on resume, whether the checkpoint's step was evaluated is in the (truncated) log; every rank
@@ -335,7 +348,7 @@ class Trainer:
                 if cfg.save_every:
                     self.save_checkpoint()
                 break
-            before = self.totals["rollouts_generated"]
+            before, tokens_before = self.totals["rollouts_generated"], self.totals.get("tokens_generated", 0)
             record = self.train_step()
             for w in self.health.observe(record):
                 record.setdefault("warnings", []).append({"name": w.name, "message": w.message})
@@ -346,7 +359,8 @@ class Trainer:
             bar.set_postfix(reward=f"{record['reward_mean']:.2f}", pass_rate=f"{record['batch_pass_rate']:.2f}",
                             inf=f"{record['informative_rollout_ratio']:.2f}")
             if evaluating and eval_due(self.step, before, self.totals["rollouts_generated"], cfg.eval_every,
-                                       cfg.eval_every_rollouts):
+                                       cfg.eval_every_rollouts, (tokens_before, self.totals["tokens_generated"]),
+                                       cfg.eval_every_tokens):
                 ks_here = {self._evaluate()["eval_k"]}
                 evaluated_at = self.step
             if cfg.save_every and (self.step % cfg.save_every == 0 or self.step == cfg.steps):

@@ -161,6 +161,17 @@ def test_train_few_steps_then_resume(tmp_path, warm_policy):
     refreshed = [r["refresh_rollouts"] for r in trains]
     assert refreshed[1] >= 8 and refreshed[3] >= 8 and trains[-1]["refresh_rollouts_total"] == sum(refreshed)
     assert all(0 <= r["predicted_pass_rate"] <= 1 for r in trains)  # the band scheduler's prediction, recorded
+    # the trace of draws: one line per step across the resume (the first run's later lines would be cut),
+    # every generated group with its prediction and outcome, problems named by id
+    from grpo_train.metrics import read_draws
+
+    draws = read_draws(out)
+    assert [d["step"] for d in draws] == [1, 2, 3, 4]
+    ids = set(pl.read_parquet(train)["id"].cast(pl.Utf8).to_list())
+    for d, r in zip(draws, trains, strict=True):
+        assert len(d["id"]) == r["groups_generated"] and set(d["id"]) <= ids
+        assert sum(d["n_correct"]) == round(r["batch_pass_rate"] * sum(d["size"]))
+        assert all(p is not None and 0 <= p <= 1 for p in d["predicted"])
     last = out / "checkpoints" / "step-000004"
     assert json.loads((last / "state.json").read_text())["step"] == 4
     assert json.loads((last / "scheduler" / "scheduler.json").read_text())["step"] == 4
@@ -279,6 +290,12 @@ def test_two_cpu_ranks(tmp_path, warm_policy):
     sizes = {int(k.removeprefix("groups_size_")) for r in trains for k in r if k.startswith("groups_size_")}
     assert sizes and sizes <= set(range(2, 13)), sizes  # allocated within [size_min, size_max]
     assert all(r["samples_per_problem"] >= 2 for r in trains)
+    # the trace of draws holds both ranks' groups (gathered), with the allocated sizes
+    from grpo_train.metrics import read_draws
+
+    draws = read_draws(out)
+    assert [len(d["id"]) for d in draws] == [r["groups_generated"] for r in trains]
+    assert [sum(d["size"]) for d in draws] == [round(r["samples_per_problem"] * r["groups_generated"]) for r in trains]
     assert all(r["logprob_diff_rollout"] < 0.05 for r in trains if r["loss_tokens"])
     evals = [r for r in records if r["kind"] == "eval"]
     assert evals[-1]["heldout_problems"] == 16 and evals[-1]["ranks"] == 2 and evals[-1]["ranks_agree"]
@@ -351,6 +368,9 @@ def test_evaluations_are_due_by_steps_or_by_rollouts_crossed():
     assert not eval_due(8, 3100, 3400, every_steps=0, every_rollouts=3000)
     assert eval_due(3, 2000, 6500, every_steps=0, every_rollouts=3000)  # two multiples crossed: one evaluation
     assert not eval_due(5, 0, 100, every_steps=0, every_rollouts=0)
+    # at fixed token budgets (every generated token charged): 50,000 crossed between 48,000 and 51,000
+    assert eval_due(4, 100, 200, every_steps=0, every_rollouts=0, tokens=(48_000, 51_000), every_tokens=50_000)
+    assert not eval_due(4, 100, 200, every_steps=0, every_rollouts=0, tokens=(51_000, 60_000), every_tokens=50_000)
 
 
 def test_paired_gain_by_hand_and_refuses_other_problems():
@@ -381,6 +401,20 @@ def test_the_batch_carries_the_schedulers_prediction_made_before_the_outcomes():
     assert batch.predicted_correct == pytest.approx(0.25 * batch.generated_rollouts)
     plain, _ = make_batcher([4, 0, 2, 1, 4, 3])
     assert plain.next_batch().predicted_rollouts == 0
+    # the trace: one draw per generated group, its prediction made before its outcome, in round order
+    assert len(batch.draws) == batch.generated_groups and {d.predicted for d in batch.draws} == {0.25}
+    assert sum(d.n_correct for d in batch.draws) == batch.n_correct
+    assert sum(d.informative for d in batch.draws) == batch.informative_groups
+    assert [d.round for d in batch.draws] == sorted(d.round for d in batch.draws) and batch.draws[-1].round == batch.rounds - 1
+    assert {d.predicted for d in plain.next_batch().draws} == {None}
+
+
+def test_a_steps_draws_name_problems_by_id_in_parallel_lists():
+    from grpo_train.groups import Draw, draws_record
+
+    got = draws_record([Draw(2, 0.5, 3, 8, 0, True), Draw(0, None, 0, 8, 1, False)], ["a", "b", "c"])
+    assert got == {"id": ["c", "a"], "predicted": [0.5, None], "n_correct": [3, 0], "size": [8, 8], "round": [0, 1],
+                   "informative": [True, False]}
 
 
 @pytest.mark.parametrize("trigger, counts, fires", [
