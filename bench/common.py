@@ -205,8 +205,10 @@ def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inp
     if found is not None:
         print(f"{out / name}: reusing the finished run", flush=True)
         return found
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     records, seconds = train_run(name, args, base, out)
-    io.write_json(out / name / "bench-key.json", {"key": key, "seconds": seconds})
+    io.write_json(out / name / "bench-key.json", {"key": key, "seconds": seconds, "started": started,
+                                                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     return records, seconds
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from bench import run_trace
 from bench.common import pool_table  # noqa: F401 - the regime's pool, shared with the prior benchmark
 from bench.curriculum_stats import arm_result, compare, coverage, over_seeds, paired_difference, profile_pays
 
@@ -233,12 +234,17 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
               *([prior] if prior else [])]
     name = f"{results_dir.name}/seed{seed}/{arm}"
     records, seconds = cached_train_run(name, args, base, workdir, inputs, training_budget(budget, cost))
-    key = json.loads((workdir / name / "bench-key.json").read_text())["key"]
+    saved = json.loads((workdir / name / "bench-key.json").read_text())
+    key = saved["key"]
     result = arm_result(records, cost, setup["pool_size"], seconds)
     evals = [r for r in records if r["kind"] == "eval"]
     result.update({"arm": arm, "seed": seed, "lr": lr, "code": key["code"], "inputs": key["inputs"],
                    "overrides": args, "base": _portable(base, setup), "profile_seconds": profile_s, "machine": machine(),
-                   "per_problem_final": _per_problem(workdir / name, evals[-1]["step"], EVAL_K_ENDS)})
+                   "per_problem_final": _per_problem(workdir / name, evals[-1]["step"], EVAL_K_ENDS),
+                   # what the run did (issue #59): when, by which checkout, step by step, every draw, every evaluation
+                   "started": saved.get("started"), "finished": saved.get("finished"), "git": run_trace.git_state(),
+                   "trace": run_trace.step_trace(records), "draws": run_trace.draws(workdir / name),
+                   "per_problem_evals": run_trace.per_problem_evals(workdir / name, records)})
     if eval_first:
         result["per_problem_start"] = _per_problem(workdir / name, 0, EVAL_K_ENDS)
     io.write_json(stored, result)
@@ -304,7 +310,7 @@ def folder_name(regime: str, condition: str, split: str = "test") -> str:
 
 def run(regime: str = "multi", condition: str = "nolevel", seeds: tuple[int, ...] = SEEDS,
         arms: tuple[str, ...] = tuple(ARMS), workdir: str = "runs/bench-curriculum",
-        results: Path | None = None, split: str = "test") -> dict:
+        results: Path | None = None, split: str = "test", accept_code: dict[str, str] | None = None) -> dict:
     """Every (seed, arm) of one regime and condition not stored yet, seeds outermost (a stopped
     benchmark leaves whole seeds); then the result from everything stored (`assemble`). split=val:
     the same protocol scored on the validation split, which picks the default sampler."""
@@ -331,13 +337,16 @@ def run(regime: str = "multi", condition: str = "nolevel", seeds: tuple[int, ...
                 io.write_json(folder / "start.json", {"eval": res["evals"][0], "per_problem": res["per_problem_start"]})
             print(f"curriculum {name} seed {seed} {arm}: final {res['evals'][-1]['heldout_accuracy']:.3f} "
                   f"({res['seconds']:.0f}s)", flush=True)
-    return assemble(results, regime, condition, plot_to=results / f"curriculum-{name}.png", split=split)
+    return assemble(results, regime, condition, plot_to=results / f"curriculum-{name}.png", split=split,
+                    accept_code=accept_code)
 
 
 def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", plot_to: Path | None = None,
-             split: str = "test") -> dict:
+             split: str = "test", accept_code: dict[str, str] | None = None) -> dict:
     """The result from the stored runs of one regime and condition: per seed the arms it holds;
-    the comparison over the seeds that hold every arm B and the candidate default hold."""
+    the comparison over the seeds that hold every arm B and the candidate default hold. Runs made by
+    different library code are refused unless each other hash is in `accept_code` with its reason
+    (`run_trace.one_code`): rerun them instead."""
     import json
 
     folder = Path(results) / RUNS / folder_name(regime, condition, split)
@@ -347,14 +356,16 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
         seeds.append({"seed": int(d.name.removeprefix("seed")), "arms": arms})
     if not seeds:
         raise FileNotFoundError(f"no stored runs in {folder}: run `grpo bench curriculum` first")
+    code = run_trace.one_code({f"seed{s['seed']}/{a}": r for s in seeds for a, r in s["arms"].items()}, accept_code)
     start = json.loads((folder / "start.json").read_text()) if (folder / "start.json").exists() else None
     arms = set.union(*(set(s["arms"]) for s in seeds))
     complete = [s for s in seeds if set(s["arms"]) == arms]  # a stopped seed is left out, not its arms
     out = {"regime": regime, "condition": condition, "split": split, **REGIMES[regime], "seeds": [s["seed"] for s in seeds],
            "complete_seeds": [s["seed"] for s in complete], "arms": sorted(arms),
-           "start": start["eval"] if start else None,
+           "start": start["eval"] if start else None, "code": code,
            "per_arm": {str(s["seed"]): {a: {k: r[k] for k in r if k not in ("per_problem_final", "per_problem_start",
-                                                                         "machine", "inputs")}
+                                                                         "machine", "inputs", "draws", "trace",
+                                                                         "per_problem_evals")}
                                    for a, r in s["arms"].items()} for s in seeds}}
     # the machines the runs were made on, per arm (a cell's file is assembled on one, its runs may not be)
     out["run_machines"] = {a: sorted({s["arms"][a].get("machine", {}).get("cpu_model", "unknown") for s in seeds

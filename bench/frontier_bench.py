@@ -11,8 +11,6 @@ before the run; it sizes the instrument, it compares no samplers.
 
 from __future__ import annotations
 
-import subprocess
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +24,6 @@ MEASURE = {"engine": "vllm", "adaptive": False, "k": PROFILE_K, "temperature": 1
 SOLVED, HOPELESS = 0.9, 0.05  # the issue's thresholds for "solved" and "hopeless" problems
 GOALS = {"test_gain": ">= 0.15 and >= 10x the larger SE", "transfer_gain": ">= 0.10",
          "zero_variance_share_at_start": ">= 0.55"}
-
-
-def code_hash() -> str:
-    done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True)
-    return done.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def pass_rates(profile: Path) -> pl.DataFrame:
@@ -79,21 +71,12 @@ def per_level_eval(run_dir: Path) -> dict:
     return out
 
 
-def step_waste(run_dir: Path) -> list[dict]:
-    """Per training step: the all-right, all-wrong and mixed shares of the groups generated, the batch
-    pass rate, generated tokens."""
-    from grpo_train.metrics import read_metrics
-
-    keep = ("step", "groups_all_right_share", "groups_all_wrong_share", "groups_mixed_share", "zero_variance_fraction",
-            "batch_pass_rate", "groups_generated", "tokens_generated", "rollouts_generated", "informative_rollout_ratio")
-    return [{k: r.get(k) for k in keep if k in r} for r in read_metrics(run_dir) if r["kind"] == "train"]
-
-
 def run(out: Path | None = None) -> dict:
-    from grpo_train.metrics import latest_checkpoint
+    from bench import run_trace
+    from grpo_train.metrics import latest_checkpoint, read_metrics
     from pipelines.pipeline import load_spec, profile_stage, run_pipeline
 
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = run_trace.now()
     spec = load_spec(PIPELINE)
     base = Path(out or spec["out"])
     summary = run_pipeline(PIPELINE)
@@ -106,9 +89,10 @@ def run(out: Path | None = None) -> dict:
         for split in ("train", "transfer", "reference") if model_name == "warm" else ("transfer", "reference"):
             path = profile_stage(str(model), world / f"{split}.parquet", MEASURE, measured / f"{model_name}-{split}.parquet")
             rates[(model_name, split)] = pass_rates(path)
-    steps = step_waste(base / "train")
+    records = read_metrics(base / "train")
+    steps = run_trace.step_trace(records)
     result = {
-        "pipeline": str(PIPELINE.relative_to(ROOT)), "code": code_hash(), "started": started,
+        "pipeline": str(PIPELINE.relative_to(ROOT)), **run_trace.stamp(started),
         "warm_start": summary.get("warm_start"),
         "pool_at_start": histogram(rates[("warm", "train")], problems["train"]),
         "test": {"paired_gain": summary.get("paired_gain"), **per_level_eval(base / "train")},
@@ -119,7 +103,8 @@ def run(out: Path | None = None) -> dict:
         "zero_variance_share_last_5_steps": float(np.mean([s["zero_variance_fraction"] for s in steps[-5:]] or [np.nan])),
         "rollouts": {"training": steps[-1].get("rollouts_generated") if steps else None,
                      "measurement_profiles": int(sum(r["k"].sum() for r in rates.values()))},
+        "per_problem_evals": run_trace.per_problem_evals(base / "train", records),
+        "draws": run_trace.draws(base / "train"),
         "goals": GOALS,
     }
-    result["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     return result

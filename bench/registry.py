@@ -23,6 +23,7 @@ class Request:
     condition: str = "nolevel"
     split: str = "test"
     against: str | None = None
+    accept_code: tuple[str, ...] = ()  # "HASH=REASON" items: other code states a cell may assemble, and why
 
     def results(self) -> Path:
         from bench.common import RESULTS
@@ -175,14 +176,17 @@ def curriculum_lr(req: Request) -> tuple[str, dict]:
 def curriculum(req: Request) -> tuple[str, dict]:
     """Issue #33, pre-registered in bench/PREREGISTRATION.md: one regime x condition x split."""
     from bench import curriculum_bench
+    from bench.run_trace import parse_accepted
 
     results, folder = req.results(), curriculum_bench.folder_name(req.regime, req.condition, req.split)
+    accepted = parse_accepted(list(req.accept_code))
     if req.assemble:
         result = curriculum_bench.assemble(results, req.regime, req.condition, plot_to=results / f"curriculum-{folder}.png",
-                                           split=req.split)
+                                           split=req.split, accept_code=accepted)
     else:
         result = curriculum_bench.run(req.regime, req.condition, parse_seeds(req.seeds, curriculum_bench.SEEDS),
-                                      req.arm_names() or tuple(curriculum_bench.ARMS), results=results, split=req.split)
+                                      req.arm_names() or tuple(curriculum_bench.ARMS), results=results, split=req.split,
+                                      accept_code=accepted)
     return f"curriculum-{folder}", result
 
 

@@ -228,3 +228,66 @@ def test_coverage_reads_the_last_step_of_a_run():
     trains = [{"distinct_problems_trained": 8, "times_trained_mean": 1.0},
               {"distinct_problems_trained": 12, "times_trained_mean": 1.25}]  # 15 groups trained over 12 problems
     assert cs.coverage(trains) == {"distinct_problems_trained": 12, "times_trained_mean": 1.25}
+
+
+def test_a_cell_refuses_runs_of_another_code_unless_the_change_is_named_with_its_reason(tmp_path):
+    """#59: stored runs made by different library code are not pooled silently; each other hash must
+    be accepted with a reason, which the result keeps."""
+    import json
+
+    folder = tmp_path / cb.RUNS / "multi-nolevel"
+    codes = {(0, "A"): "c1", (0, "B"): "c1", (1, "A"): "c1", (1, "B"): "c2"}
+    for (seed, arm), code in codes.items():
+        (folder / f"seed{seed}").mkdir(parents=True, exist_ok=True)
+        (folder / f"seed{seed}" / f"{arm}.json").write_text(json.dumps(
+            {**_stored_arm(0.5, {"p1": 0.5, "p2": 0.5}, 10_000), "code": code}))
+    with pytest.raises(ValueError, match=r"2 code states \(most by c1; other: c2: seed1/B\).*--accept-code"):
+        cb.assemble(tmp_path, "multi", "nolevel")
+    with pytest.raises(ValueError, match="names no reason"):
+        cb.assemble(tmp_path, "multi", "nolevel", accept_code={"c2": " "})
+    out = cb.assemble(tmp_path, "multi", "nolevel", accept_code={"c2": "docstrings only", "c9": "unused"})
+    assert out["code"] == {"code": "c1", "states": {"c1": ["seed0/A", "seed0/B", "seed1/A"], "c2": ["seed1/B"]},
+                           "accepted": {"c2": "docstrings only"}}
+
+
+def test_accepted_codes_parse_from_flags_and_refuse_a_missing_reason_marker():
+    from bench.run_trace import parse_accepted
+
+    assert parse_accepted(["abc=only the plot changed", " d = x=y "]) == {"abc": "only the plot changed", "d": "x=y"}
+    assert parse_accepted(None) == {}
+    with pytest.raises(ValueError, match="HASH=REASON"):
+        parse_accepted(["abc"])
+
+
+def test_a_stored_run_keeps_its_steps_draws_and_every_evaluation(tmp_path):
+    """#59 item 3: the per-step trace (in-band count derived), the draws file, and every evaluation's
+    per-problem rates at the rollouts and tokens it was made at (a step evaluated twice: the later)."""
+    import json
+
+    import polars as pl
+
+    from bench import run_trace
+
+    records = [
+        {"kind": "eval", "step": 0, "eval_k": 32, "rollouts_generated": 0, "tokens_generated": 0},
+        {"kind": "train", "step": 1, "groups_generated": 20, "groups_in_band_share": 0.35, "batch_pass_rate": 0.6,
+         "diag_band_dry": 0.0, "tokens_generated": 900, "rollouts_generated": 160, "loss": 0.1},
+        {"kind": "eval", "step": 1, "eval_k": 4, "rollouts_generated": 160, "tokens_generated": 900},
+        {"kind": "eval", "step": 1, "eval_k": 32, "rollouts_generated": 160, "tokens_generated": 900},
+    ]
+    (tmp_path / "evals").mkdir()
+    for step, n in ((0, [8, 32]), (1, [16, 0])):
+        pl.DataFrame({"id": ["a", "b"], "n_correct": n, "k": [32, 32]}).write_parquet(
+            tmp_path / "evals" / f"step-{step:06d}.parquet")
+    trace = run_trace.step_trace(records)
+    assert trace == [{"step": 1, "groups_generated": 20, "groups_in_band_share": 0.35, "batch_pass_rate": 0.6,
+                      "diag_band_dry": 0.0, "tokens_generated": 900, "rollouts_generated": 160, "groups_in_band": 7}]
+    evals = run_trace.per_problem_evals(tmp_path, records)
+    assert evals == [{"step": 0, "k": 32, "rollouts": 0, "tokens": 0, "per_problem": {"a": 0.25, "b": 1.0}},
+                     {"step": 1, "k": 32, "rollouts": 160, "tokens": 900, "per_problem": {"a": 0.5, "b": 0.0}}]
+    assert run_trace.draws(tmp_path) == []  # a run made before draws were written
+    (tmp_path / "draws.jsonl").write_text(json.dumps({"step": 1, "id": ["a"], "predicted": [0.5]}) + "\n")
+    assert run_trace.draws(tmp_path) == [{"step": 1, "id": ["a"], "predicted": [0.5]}]
+    stamp = run_trace.stamp("2026-12-08T00:00:00Z")
+    assert stamp["started"] == "2026-12-08T00:00:00Z" and stamp["finished"] >= stamp["started"]
+    assert len(stamp["git"].removesuffix("+dirty")) == 40 and "cpus" in stamp["machine"]

@@ -34,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warm-start", default=None,
                         help="gsweep --assemble: the warm start (weights hash) whose stored runs to assemble, when "
                              "runs from more than one are stored")
+    parser.add_argument("--accept-code", action="append", default=None, metavar="HASH=REASON",
+                        help="curriculum: assemble a cell whose stored runs were made by other library code too, this "
+                             "hash accepted for the reason given (what changed, why it does not matter); repeatable. "
+                             "Without it such a cell is refused: rerun the runs instead")
 
 
 QUICK_RESULTS = Path("runs/bench-quick/results")  # a smoke run never overwrites the committed results
@@ -41,11 +45,12 @@ QUICK_RESULTS = Path("runs/bench-quick/results")  # a smoke run never overwrites
 
 def run_one(name: str, quick: bool, out_dir, arms: str | None = None, seeds: str | None = None,
             assemble: bool = False, warm_start: str | None = None, regime: str = "multi",
-            condition: str = "nolevel", split: str = "test", against: str | None = None) -> dict:
+            condition: str = "nolevel", split: str = "test", against: str | None = None,
+            accept_code: tuple[str, ...] = ()) -> dict:
     from bench.common import write_result
 
     req = Request(quick, Path(out_dir) if out_dir else None, arms, seeds, assemble, warm_start, regime, condition, split,
-                  against)
+                  against, tuple(accept_code or ()))
     written, result = run_benchmark(name, req)
     print(f"{written}: results -> {write_result(written, result, out_dir)}")
     return result
@@ -57,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     results = {}
     for name in names:
         results[name] = run_one(name, args.quick, out_dir, args.arms, args.seeds, args.assemble,
-                                args.warm_start, args.regime, args.condition, args.split, args.against)
+                                args.warm_start, args.regime, args.condition, args.split, args.against,
+                                tuple(args.accept_code or ()))
     if args.name == "all":
         from bench.report import write_readme
 
