@@ -63,6 +63,51 @@ def paired_difference(a: dict[str, float], b: dict[str, float]) -> dict:
     return {"mean": mean, "se": se, "problems": int(d.size)}
 
 
+def noise(per_seed: list[dict[str, float]], draws: int = 2000, seed: int = 0) -> dict:
+    """The noise of a mean paired difference over seeds (issue #59, item 4). `per_seed`: per seed,
+    problem -> difference (a - b, the same problems in every seed). Three SEs of the mean:
+    - evaluation: within seeds, from the spread of the per-problem differences (sampling the test);
+    - seeds: the spread of the per-seed means (training noise, evaluation included; NaN for one seed);
+    - bootstrap: seeds and problems resampled together (with replacement, the same problems for
+      every seed drawn), so neither source is left out.
+    The larger of them is what a registered goal is read against."""
+    ids = sorted(per_seed[0])
+    if any(sorted(s) != ids for s in per_seed):
+        raise ValueError("every seed must hold the same problems to pair them")
+    d = np.array([[s[i] for i in ids] for s in per_seed], dtype=np.float64)
+    n_seeds, n = d.shape
+    evaluation = float(np.sqrt(np.sum(d.var(axis=1, ddof=1) / n)) / n_seeds) if n > 1 else float("nan")
+    seeds = float(d.mean(axis=1).std(ddof=1) / np.sqrt(n_seeds)) if n_seeds > 1 else float("nan")
+    rng = np.random.default_rng(seed)
+    means = [d[rng.integers(n_seeds, size=n_seeds)][:, rng.integers(n, size=n)].mean() for _ in range(draws)]
+    boot = float(np.std(means, ddof=1))
+    named = {"evaluation": evaluation, "seeds": seeds, "bootstrap": boot}
+    finite = {k: v for k, v in named.items() if np.isfinite(v)}
+    larger = max(finite, key=finite.get)
+    return {"mean": float(d.mean()), "se_evaluation": evaluation, "se_seeds": seeds, "se_bootstrap": boot,
+            "se_larger": finite[larger], "larger": larger, "seeds": n_seeds, "problems": n,
+            "training_noise_measured": n_seeds > 1}
+
+
+def smallest_resolvable(se: float, z_alpha: float = 1.96, z_power: float = 0.84) -> float:
+    """The smallest true difference a cell resolves: two-sided 5% test with 80% power, (z_a + z_b) x SE."""
+    return (z_alpha + z_power) * se
+
+
+def planned_se(pass_rates: np.ndarray, k: int, seeds: int, training_sd: float = 0.0) -> dict:
+    """Before a cell runs: the SE of a mean paired difference between two arms, each evaluated with
+    k samples per problem (`pass_rates`: the problems' expected pass rates), over `seeds` seeds.
+    Evaluation: each problem's difference has variance 2 p(1 - p) / k; training: `training_sd`, the
+    spread of one seed's paired mean between arms measured on earlier runs. The larger, and the
+    smallest effect it resolves."""
+    p = np.asarray(pass_rates, dtype=np.float64)
+    evaluation = float(np.sqrt(np.mean(2 * p * (1 - p) / k) / p.size / seeds))
+    training = float(training_sd / np.sqrt(seeds))
+    larger = max(evaluation, training)
+    return {"se_evaluation": evaluation, "se_training": training, "se_larger": larger,
+            "smallest_resolvable": smallest_resolvable(larger), "k": k, "problems": int(p.size), "seeds": seeds}
+
+
 def over_seeds(values: list[float]) -> dict:
     """Mean and SE (sample std / sqrt n) over seeds of per-seed values (paired differences included)."""
     from bench.common import mean_se
@@ -167,8 +212,15 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
         seed_level = over_seeds([p["mean"] for p in per])
         within = float(np.sqrt(np.sum([p["se"] ** 2 for p in per])) / len(per))
         se = seed_level["se"]
+        # issue #59: beside the registered SE (over seeds), the bootstrap over seeds and problems and the
+        # larger of all three, which later registrations read their goals against
+        both = noise([{i: s["arms"][default]["per_problem_final"][i] - s["arms"][other]["per_problem_final"][i]
+                       for i in s["arms"][default]["per_problem_final"]} for s in seeds])
         diffs[other] = {"mean": seed_level["mean"], "se": se, "se_within_seeds": within,
-                        "in_se": seed_level["mean"] / se if se > 0 else float("nan"), "per_seed": per}
+                        "in_se": seed_level["mean"] / se if se > 0 else float("nan"), "per_seed": per,
+                        "se_bootstrap": both["se_bootstrap"], "se_larger": both["se_larger"],
+                        "in_larger_se": seed_level["mean"] / both["se_larger"] if both["se_larger"] > 0 else float("nan"),
+                        "smallest_resolvable": smallest_resolvable(both["se_larger"])}
     out["paired_minus"] = diffs
     ratios, staying = [], []
     for s in seeds:

@@ -291,3 +291,26 @@ def test_a_stored_run_keeps_its_steps_draws_and_every_evaluation(tmp_path):
     stamp = run_trace.stamp("2026-12-08T00:00:00Z")
     assert stamp["started"] == "2026-12-08T00:00:00Z" and stamp["finished"] >= stamp["started"]
     assert len(stamp["git"].removesuffix("+dirty")) == 40 and "cpus" in stamp["machine"]
+
+
+def test_noise_reads_evaluation_seeds_and_the_bootstrap_and_names_the_larger():
+    """#59 item 4, by hand: two seeds of two problems. Differences (0.1, 0.3) and (0.3, 0.5): seed
+    means 0.2 and 0.4, so the SE over seeds is 0.1; within seeds each variance is 0.02, so the
+    evaluation SE is sqrt(2 x 0.02 / 2) / 2 = 0.0707. The bootstrap sees both sources."""
+    from bench.curriculum_stats import noise, planned_se, smallest_resolvable
+
+    got = noise([{"a": 0.1, "b": 0.3}, {"a": 0.3, "b": 0.5}], draws=4000)
+    assert got["mean"] == pytest.approx(0.3) and got["se_seeds"] == pytest.approx(0.1)
+    assert got["se_evaluation"] == pytest.approx(np.sqrt(0.02) / 2)
+    assert got["larger"] in ("seeds", "bootstrap") and got["se_larger"] >= 0.1
+    assert 0.05 < got["se_bootstrap"] < 0.15 and got["training_noise_measured"]
+    one = noise([{"a": 0.1, "b": 0.3}])  # one seed: training noise unmeasured, never the larger by NaN
+    assert not one["training_noise_measured"] and np.isnan(one["se_seeds"]) and one["larger"] != "seeds"
+    with pytest.raises(ValueError, match="same problems"):
+        noise([{"a": 0.1}, {"b": 0.1}])
+    assert smallest_resolvable(0.01) == pytest.approx(0.028)
+    # p = 0.5 on 100 problems at k = 32, 4 seeds: sqrt(2 x 0.25 / 32 / 100 / 4) = 0.00625; a training
+    # sd of 0.02 per seed gives 0.01 over 4 seeds, the larger
+    plan = planned_se(np.full(100, 0.5), k=32, seeds=4, training_sd=0.02)
+    assert plan["se_evaluation"] == pytest.approx(0.00625) and plan["se_training"] == pytest.approx(0.01)
+    assert plan["smallest_resolvable"] == pytest.approx(0.028)
