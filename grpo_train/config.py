@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 
 from grpo_data.curriculum.allocation import Sizing, VarianceSchedule
 from grpo_data.curriculum.band_scheduler import BandConfig
-from grpo_data.curriculum.peer_schedulers import PEER_SCHEDULERS, peer_config
-from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, prior_refusal
+from grpo_data.curriculum.peer_schedulers import peer_config
+from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, SETTINGS_SCHEDULERS, prior_refusal
 from grpo_data.curriculum.stats import DEFAULT_GROUP_SIZE
 from grpo_data.generation.context import MIN_CLIPPED_TOKENS, OVERLONG_PROMPTS, ContextPolicy
 from grpo_data.generation.engine_base import EngineSettings
@@ -55,10 +55,10 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class SchedulerSection:
-    """name: band | uniform | offline_band | pools | greso (pools: prime-rl's difficulty pools, greso:
-    GRESO's selective rollouts, `grpo_data.curriculum.peer_schedulers`); settings: pools and greso only, their
-    settings by name (e.g. `scheduler.settings.p_easy=0.4`; names and sourced defaults in
-    PoolsConfig and GresoConfig there; unknown names are refused); lo/hi: target band (default 0.2-0.8; `grpo bench
+    """name: band | uniform | offline_band | pools | greso | thompson | sgpo (the peers' samplers, in
+    `grpo_data.curriculum.peer_schedulers` and `.posterior_samplers`; sgpo needs data.profile and
+    rollout.sizing=scheduler); settings: the peers' only, by name (e.g. `scheduler.settings.p_easy=0.4`;
+    names and sourced defaults in their config classes there; unknown names are refused); lo/hi: target band (default 0.2-0.8; `grpo bench
     e2e_select` on the chain world's validation split has chosen it over 0.2-0.95 once, tied once,
     and lost once (0.808 vs 0.844 for the demo's pinned warm start; the demo now trains with
     uniform + DAPO, chosen by `grpo bench curriculum --split val`, and the default name stays band); it
@@ -347,18 +347,15 @@ class DeepSpeedSection:
 class RunConfig:
     """steps: optimizer steps; max_rollouts: stop early once this many rollouts were generated
     (0 = no budget; for equal-budget comparisons); eval_every/save_every: in steps (0 = never);
-    eval_every_rollouts: also evaluate after the step whose rollouts cross a multiple of this (0 =
-    off): spacing in rollouts is the same for runs whose steps cost different numbers of rollouts;
-    eval_every_tokens: also after the step whose generated tokens (every one charged: dropped groups,
-    screens, refresh) cross a multiple of this (0 = off): arms compared at fixed token budgets;
+    eval_every_rollouts / eval_every_tokens: also evaluate after the step whose rollouts / generated
+    tokens (all charged) cross a multiple of this (0 = off): runs whose steps differ are read alike;
     keep_last: newest checkpoints kept (0 = keep every one); eval_k: samples per held-out problem;
     eval_k_ends: samples per held-out problem at the run's first and last evaluations (0 = eval_k):
     the start-to-end gain, and arms compared at the budget, are read at this k (paired per problem,
     32 resolves about 0.004 on 400 problems where 4 resolves about 0.01);
     eval_limit: held-out problems used (0 = all); eval_first: evaluate before the first step (runs
     that share a starting policy and seed can skip it); ranks: processes `grpo pipeline` launches
-    training with (`deepspeed --num_gpus RANKS --module pipelines.cli train ...`; `grpo train`
-    itself runs in however many processes its launcher started)."""
+    training with (`deepspeed --num_gpus RANKS --module pipelines.cli train ...`)."""
 
     out: str = "runs/train"
     steps: int = 40
@@ -411,9 +408,13 @@ class TrainConfig:
             (self.optim.minibatches >= 1, "optim.minibatches must be >= 1"),
             (self.scheduler.name in SCHEDULERS,
              f"scheduler.name must be {_either(SCHEDULERS)}, got {self.scheduler.name!r}"),
-            (self.scheduler.name in PEER_SCHEDULERS or not self.scheduler.settings,
-             f"scheduler.settings is for pools and greso; {self.scheduler.name}'s settings are the scheduler "
-             "section's own fields"),
+            (self.scheduler.name in SETTINGS_SCHEDULERS or not self.scheduler.settings,
+             f"scheduler.settings is for {', '.join(SETTINGS_SCHEDULERS)}; {self.scheduler.name}'s settings are the "
+             "scheduler section's own fields"),
+            (self.scheduler.name != "sgpo" or self.data.profile, "scheduler.name=sgpo needs data.profile (its sizes, "
+             "filter and order come from one offline profile of data.train)"),
+            ((self.rollout.sizing == "scheduler") == (self.scheduler.name == "sgpo"), "rollout.sizing=scheduler takes "
+             f"each group's size from the scheduler, and only sgpo gives sizes (got {self.scheduler.name})"),
             (self.scheduler.epoch in ("pool", "band", "pass"),
              f"scheduler.epoch must be pool, band or pass, got {self.scheduler.epoch!r}"),
             (0 <= self.scheduler.skip_below < 1, f"scheduler.skip_below must be in [0, 1), got {self.scheduler.skip_below}"),
@@ -472,8 +473,8 @@ class TrainConfig:
         if unused := self.scheduler.unused_settings():
             raise ValueError(f"scheduler.name={self.scheduler.name} does not use "
                              f"{', '.join(f'scheduler.{name}' for name in unused)}: leave them out, or use scheduler.name=band")
-        if self.scheduler.name in PEER_SCHEDULERS:
-            peer_config(self.scheduler.name, self.scheduler.settings)  # refuses unknown or bad settings
+        if self.scheduler.name in SETTINGS_SCHEDULERS:  # refuses unknown or bad settings
+            peer_config(self.scheduler.name, self.scheduler.settings, SETTINGS_SCHEDULERS[self.scheduler.name])
         if self.data.prior:
             from grpo_data.curriculum.priors import PriorError, parse_spec
 

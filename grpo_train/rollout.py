@@ -66,6 +66,9 @@ class RolloutBatcher:
         if sizing.mode == "allocate" and not hasattr(scheduler, "posterior"):
             raise ValueError("rollout.sizing=allocate sizes groups from the scheduler's posterior: use "
                              "scheduler.name=band (this scheduler keeps none)")
+        if sizing.mode == "scheduler" and not hasattr(scheduler, "sample_sized"):
+            raise ValueError("rollout.sizing=scheduler takes each group's size from the scheduler: use "
+                             "scheduler.name=sgpo (this scheduler sizes none)")
         self._prompts = prompts
         self._ids: dict[int, list[int]] = {}  # token ids of every rendered prompt, computed once
 
@@ -251,8 +254,8 @@ class RolloutBatcher:
             # at least one smallest group per rank: n_min answers, or a round of round_size in sequential
             smallest = self.sizing.round_size if self.sizing.mode == "sequential" else self.sizing.n_min
             budget = max(need if round_no == 0 else math.ceil(need * self.oversample), smallest * self.world_size)
-            if self.sizing.mode == "allocate":
-                plans = self._allocate(budget)
+            if self.sizing.mode in ("allocate", "scheduler"):
+                plans = self._allocate(budget) if self.sizing.mode == "allocate" else self._scheduled(budget)
                 idx, sizes = np.concatenate([p[0] for p in plans]), np.concatenate([p[1] for p in plans])
                 my_idx, my_sizes = plans[self.rank]
                 scored = self._sample_sized(my_idx, my_sizes, batch)
@@ -301,6 +304,16 @@ class RolloutBatcher:
             else:
                 plans.append((offered[rows[plan.chosen]], plan.sizes))
         return plans
+
+    def _scheduled(self, budget: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(problems, sizes) for each rank in one round of `budget` answers over all ranks, from a
+        scheduler that sizes its own groups (`sample_sized`: sGPO's about 1/p each, within [n_min,
+        n_max]), dealt to the ranks in turn. Every rank asks the same (identical) scheduler, so all
+        agree on the round; a pool smaller than the ranks repeats problems."""
+        idx, sizes = self.scheduler.sample_sized(budget, self.sizing.n_min, self.sizing.n_max)
+        if idx.size < self.world_size:
+            idx, sizes = np.resize(_nonempty(idx), self.world_size), np.resize(sizes, self.world_size)
+        return [(idx[r :: self.world_size], sizes[r :: self.world_size]) for r in range(self.world_size)]
 
     def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Group]]:
         """Answers in rounds of round_size, `budget` answers over all ranks: about budget / (2 round_size)

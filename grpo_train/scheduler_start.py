@@ -127,7 +127,7 @@ def scheduler_kwargs(sc, problems: pl.DataFrame | None = None) -> dict:
     if sc.name == "band":  # every BandConfig field the section holds, under the same name
         shared = {f.name: getattr(sc, f.name) for f in fields(BandConfig) if hasattr(sc, f.name)}
         return {**shared, "group_priors": problems is None or level_array(problems) is not None}
-    if sc.name in ("pools", "greso"):
+    if sc.name in ("pools", "greso", "thompson", "sgpo"):
         return dict(sc.settings)
     if sc.name == "offline_band":
         return {"lo": sc.lo, "hi": sc.hi, "without_replacement": sc.without_replacement}

@@ -285,7 +285,7 @@ def test_trainer_config_selects_the_peer_schedulers_and_passes_their_settings():
     assert (sched.p_easy, sched.cfg.step) == (0.4, 0.02)
     with pytest.raises(ValueError, match=r"unknown greso scheduler setting\(s\) \['p_skip'\]; accepted: p_easy"):
         load_config(None, ["scheduler.name=greso", "scheduler.settings.p_skip=0.4"])
-    with pytest.raises(ValueError, match="scheduler.settings is for pools and greso"):
+    with pytest.raises(ValueError, match="scheduler.settings is for pools, greso"):
         load_config(None, ["scheduler.settings.p_easy=0.4"])
-    with pytest.raises(ValueError, match="scheduler.name must be band, uniform, offline_band, pools or greso"):
+    with pytest.raises(ValueError, match="scheduler.name must be band, uniform, offline_band, pools, greso, thompson or sgpo"):
         load_config(None, ["scheduler.name=difficulty_pool"])

@@ -525,3 +525,35 @@ def test_the_trace_keys_levels_and_survives_problems_without_one():
     batcher, _ = make_batcher([2], batch_groups=2, max_rounds=1)
     batcher.levels = np.where(np.arange(50) % 2 == 0, np.nan, 4.0)
     assert batcher.next_batch().level_groups == {"none": 1, "4": 1}
+
+
+def test_scheduler_sized_groups_take_sgpos_sizes_in_its_order_to_the_step_budget():
+    """rollout.sizing=scheduler (arm SG): sGPO's sizes, about 1/p within [n_min, n_max], its problems
+    easy to hard, until the round's budget is spent; resampling keeps the mixed groups; a scheduler
+    that sizes nothing is refused."""
+    from grpo_data.curriculum.allocation import Sizing
+    from grpo_data.curriculum.posterior_samplers import SgpoScheduler
+    from grpo_data.generation.prompting import PromptConfig, SamplingConfig
+    from grpo_data.generation.rollouts import RolloutSampler
+    from grpo_data.verify.verdict import Verdict
+    from grpo_train.tiny_policy import build_tokenizer
+
+    # profile: p = 0.5, 0.25, 0.75, 1.0 (trivial: dropped); order 2, 0, 1; sizes 2, 2, 4
+    sched = SgpoScheduler(4, (np.array([2, 1, 3, 4]), np.array([4, 4, 4, 4])))
+    prompts = [[{"role": "user", "content": f"q{i}"}] for i in range(4)]
+    engine = ProblemEngine([[1, 0]], {})  # every problem alternates right, wrong: every group mixed
+
+    def judge(golds, preds):
+        return [Verdict(x == "\\boxed{1}", "") for x in preds]
+
+    sampler = RolloutSampler(engine, type("V", (), {"verify": staticmethod(judge)}), build_tokenizer(), PromptConfig(),
+                             SamplingConfig())
+    batcher = RolloutBatcher(sampler, sched, prompts, ["1"] * 4, 4, 2, 1, True,
+                             sizing=Sizing("scheduler", n_min=2, n_max=8))
+    engine.prompt_of.update({tuple(batcher.prompt_ids(i)): i for i in range(4)})
+    batch = batcher.next_batch()  # budget 2 groups x 4 = 8 answers: 2 + 2 + 4
+    assert [g.problem for g in batch.groups] == [2, 0, 1] and batch.group_sizes == [2, 2, 4]
+    assert engine.calls == 1 and batch.generated_rollouts == 8 and not batch.underfilled
+    assert [(d.problem, d.predicted, d.size) for d in batch.draws] == [(2, 0.75, 2), (0, 0.5, 2), (1, 0.25, 4)]
+    with pytest.raises(ValueError, match="scheduler.name=sgpo"):
+        RolloutBatcher(sampler, RecordingScheduler(4), prompts, ["1"] * 4, 4, 2, 1, True, sizing=batcher.sizing)

@@ -8,6 +8,7 @@
     band_selection   how the band scheduler picks a batch among its candidates, and what to re-estimate
     band_state       what the band scheduler reports (`stats`, the dry band's log) and saves for a resume
     peer_schedulers  prime-rl's difficulty pools and GRESO's skipping, rebuilt as schedulers
+    posterior_samplers  Thompson sampling over Beta posteriors and sGPO's one-profile curriculum
     scheduler        the scheduler interface and `make_scheduler`, the registry by name
     scheduler_state  a scheduler's state on disk (arrays, no pickle), for resuming
     allocation       how many answers each problem gets
@@ -28,6 +29,8 @@ _HOMES = {
     "BandConfig": "band_scheduler", "BandScheduler": "band_scheduler",
     "PoolsConfig": "peer_schedulers", "PoolsScheduler": "peer_schedulers",
     "GresoConfig": "peer_schedulers", "GresoScheduler": "peer_schedulers",
+    "ThompsonConfig": "posterior_samplers", "ThompsonScheduler": "posterior_samplers",
+    "SgpoConfig": "posterior_samplers", "SgpoScheduler": "posterior_samplers",
     "save_state": "scheduler_state", "load_state": "scheduler_state",
     "Sizing": "allocation", "VarianceSchedule": "allocation", "allocate": "allocation",
     "posterior": "stats", "credible_interval": "stats", "StoppingRule": "stats",

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-SIZING_MODES = ("fixed", "allocate", "sequential", "screen")
+SIZING_MODES = ("fixed", "allocate", "sequential", "screen", "scheduler")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ class Sizing:
     within [n_min, n_max]) or `sequential` (answers in rounds of `round_size`; a problem stops at
     its first right-and-wrong mix or at n_max, the rest of the budget goes to other problems) or
     `screen` (SPEED, arXiv 2506.09016: `round_size` answers per problem first; only a problem whose
-    screen is a right-and-wrong mix gets the rest of its G, the screen joining its group).
+    screen is a right-and-wrong mix gets the rest of its G, the screen joining its group) or
+    `scheduler` (the scheduler sizes each group itself, within [n_min, n_max]: sGPO's about 1/p).
     candidates: problems the scheduler offers per G answers of budget (allocate chooses among them;
     those it leaves out still count as offered in the scheduler's epoch, as a dropped group does);
     in `screen`, problems screened per group the batch still needs.

@@ -166,10 +166,11 @@ class GresoConfig:
                              f"sampling), got {self.keep_floor}")
 
 
-def peer_config(name: str, settings: dict | None):
-    """The config of peer scheduler `name` from a mapping of settings; unknown names are refused with
-    the accepted ones (the trainer's `scheduler.settings`, `Curriculum.from_columns(**settings)`)."""
-    cls = PEER_CONFIGS[name]
+def peer_config(name: str, settings: dict | None, cls=None):
+    """The config (`cls`, default PEER_CONFIGS[name]) of peer scheduler `name` from a mapping of
+    settings; unknown names are refused with the accepted ones (the trainer's `scheduler.settings`,
+    `Curriculum.from_columns(**settings)`)."""
+    cls = cls or PEER_CONFIGS[name]
     settings = settings or {}
     if not isinstance(settings, dict):
         raise ValueError(f"{name} scheduler settings must be a mapping of name: value, got {settings!r}")

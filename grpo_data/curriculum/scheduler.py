@@ -14,7 +14,9 @@ their state in numpy arrays saved without pickle (npz + JSON) for exact resume:
 
 The band scheduler (`BandScheduler`, the default) lives in `grpo_data.curriculum.band_scheduler`; uniform
 sampling and a fixed offline band are here; two peers' samplers, prime-rl's difficulty pools
-(`pools`) and GRESO's selective rollouts (`greso`), in `grpo_data.curriculum.peer_schedulers`.
+(`pools`) and GRESO's selective rollouts (`greso`), in `grpo_data.curriculum.peer_schedulers`; Thompson
+sampling over Beta posteriors (`thompson`) and sGPO's one-profile curriculum (`sgpo`), in
+`grpo_data.curriculum.posterior_samplers`.
 """
 
 from __future__ import annotations
@@ -28,13 +30,19 @@ import numpy as np
 
 from grpo_data.curriculum.band_math import difficulty_groups
 from grpo_data.curriculum.band_scheduler import BandConfig, BandScheduler
-from grpo_data.curriculum.peer_schedulers import PEER_SCHEDULERS, GresoScheduler, PoolsScheduler
+from grpo_data.curriculum.peer_schedulers import PEER_CONFIGS, PEER_SCHEDULERS, GresoScheduler, PoolsScheduler
+from grpo_data.curriculum.posterior_samplers import (
+    POSTERIOR_CONFIGS,
+    POSTERIOR_SCHEDULERS,
+    SgpoScheduler,
+    ThompsonScheduler,
+)
 from grpo_data.curriculum.scheduler_state import check_state_matches, load_state, save_state
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["SCHEDULERS", "BandConfig", "BandScheduler", "GresoScheduler", "OfflineBandScheduler", "PoolsScheduler",
-           "Scheduler", "UniformScheduler", "difficulty_groups", "load_state", "make_scheduler", "save_state"]
+           "Scheduler", "SgpoScheduler", "ThompsonScheduler", "UniformScheduler", "difficulty_groups", "load_state", "make_scheduler", "save_state"]
 
 
 class Scheduler(Protocol):
@@ -137,7 +145,9 @@ class OfflineBandScheduler(UniformScheduler):
 
 
 SCHEDULERS = {"band": BandScheduler, "uniform": UniformScheduler, "offline_band": OfflineBandScheduler,
-              **PEER_SCHEDULERS}
+              **PEER_SCHEDULERS, **POSTERIOR_SCHEDULERS}
+# the schedulers whose own settings come in the trainer's `scheduler.settings`, and their config classes
+SETTINGS_SCHEDULERS = {**PEER_CONFIGS, **POSTERIOR_CONFIGS}
 # the schedulers that can start from another model's prior (`grpo_data.curriculum.priors`): the band scheduler's
 # difficulty groups learn that model's offset to the policy as drift. offline_band would keep problems
 # by the other model's rate with no offset; uniform, pools and greso start from no profile at all.
@@ -154,8 +164,8 @@ def prior_refusal(name: str, setting: str) -> str:
 def make_scheduler(name: str, n: int, seed: int = 0, offline=None, groups=None, **kwargs) -> Scheduler:
     """A scheduler by name; `offline` is (n_correct, k) per problem (NaN where unprofiled); `groups`
     (band only) is a difficulty group id per problem (`difficulty_groups`), one fitted prior each.
-    The peers' schedulers (pools, greso) start without a profile, as they ship; unknown settings of
-    band, pools and greso are refused, naming the accepted ones."""
+    The peers' schedulers (pools, greso, thompson) start without a profile, as they ship; sgpo needs
+    one; unknown settings of band and the peers' schedulers are refused, naming the accepted ones."""
     if name not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {name!r}; choose one of: {', '.join(SCHEDULERS)}")
     if name == "band":
@@ -164,10 +174,12 @@ def make_scheduler(name: str, n: int, seed: int = 0, offline=None, groups=None, 
         if unknown:
             raise ValueError(f"unknown band scheduler setting(s) {unknown}; accepted: {', '.join(accepted)}")
         return BandScheduler(n, BandConfig(**kwargs), seed=seed, offline=offline, groups=groups)
-    if name in PEER_SCHEDULERS:
+    if name == "sgpo":  # sGPO is its profile: sizes, filter and order all come from it
+        return SgpoScheduler.from_settings(n, offline=offline, seed=seed, **kwargs)
+    if name in PEER_SCHEDULERS or name == "thompson":
         if offline is not None:
             logger.info("%s scheduler: the offline profile is not used (the peer's sampler starts from none)", name)
-        return PEER_SCHEDULERS[name].from_settings(n, seed=seed, **kwargs)
+        return SCHEDULERS[name].from_settings(n, seed=seed, **kwargs)
     accepted = ("lo", "hi", "without_replacement") if name == "offline_band" else ("without_replacement",)
     unknown = sorted(set(kwargs) - set(accepted))
     if unknown:
