@@ -149,7 +149,8 @@ def waste_per_pass(trains: list[dict], pool: int, group_size: int = 8) -> list[d
 def _pass_row(index: int, acc: dict, groups: float) -> dict:
     return {"pass": index + 1, "groups": int(groups), **{k: acc[k] / groups for k in ("all_right", "all_wrong", "mixed",
                                                                                          "in_band")},
-            "batch_pass_rate": acc["correct"] / max(acc["rollouts"], 1.0), "refresh_rollouts": int(acc["refresh"]),
+            "batch_pass_rate": acc["correct"] / max(acc["rollouts"], 1.0), "rollouts": int(acc["rollouts"]),
+            "refresh_rollouts": int(acc["refresh"]),
             "screen_rollouts": int(acc["screen"])}
 
 

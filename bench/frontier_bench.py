@@ -71,6 +71,43 @@ def per_level_eval(run_dir: Path) -> dict:
     return out
 
 
+def plot(result: dict, levels: dict[str, int], path: Path) -> Path:
+    """Two panels: the zero-variance share of generated groups per step and per pass over the pool
+    (does waste change as the pool is learned), and test accuracy per level at every evaluation."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (waste, acc) = plt.subplots(1, 2, figsize=(12, 4.2), dpi=110)
+    steps = result["steps"]
+    waste.plot([s["rollouts_generated"] for s in steps], [s["zero_variance_fraction"] for s in steps], color="0.6",
+               lw=0.8, label="per step")
+    passes = result["zero_variance_per_pass"]
+    ends = np.cumsum([p["rollouts"] for p in passes])
+    waste.step(ends, [1 - p["mixed"] for p in passes], where="pre", color="C3", label="per pass over the pool")
+    waste.set_xlabel("training rollouts generated")
+    waste.set_ylabel("zero-variance share of generated groups")
+    waste.legend(fontsize=8)
+    for lv in sorted({v for v in levels.values()}):
+        ids = [i for i, v in levels.items() if v == lv]
+        xs, ys = [], []
+        for e in result["per_problem_evals"]:
+            got = [e["per_problem"][i] for i in ids if i in e["per_problem"]]
+            if got:
+                xs.append(e["rollouts"])
+                ys.append(float(np.mean(got)))
+        acc.plot(xs, ys, marker="o", ms=3, label=f"level {lv}")
+    acc.set_xlabel("training rollouts generated")
+    acc.set_ylabel("test accuracy (k = 4; k = 32 at the ends)")
+    acc.legend(fontsize=7, ncol=2)
+    fig.suptitle("frontier world, uniform + DAPO (grpo bench frontier)")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def run(out: Path | None = None) -> dict:
     from bench import run_trace
     from grpo_train.metrics import latest_checkpoint, read_metrics
@@ -107,4 +144,12 @@ def run(out: Path | None = None) -> dict:
         "draws": run_trace.draws(base / "train"),
         "goals": GOALS,
     }
+    from bench.common import RESULTS
+    from bench.curriculum_stats import waste_per_pass
+
+    pool, g = problems["train"].height, int(spec["train"]["rollout"]["group_size"])
+    result["zero_variance_per_pass"] = waste_per_pass([r for r in records if r["kind"] == "train"], pool, g)
+    test = pl.read_parquet(world / "test.parquet")
+    levels = dict(zip(test["id"].cast(pl.Utf8).to_list(), test["level"].to_list(), strict=True))
+    result["plot"] = str(plot(result, levels, RESULTS / "frontier.png"))
     return result

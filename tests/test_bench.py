@@ -750,3 +750,14 @@ def test_frontier_lr_grid_chooses_the_best_stable_rate_and_grows_at_an_edge():
     assert top["chosen"] == 1.2e-4 and top["extend"] == pytest.approx(2.4e-4)
     assert choose({3e-5: c(0.70, 0.80), 6e-5: c(0.70, 0.75)})["extend"] == pytest.approx(1.5e-5)
     assert choose({3e-5: c(0.70, 0.60, 0.8)}) == {"chosen": None, "extend": 1.5e-5, "stable": []}
+
+
+def test_frontier_plot_draws_waste_per_step_and_pass_and_accuracy_per_level(tmp_path):
+    from bench.frontier_bench import plot
+
+    steps = [{"rollouts_generated": 128 * (i + 1), "zero_variance_fraction": 0.5 - 0.01 * i} for i in range(6)]
+    result = {"steps": steps, "zero_variance_per_pass": [{"rollouts": 384, "mixed": 0.5}, {"rollouts": 384, "mixed": 0.6}],
+              "per_problem_evals": [{"rollouts": 0, "per_problem": {"a": 0.5, "b": 0.0}},
+                                    {"rollouts": 768, "per_problem": {"a": 0.75, "b": 0.25}}]}
+    out = plot(result, {"a": 1, "b": 10}, tmp_path / "f.png")
+    assert out.exists() and out.stat().st_size > 10_000
