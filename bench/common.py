@@ -110,8 +110,6 @@ def run_key(args: list[str], inputs: list[str]) -> dict:
     """What a run depends on: its whole resolved config (but where it writes and whether it
     evaluated its start), a hash of the library's code, and hashes of its input files (policy
     weights, data, profile)."""
-    import hashlib
-    from pathlib import Path
 
     import yaml
 
@@ -119,11 +117,18 @@ def run_key(args: list[str], inputs: list[str]) -> dict:
 
     tree = yaml.safe_load(dump_config(config_from_tree({}, args)))
     tree["run"].pop("out"), tree["run"].pop("eval_first")
+    return {"config": tree, "code": library_code(), "inputs": input_hashes(inputs)}
+
+
+def library_code() -> str:
+    """A hash of the library's code (grpo_data, grpo_train): what a training run's result depends on."""
+    import hashlib
+
     root = Path(__file__).resolve().parent.parent
     code = hashlib.sha256()
     for path in sorted([*root.glob("grpo_data/**/*.py"), *root.glob("grpo_train/**/*.py")]):
         code.update(path.read_bytes())
-    return {"config": tree, "code": code.hexdigest()[:16], "inputs": input_hashes(inputs)}
+    return code.hexdigest()[:16]
 
 
 def same_as_stored(a, b) -> bool:
@@ -205,10 +210,13 @@ def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inp
     if found is not None:
         print(f"{out / name}: reusing the finished run", flush=True)
         return found
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    from bench.run_trace import git_state
+
+    started, git = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_state()  # the checkout that runs it
     records, seconds = train_run(name, args, base, out)
     io.write_json(out / name / "bench-key.json", {"key": key, "seconds": seconds, "started": started,
-                                                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                                                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                  "git": git})
     return records, seconds
 
 

@@ -238,12 +238,16 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
     key = saved["key"]
     result = arm_result(records, cost, setup["pool_size"], seconds)
     evals = [r for r in records if r["kind"] == "eval"]
+    from grpo_data.profile_metadata import weights_hash
+
     result.update({"arm": arm, "seed": seed, "lr": lr, "code": key["code"], "inputs": key["inputs"],
+                   "warm_start": weights_hash(str(setup["policy"])),
                    "overrides": args, "base": _portable(base, setup), "profile_seconds": profile_s, "machine": machine(),
                    "per_problem_final": _per_problem(workdir / name, evals[-1]["step"], EVAL_K_ENDS),
                    # what the run did (issue #59): when, by which checkout, step by step, every draw, every evaluation
-                   "started": saved.get("started"), "finished": saved.get("finished"), "git": run_trace.git_state(),
-                   "trace": run_trace.step_trace(records), "draws": run_trace.draws(workdir / name),
+                   "started": saved.get("started"), "finished": saved.get("finished"), "git": saved.get("git"),
+                   "trace": run_trace.step_trace(records),
+                   "draws_file": run_trace.store_draws(workdir / name, stored.with_suffix(".draws.parquet")),
                    "per_problem_evals": run_trace.per_problem_evals(workdir / name, records)})
     if eval_first:
         result["per_problem_start"] = _per_problem(workdir / name, 0, EVAL_K_ENDS)
@@ -356,7 +360,10 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
         seeds.append({"seed": int(d.name.removeprefix("seed")), "arms": arms})
     if not seeds:
         raise FileNotFoundError(f"no stored runs in {folder}: run `grpo bench curriculum` first")
-    code = run_trace.one_code({f"seed{s['seed']}/{a}": r for s in seeds for a, r in s["arms"].items()}, accept_code)
+    from bench.common import library_code
+
+    code = run_trace.one_code({f"seed{s['seed']}/{a}": r for s in seeds for a, r in s["arms"].items()}, accept_code,
+                              current=library_code())
     start = json.loads((folder / "start.json").read_text()) if (folder / "start.json").exists() else None
     arms = set.union(*(set(s["arms"]) for s in seeds))
     complete = [s for s in seeds if set(s["arms"]) == arms]  # a stopped seed is left out, not its arms
@@ -371,7 +378,7 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
     out["run_machines"] = {a: sorted({s["arms"][a].get("machine", {}).get("cpu_model", "unknown") for s in seeds
                                       if a in s["arms"]}) for a in sorted(arms)}
     if "B" in arms and len(complete) >= 2:
-        out["compare"] = {d: compare(complete, default=d) for d in sorted(arms) if d != "B"}
+        out["compare"] = {d: compare(complete, default=d, eval_k=EVAL_K_ENDS) for d in sorted(arms) if d != "B"}
     if {"A", "A0"} <= arms and len(complete) >= 2:
         out["profile_pays"] = profile_pays(complete, out["pool"])
     if split == "val" and len(complete) >= 2:

@@ -63,49 +63,68 @@ def paired_difference(a: dict[str, float], b: dict[str, float]) -> dict:
     return {"mean": mean, "se": se, "problems": int(d.size)}
 
 
-def noise(per_seed: list[dict[str, float]], draws: int = 2000, seed: int = 0) -> dict:
-    """The noise of a mean paired difference over seeds (issue #59, item 4). `per_seed`: per seed,
-    problem -> difference (a - b, the same problems in every seed). Three SEs of the mean:
-    - evaluation: within seeds, from the spread of the per-problem differences (sampling the test);
-    - seeds: the spread of the per-seed means (training noise, evaluation included; NaN for one seed);
-    - bootstrap: seeds and problems resampled together (with replacement, the same problems for
-      every seed drawn), so neither source is left out.
-    The larger of them is what a registered goal is read against."""
-    ids = sorted(per_seed[0])
-    if any(sorted(s) != ids for s in per_seed):
-        raise ValueError("every seed must hold the same problems to pair them")
-    d = np.array([[s[i] for i in ids] for s in per_seed], dtype=np.float64)
+def noise(a: list[dict[str, float]], b: list[dict[str, float]], k: int | None = None, draws: int = 2000,
+          seed: int = 0) -> dict:
+    """The noise of the mean paired difference a - b over seeds (issue #59, item 4). `a`, `b`: per seed,
+    problem -> pass rate of each arm on the same problems (every seed the same test set), each rate
+    from k answers. Four SEs of the mean difference:
+    - evaluation: the binomial sampling of the k answers alone, sqrt(sum over seeds and problems of
+      [pa(1 - pa) + pb(1 - pb)] / (k - 1)) / (problems x seeds) (NaN without k);
+    - problems: the test set read as a sample of problems, sd over problems of the seed-mean
+      difference / sqrt(problems) (evaluation included);
+    - seeds: training noise, sd of the per-seed means / sqrt(seeds) (evaluation included; NaN for one
+      seed: unmeasured);
+    - bootstrap: seeds and problems resampled together (crossed). With 3 seeds there are only 10
+      distinct seed resamples and the seed part shrinks by (seeds - 1) / seeds: read it beside `seeds`.
+    The larger is what a registered goal is read against; `df` is the seeds' degrees of freedom when
+    the seeds' SE is the larger (for `smallest_resolvable`), else None."""
+    ids = sorted(a[0])
+    if len(a) != len(b) or any(sorted(x) != ids for x in (*a, *b)):
+        raise ValueError("every seed of both arms must hold the same problems to pair them")
+    pa = np.array([[x[i] for i in ids] for x in a], dtype=np.float64)
+    pb = np.array([[x[i] for i in ids] for x in b], dtype=np.float64)
+    d = pa - pb
     n_seeds, n = d.shape
-    evaluation = float(np.sqrt(np.sum(d.var(axis=1, ddof=1) / n)) / n_seeds) if n > 1 else float("nan")
+    evaluation = (float(np.sqrt(np.sum((pa * (1 - pa) + pb * (1 - pb)) / (k - 1))) / (n * n_seeds))
+                  if k and k > 1 else float("nan"))
+    problems = float(d.mean(axis=0).std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")
     seeds = float(d.mean(axis=1).std(ddof=1) / np.sqrt(n_seeds)) if n_seeds > 1 else float("nan")
     rng = np.random.default_rng(seed)
     means = [d[rng.integers(n_seeds, size=n_seeds)][:, rng.integers(n, size=n)].mean() for _ in range(draws)]
-    boot = float(np.std(means, ddof=1))
-    named = {"evaluation": evaluation, "seeds": seeds, "bootstrap": boot}
-    finite = {k: v for k, v in named.items() if np.isfinite(v)}
+    named = {"evaluation": evaluation, "problems": problems, "seeds": seeds, "bootstrap": float(np.std(means, ddof=1))}
+    finite = {key: v for key, v in named.items() if np.isfinite(v)}
     larger = max(finite, key=finite.get)
-    return {"mean": float(d.mean()), "se_evaluation": evaluation, "se_seeds": seeds, "se_bootstrap": boot,
-            "se_larger": finite[larger], "larger": larger, "seeds": n_seeds, "problems": n,
+    return {"mean": float(d.mean()), **{f"se_{key}": v for key, v in named.items()}, "se_larger": finite[larger],
+            "larger": larger, "df": n_seeds - 1 if larger == "seeds" else None, "seeds": n_seeds, "problems": n,
             "training_noise_measured": n_seeds > 1}
 
 
-def smallest_resolvable(se: float, z_alpha: float = 1.96, z_power: float = 0.84) -> float:
-    """The smallest true difference a cell resolves: two-sided 5% test with 80% power, (z_a + z_b) x SE."""
-    return (z_alpha + z_power) * se
+def smallest_resolvable(se: float, df: int | None = None, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest true difference a cell resolves: a two-sided test at `alpha` with `power`,
+    (z_a/2 + z_power) x SE; with `df` (an SE from few seeds), Student's t quantiles instead (2 degrees
+    of freedom: 4.30 + 1.06 = 5.36 SE, not 2.80)."""
+    from scipy import stats
+
+    if df:
+        return float((stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)) * se)
+    return float((stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)) * se)
 
 
 def planned_se(pass_rates: np.ndarray, k: int, seeds: int, training_sd: float = 0.0) -> dict:
     """Before a cell runs: the SE of a mean paired difference between two arms, each evaluated with
     k samples per problem (`pass_rates`: the problems' expected pass rates), over `seeds` seeds.
-    Evaluation: each problem's difference has variance 2 p(1 - p) / k; training: `training_sd`, the
-    spread of one seed's paired mean between arms measured on earlier runs. The larger, and the
-    smallest effect it resolves."""
+    Evaluation: `noise`'s binomial SE, each problem's difference of variance 2 p(1 - p) / k;
+    training: `training_sd`, the spread of one seed's paired mean between arms measured on earlier
+    runs (which includes their evaluation noise, so the larger of the two is taken, not their sum).
+    The larger, and the smallest effect it resolves (t with seeds - 1 degrees of freedom when
+    training noise is the larger)."""
     p = np.asarray(pass_rates, dtype=np.float64)
     evaluation = float(np.sqrt(np.mean(2 * p * (1 - p) / k) / p.size / seeds))
     training = float(training_sd / np.sqrt(seeds))
     larger = max(evaluation, training)
-    return {"se_evaluation": evaluation, "se_training": training, "se_larger": larger,
-            "smallest_resolvable": smallest_resolvable(larger), "k": k, "problems": int(p.size), "seeds": seeds}
+    df = seeds - 1 if training >= evaluation and seeds > 1 else None
+    return {"se_evaluation": evaluation, "se_training": training, "se_larger": larger, "df": df,
+            "smallest_resolvable": smallest_resolvable(larger, df), "k": k, "problems": int(p.size), "seeds": seeds}
 
 
 def over_seeds(values: list[float]) -> dict:
@@ -194,7 +213,7 @@ def wall_per_phase(records: list[dict]) -> dict:
             "evaluation": float(sum(r.get("eval_seconds", 0.0) for r in records if r["kind"] == "eval"))}
 
 
-def compare(seeds: list[dict], default: str = "A") -> dict:
+def compare(seeds: list[dict], default: str = "A", eval_k: int | None = None) -> dict:
     """The goals' numbers from per-seed results ({"arms": {name: arm_result + per_problem_final}}):
     per arm the final accuracy over seeds; paired differences default - other at the budget (per
     seed over problems, then over seeds); tokens to reach B's final (mean over seeds of the ratio)."""
@@ -215,13 +234,14 @@ def compare(seeds: list[dict], default: str = "A") -> dict:
         se = seed_level["se"]
         # issue #59: beside the registered SE (over seeds), the bootstrap over seeds and problems and the
         # larger of all three, which later registrations read their goals against
-        both = noise([{i: s["arms"][default]["per_problem_final"][i] - s["arms"][other]["per_problem_final"][i]
-                       for i in s["arms"][default]["per_problem_final"]} for s in seeds])
+        both = noise([s["arms"][default]["per_problem_final"] for s in seeds],
+                     [s["arms"][other]["per_problem_final"] for s in seeds], k=eval_k)
         diffs[other] = {"mean": seed_level["mean"], "se": se, "se_within_seeds": within,
                         "in_se": seed_level["mean"] / se if se > 0 else float("nan"), "per_seed": per,
-                        "se_bootstrap": both["se_bootstrap"], "se_larger": both["se_larger"],
+                        **{key: both[key] for key in ("se_evaluation", "se_problems", "se_bootstrap", "se_larger",
+                                                      "larger")},
                         "in_larger_se": seed_level["mean"] / both["se_larger"] if both["se_larger"] > 0 else float("nan"),
-                        "smallest_resolvable": smallest_resolvable(both["se_larger"])}
+                        "smallest_resolvable": smallest_resolvable(both["se_larger"], both["df"])}
     out["paired_minus"] = diffs
     ratios, staying = [], []
     for s in seeds:

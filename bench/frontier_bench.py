@@ -113,7 +113,7 @@ def run(out: Path | None = None) -> dict:
     from grpo_train.metrics import latest_checkpoint, read_metrics
     from pipelines.pipeline import load_spec, profile_stage, run_pipeline
 
-    started = run_trace.now()
+    started, git = run_trace.now(), run_trace.git_state()
     spec = load_spec(PIPELINE)
     base = Path(out or spec["out"])
     summary = run_pipeline(PIPELINE)
@@ -129,7 +129,7 @@ def run(out: Path | None = None) -> dict:
     records = read_metrics(base / "train")
     steps = run_trace.step_trace(records)
     result = {
-        "pipeline": str(PIPELINE.relative_to(ROOT)), **run_trace.stamp(started),
+        "pipeline": str(PIPELINE.relative_to(ROOT)), **run_trace.stamp(started, git),
         "warm_start": summary.get("warm_start"),
         "pool_at_start": histogram(rates[("warm", "train")], problems["train"]),
         "test": {"paired_gain": summary.get("paired_gain"), **per_level_eval(base / "train")},
@@ -141,7 +141,7 @@ def run(out: Path | None = None) -> dict:
         "rollouts": {"training": steps[-1].get("rollouts_generated") if steps else None,
                      "measurement_profiles": int(sum(r["k"].sum() for r in rates.values()))},
         "per_problem_evals": run_trace.per_problem_evals(base / "train", records),
-        "draws": run_trace.draws(base / "train"),
+        "draws_file": run_trace.store_draws(base / "train", ROOT / "bench" / "results" / "frontier.draws.parquet"),
         "goals": GOALS,
     }
     from bench.common import RESULTS

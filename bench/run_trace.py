@@ -7,7 +7,8 @@ states unless someone says why.
 - `step_trace`: per training step, the shares of generated groups that came back all-right, all-wrong
   and mixed, the batch pass rate and the scheduler's predicted one, the in-band count, the dry-band
   flag, refresh and screen spend, and generated tokens.
-- `draws`: per step, every generated group's problem, prediction and outcome (the run's draws.jsonl).
+- `draws` / `store_draws`: per step, every generated group's problem, prediction and outcome (the run's
+  draws.jsonl), stored beside a result as parquet.
 - `per_problem_evals`: every evaluation's per-problem pass rates, at the rollouts and tokens it was
   made at.
 - `one_code`: the refusal to assemble runs of different code hashes, unless each extra hash is
@@ -43,12 +44,12 @@ def git_state(root: Path = ROOT) -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def stamp(started: str) -> dict:
+def stamp(started: str, git: str | None = None) -> dict:
     """The run's provenance: when it started (the caller's `now()` before it ran) and ended, the git
-    state and the machine."""
+    state (the caller's `git_state()` before it ran; read now when not given) and the machine."""
     from bench.common import machine
 
-    return {"started": started, "finished": now(), "git": git_state(), "machine": machine()}
+    return {"started": started, "finished": now(), "git": git or git_state(), "machine": machine()}
 
 
 def step_trace(records: list[dict]) -> list[dict]:
@@ -70,6 +71,30 @@ def draws(run_dir: Path) -> list[dict]:
     from grpo_train.metrics import read_draws
 
     return read_draws(run_dir)
+
+
+def draws_table(run_dir: Path):
+    """The run's draws as a table, one row per generated group (step, id, predicted, n_correct, size,
+    round, informative); empty for a run without draws."""
+    import polars as pl
+
+    rows = [{"step": d["step"], **{k: d[k][j] for k in d if k != "step"}} for d in draws(run_dir)
+            for j in range(len(d["id"]))]
+    schema = {"step": pl.Int64, "id": pl.Utf8, "predicted": pl.Float64, "n_correct": pl.Int64, "size": pl.Int64,
+              "round": pl.Int64, "informative": pl.Boolean}
+    return pl.DataFrame(rows, schema=schema)
+
+
+def store_draws(run_dir: Path, out: Path) -> str | None:
+    """The run's draws written beside its stored result as parquet (compressed: a long run's draws
+    would swell a JSON result); returns the file's name, None when the run has none."""
+    from grpo_data.tables import io
+
+    table = draws_table(run_dir)
+    if table.is_empty():
+        return None
+    io.write_parquet(out, table)
+    return Path(out).name
 
 
 def per_problem_evals(run_dir: Path, records: list[dict]) -> list[dict]:
@@ -103,15 +128,22 @@ def code_states(runs: dict[str, dict]) -> dict[str, list[str]]:
     return states
 
 
-def one_code(runs: dict[str, dict], accepted: dict[str, str] | None = None) -> dict:
-    """Refuse a cell whose runs were made by different library code, unless each hash beyond the most
-    common one is `accepted` ({hash: the change and why it does not matter}). Returns the cell's code
-    record: {"code": the main hash, "states": code_states, "accepted": the accepted ones in use}."""
+def one_code(runs: dict[str, dict], accepted: dict[str, str] | None = None, current: str | None = None) -> dict:
+    """Refuse a cell whose runs were made by different library code, unless each hash other than the
+    cell's own is `accepted` ({hash: the change and why it does not matter}). The cell's own hash is
+    `current` (this checkout's library code) when any run holds it, else the most common one: runs
+    rerun on today's code are never the exception. Runs from different warm starts (`warm_start`,
+    where stored) are refused outright. Returns the cell's code record: {"code", "states", "accepted",
+    "confounded": arms whose every run sits on a hash no other arm's run uses}."""
     accepted = dict(accepted or {})
     states = code_states(runs)
     if not states:
-        return {"code": None, "states": {}, "accepted": {}}
-    main = max(states, key=lambda c: (len(states[c]), c))
+        return {"code": None, "states": {}, "accepted": {}, "confounded": []}
+    warm = {str(r["warm_start"]) for r in runs.values() if r.get("warm_start")}
+    if len(warm) > 1:
+        raise ValueError(f"the stored runs started from {len(warm)} warm starts ({', '.join(sorted(warm))}): a cell "
+                         "compares samplers from one starting policy; rerun the others from the stored one")
+    main = current if current in states else max(states, key=lambda c: (len(states[c]), c))
     others = {c: names for c, names in states.items() if c != main}
     blank = [c for c, why in accepted.items() if not str(why).strip()]
     if blank:
@@ -120,10 +152,14 @@ def one_code(runs: dict[str, dict], accepted: dict[str, str] | None = None) -> d
     missing = {c: names for c, names in others.items() if c not in accepted}
     if missing:
         detail = "; ".join(f"{c}: {', '.join(names)}" for c, names in sorted(missing.items()))
-        raise ValueError(f"the stored runs were made by {len(states)} code states (most by {main}; other: {detail}). "
+        raise ValueError(f"the stored runs were made by {len(states)} code states (the cell's: {main}; other: {detail}). "
                          "Rerun those runs with this code (move their files away), or accept each hash with "
                          "--accept-code HASH=REASON naming the change and why it does not matter")
-    return {"code": main, "states": states, "accepted": {c: accepted[c] for c in others}}
+    arm_of = {name: name.rsplit("/", 1)[-1] for name in runs}
+    confounded = sorted(arm for arm in set(arm_of.values()) if len(states) > 1 and all(
+        arm_of[n] == arm for c in {str(runs[m].get("code") or "unknown") for m in runs if arm_of[m] == arm}
+        for n in states[c]))
+    return {"code": main, "states": states, "accepted": {c: accepted[c] for c in others}, "confounded": confounded}
 
 
 def parse_accepted(items: list[str] | None) -> dict[str, str]:

@@ -57,9 +57,8 @@ class MetricsLog:
         for stale in (self.path.parent / "evals").glob("step-*.parquet"):  # evaluations after the resume point
             if int(stale.stem.removeprefix("step-")) > step:
                 stale.unlink()
-        if self.draws_path.exists():
-            kept = [r for r in read_jsonl(self.draws_path) if r["step"] <= step]
-            io.write_text(self.draws_path, "".join(json.dumps(r) + "\n" for r in kept))
+        if self.draws_path.exists():  # streamed: a long run's draws need not fit in memory as objects
+            io.keep_lines(self.draws_path, lambda line: _step_of(line) <= step)
         if not self.path.exists():
             return
         keep = [r for r in read_metrics(self.path.parent) if r["step"] <= step]
@@ -96,10 +95,21 @@ def read_metrics(run_dir: str | Path) -> list[dict]:
     return read_jsonl(Path(run_dir) / "metrics.jsonl")
 
 
+def _step_of(line: str) -> int:
+    """The step of one draws.jsonl line, read from its head (`{"step": N, ...`) without parsing the
+    rest; a line cut off by a crash counts as past every checkpoint."""
+    head = line[:40]
+    try:
+        return int(head.split('"step":', 1)[1].split(",", 1)[0])
+    except (IndexError, ValueError):
+        return 2**62
+
+
 def read_draws(run_dir: str | Path) -> list[dict]:
     """A run's draws.jsonl: per step, every generated group's problem id, the scheduler's predicted
-    pass rate for it (asked before its outcome; NaN for a scheduler that estimates none), its right
-    answers, its size, the round it was drawn in and whether it trained."""
+    pass rate for it (asked before its outcome; None for a scheduler that estimates none), its right
+    answers, its size, the round it was drawn in and whether it was mixed (informative; a mixed group
+    can still be left out of the batch when the step's quota is full)."""
     return read_jsonl(Path(run_dir) / "draws.jsonl")
 
 

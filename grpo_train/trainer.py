@@ -169,6 +169,7 @@ class Trainer:
             self.metrics.truncate_after(self.step)
         elif self.is_main:  # a fresh run: nothing of an earlier run in this folder may pass for this one's
             self.metrics.path.unlink(missing_ok=True)
+            self.metrics.draws_path.unlink(missing_ok=True)
             shutil.rmtree(self.run_dir / "evals", ignore_errors=True)
         self.health = Health(cfg.diagnostics, history=[r for r in read_metrics(self.run_dir) if r["kind"] == "train"]
                              if ckpt is not None else None)

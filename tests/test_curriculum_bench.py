@@ -241,13 +241,29 @@ def test_a_cell_refuses_runs_of_another_code_unless_the_change_is_named_with_its
         (folder / f"seed{seed}").mkdir(parents=True, exist_ok=True)
         (folder / f"seed{seed}" / f"{arm}.json").write_text(json.dumps(
             {**_stored_arm(0.5, {"p1": 0.5, "p2": 0.5}, 10_000), "code": code}))
-    with pytest.raises(ValueError, match=r"2 code states \(most by c1; other: c2: seed1/B\).*--accept-code"):
+    with pytest.raises(ValueError, match=r"2 code states \(the cell's: c1; other: c2: seed1/B\).*--accept-code"):
         cb.assemble(tmp_path, "multi", "nolevel")
     with pytest.raises(ValueError, match="names no reason"):
         cb.assemble(tmp_path, "multi", "nolevel", accept_code={"c2": " "})
     out = cb.assemble(tmp_path, "multi", "nolevel", accept_code={"c2": "docstrings only", "c9": "unused"})
     assert out["code"] == {"code": "c1", "states": {"c1": ["seed0/A", "seed0/B", "seed1/A"], "c2": ["seed1/B"]},
-                           "accepted": {"c2": "docstrings only"}}
+                           "accepted": {"c2": "docstrings only"}, "confounded": []}
+
+
+def test_the_cells_code_is_todays_when_a_run_holds_it_and_warm_starts_never_mix():
+    from bench.run_trace import one_code
+
+    runs = {"seed0/A": {"code": "old"}, "seed0/B": {"code": "old"}, "seed1/A": {"code": "new"}}
+    # one run rerun on today's code is the cell's; the two older ones need the reason
+    with pytest.raises(ValueError, match=r"the cell's: new; other: old: seed0/A, seed0/B"):
+        one_code(runs, current="new")
+    got = one_code(runs, {"old": "the plot only"}, current="new")
+    assert got["code"] == "new" and got["confounded"] == []
+    # every B run on a hash no other arm's run uses: B's difference from the others is confounded with code
+    split = {"seed0/A": {"code": "x"}, "seed1/A": {"code": "x"}, "seed0/B": {"code": "y"}, "seed1/B": {"code": "y"}}
+    assert one_code(split, {"y": "why"}, current="x")["confounded"] == ["A", "B"]
+    with pytest.raises(ValueError, match="2 warm starts"):
+        one_code({"seed0/A": {"code": "x", "warm_start": "w1"}, "seed0/B": {"code": "x", "warm_start": "w2"}})
 
 
 def test_accepted_codes_parse_from_flags_and_refuse_a_missing_reason_marker():
@@ -293,24 +309,46 @@ def test_a_stored_run_keeps_its_steps_draws_and_every_evaluation(tmp_path):
     assert len(stamp["git"].removesuffix("+dirty")) == 40 and "cpus" in stamp["machine"]
 
 
-def test_noise_reads_evaluation_seeds_and_the_bootstrap_and_names_the_larger():
-    """#59 item 4, by hand: two seeds of two problems. Differences (0.1, 0.3) and (0.3, 0.5): seed
-    means 0.2 and 0.4, so the SE over seeds is 0.1; within seeds each variance is 0.02, so the
-    evaluation SE is sqrt(2 x 0.02 / 2) / 2 = 0.0707. The bootstrap sees both sources."""
+def test_noise_reads_evaluation_problems_seeds_and_the_bootstrap_and_names_the_larger():
+    """#59 item 4, by hand: two seeds of two problems, k = 5. Arm a (0.6, 0.8) and (0.8, 1.0), arm b
+    0.5 everywhere: differences (0.1, 0.3) and (0.3, 0.5). Seed means 0.2 and 0.4: SE over seeds 0.1.
+    Problem means over seeds 0.2 and 0.4: SE over problems 0.1. Evaluation (binomial, k - 1 = 4):
+    sqrt(sum of pa(1 - pa) + 0.25 over the 4 cells / 4) / 4."""
     from bench.curriculum_stats import noise, planned_se, smallest_resolvable
 
-    got = noise([{"a": 0.1, "b": 0.3}, {"a": 0.3, "b": 0.5}], draws=4000)
+    a = [{"x": 0.6, "y": 0.8}, {"x": 0.8, "y": 1.0}]
+    b = [{"x": 0.5, "y": 0.5}, {"x": 0.5, "y": 0.5}]
+    got = noise(a, b, k=5, draws=4000)
     assert got["mean"] == pytest.approx(0.3) and got["se_seeds"] == pytest.approx(0.1)
-    assert got["se_evaluation"] == pytest.approx(np.sqrt(0.02) / 2)
-    assert got["larger"] in ("seeds", "bootstrap") and got["se_larger"] >= 0.1
+    assert got["se_problems"] == pytest.approx(0.1)
+    cells = (0.24 + 0.25) + (0.16 + 0.25) + (0.16 + 0.25) + (0.0 + 0.25)
+    assert got["se_evaluation"] == pytest.approx(np.sqrt(cells / 4) / 4)
+    # k = 5 answers per problem and 2 problems: evaluation sampling (0.160) outweighs the rest
+    assert got["larger"] == "evaluation" and got["se_larger"] == got["se_evaluation"] and got["df"] is None
     assert 0.05 < got["se_bootstrap"] < 0.15 and got["training_noise_measured"]
-    one = noise([{"a": 0.1, "b": 0.3}])  # one seed: training noise unmeasured, never the larger by NaN
-    assert not one["training_noise_measured"] and np.isnan(one["se_seeds"]) and one["larger"] != "seeds"
+    one = noise(a[:1], b[:1])  # one seed, no k: training and evaluation noise unmeasured, never the larger
+    assert not one["training_noise_measured"] and np.isnan(one["se_seeds"]) and np.isnan(one["se_evaluation"])
+    assert one["larger"] in ("problems", "bootstrap") and one["df"] is None
     with pytest.raises(ValueError, match="same problems"):
-        noise([{"a": 0.1}, {"b": 0.1}])
-    assert smallest_resolvable(0.01) == pytest.approx(0.028)
+        noise([{"x": 0.1}], [{"y": 0.1}])
+    assert smallest_resolvable(0.01) == pytest.approx(0.028, abs=1e-4)
+    assert smallest_resolvable(0.01, df=2) == pytest.approx(0.0536, abs=2e-4)  # t: 4.30 + 1.06
     # p = 0.5 on 100 problems at k = 32, 4 seeds: sqrt(2 x 0.25 / 32 / 100 / 4) = 0.00625; a training
-    # sd of 0.02 per seed gives 0.01 over 4 seeds, the larger
+    # sd of 0.02 per seed gives 0.01 over 4 seeds, the larger, read with t at 3 degrees of freedom
     plan = planned_se(np.full(100, 0.5), k=32, seeds=4, training_sd=0.02)
     assert plan["se_evaluation"] == pytest.approx(0.00625) and plan["se_training"] == pytest.approx(0.01)
-    assert plan["smallest_resolvable"] == pytest.approx(0.028)
+    assert plan["df"] == 3 and plan["smallest_resolvable"] == pytest.approx(smallest_resolvable(0.01, 3))
+
+
+def test_noise_on_shared_problem_effects_matches_a_simulation():
+    """Problems shared by every seed carry one effect each: the problems' SE must see it once, not
+    divided by the seeds. 400 problems, effect sd 0.1, 3 seeds, evaluation sd 0.05: the SE over
+    problems is about sqrt(0.1^2 + 0.05^2 / 3) / sqrt(400) = 0.0052."""
+    from bench.curriculum_stats import noise
+
+    rng = np.random.default_rng(1)
+    effect = rng.normal(0, 0.1, 400)
+    a = [dict(enumerate(0.5 + effect + rng.normal(0, 0.05, 400))) for _ in range(3)]
+    b = [dict(enumerate(np.full(400, 0.5))) for _ in range(3)]
+    got = noise(a, b, draws=500)
+    assert got["se_problems"] == pytest.approx(np.sqrt(0.1 ** 2 + 0.05 ** 2 / 3) / 20, rel=0.1)

@@ -433,3 +433,18 @@ def test_refresh_trigger_centre_against_surprise(trigger, counts, fires):
     from grpo_train.metrics import refresh_triggered
 
     assert refresh_triggered(trigger, 0.25, counts, 0.5) is fires
+
+
+def test_a_resume_cuts_the_draws_past_its_checkpoint_streaming_and_a_cut_off_line(tmp_path):
+    """The draws of steps after the checkpoint (and a last line cut off by a crash) go; earlier ones stay."""
+    from grpo_train.metrics import MetricsLog, read_draws
+
+    log = MetricsLog(tmp_path, enabled=False)
+    log.enabled = True  # no tensorboard writer needed for the draws
+    for step in (1, 2, 3):
+        log.write_draws(step, {"id": [f"p{step}"], "predicted": [None]})
+    with open(log.draws_path, "a") as fh:
+        fh.write('{"step": 4, "id": ["p4"')  # a crash mid-write
+    log.truncate_after(2)
+    assert [d["step"] for d in read_draws(tmp_path)] == [1, 2]
+    assert log.draws_path.read_text().endswith("\n")

@@ -41,6 +41,19 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     return _atomic(path, write)
 
 
+def keep_lines(path: str | os.PathLike, keep: Callable[[str], bool]) -> Path:
+    """Rewrite a text file with only the lines `keep` accepts, streamed (the file need not fit in
+    memory), atomically; a last line without its newline gets one."""
+
+    def write(tmp: str) -> None:
+        with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as out:
+            for line in src:
+                if line.strip() and keep(line):
+                    out.write(line if line.endswith("\n") else line + "\n")
+
+    return _atomic(path, write)
+
+
 def write_json(path: str | os.PathLike, obj) -> Path:
     return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 
