@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from grpo_data.curriculum.allocation import Sizing, expected_informative, needs_more
+from grpo_data.curriculum.allocation import Sizing, deal_by_answers, expected_informative, needs_more
 from grpo_data.curriculum.stats import DEFAULT_BAND
 from grpo_data.generation.rollouts import RolloutSampler, ScoredGroup
 from grpo_data.tables.problems import question_text
@@ -308,12 +308,13 @@ class RolloutBatcher:
     def _scheduled(self, budget: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """(problems, sizes) for each rank in one round of `budget` answers over all ranks, from a
         scheduler that sizes its own groups (`sample_sized`: sGPO's about 1/p each, within [n_min,
-        n_max]), dealt to the ranks in turn. Every rank asks the same (identical) scheduler, so all
-        agree on the round; a pool smaller than the ranks repeats problems."""
+        n_max]), each to the rank with the fewest answers so far (`deal_by_answers`: lock-step ranks get
+        about equal work). Every rank asks the same (identical) scheduler, so all agree on the round; a
+        pool smaller than the ranks repeats problems."""
         idx, sizes = self.scheduler.sample_sized(budget, self.sizing.n_min, self.sizing.n_max)
         if idx.size < self.world_size:
             idx, sizes = np.resize(_nonempty(idx), self.world_size), np.resize(sizes, self.world_size)
-        return [(idx[r :: self.world_size], sizes[r :: self.world_size]) for r in range(self.world_size)]
+        return [(idx[rows], sizes[rows]) for rows in deal_by_answers(sizes, self.world_size)]
 
     def _sequential(self, budget: int, batch: RolloutBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[Group]]:
         """Answers in rounds of round_size, `budget` answers over all ranks: about budget / (2 round_size)

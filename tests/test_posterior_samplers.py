@@ -23,7 +23,7 @@ def test_closest_to_the_target_nearest_first_with_ties_at_random():
 
 
 def test_thompson_posteriors_count_each_groups_answers_and_steer_draws_to_the_target():
-    ts = ThompsonScheduler(3, seed=0)
+    ts = ThompsonScheduler(3, ThompsonConfig(pooled_strength=0.0), seed=0)  # the fixed Beta(1, 1) prior
     ts.update(np.array([0, 1, 2, 0]), np.array([8, 0, 4, 8]), 8)
     assert ts.a.tolist() == [17.0, 1.0, 5.0] and ts.b.tolist() == [1.0, 9.0, 5.0]
     assert ts.pass_rate(np.array([0, 1, 2])) == pytest.approx([17 / 18, 1 / 10, 0.5])
@@ -31,10 +31,30 @@ def test_thompson_posteriors_count_each_groups_answers_and_steer_draws_to_the_ta
     firsts = [int(ts.sample(1)[0]) for _ in range(300)]
     assert firsts.count(2) > 250 and ts.stats()["seen"] == 3
     # a discount shrinks the evidence above the prior at every optimizer step
-    slow = ThompsonScheduler(1, ThompsonConfig(decay=0.5))
+    slow = ThompsonScheduler(1, ThompsonConfig(decay=0.5, pooled_strength=0.0))
     slow.update(np.array([0]), np.array([6]), 8)
     slow.tick()
     assert slow.a.tolist() == [4.0] and slow.b.tolist() == [2.0]  # 1 + 0.5 x 6, 1 + 0.5 x 2
+
+
+def test_a_pooled_prior_keeps_unseen_problems_of_a_solved_pool_from_filling_batches():
+    """A 4,000-problem pool: 200 problems seen at 0.5 (Beta counts 8 / 8), 1,800 seen always right,
+    2,000 unseen. The pool's pass rate so far is about 0.95, so an unseen problem's prior is Beta(1.9,
+    0.1) and it seldom draws near 0.5: the known half-right problems take most of each batch. With a
+    uniform per-problem prior the 2,000 unseen ones, drawing uniformly, take most of it."""
+    from grpo_data.curriculum.posterior_samplers import pooled_prior
+
+    a0, b0 = pooled_prior(9, 19, 2.0)  # (9 + 1) / (19 + 2) = 10 / 21
+    assert a0 == pytest.approx(20 / 21) and b0 == pytest.approx(22 / 21)
+
+    def share_of_known(strength):
+        ts = ThompsonScheduler(4000, ThompsonConfig(pooled_strength=strength), seed=0)
+        ts.update(np.arange(200), np.full(200, 8), 16)
+        ts.update(np.arange(200, 2000), np.full(1800, 16), 16)
+        drawn = np.concatenate([ts.sample(32) for _ in range(20)])
+        return float(np.mean(drawn < 200))
+
+    assert share_of_known(2.0) > 0.6 and share_of_known(0.0) < 0.3
 
 
 def test_thompson_resumes_exactly_and_refuses_bad_settings(tmp_path):
@@ -46,8 +66,20 @@ def test_thompson_resumes_exactly_and_refuses_bad_settings(tmp_path):
     assert ts.sample(8).tolist() == again.sample(8).tolist()
     with pytest.raises(ValueError, match="0 < decay <= 1"):
         make_scheduler("thompson", 5, decay=0.0)
+    with pytest.raises(ValueError, match="pooled_strength >= 0"):
+        make_scheduler("thompson", 5, pooled_strength=-1)
     with pytest.raises(ValueError, match="unknown thompson scheduler setting"):
         make_scheduler("thompson", 5, lo=0.2)
+
+
+def test_groups_are_dealt_to_the_rank_with_the_fewest_answers():
+    from grpo_data.curriculum.allocation import deal_by_answers
+
+    # largest first: 16 | 16, then 4 to rank 0 (20), 2 to rank 1 (18), 2 to rank 1 (20), 2 to rank 0 (22)
+    got = deal_by_answers(np.array([16, 2, 2, 2, 4, 16]), 2)
+    assert [r.tolist() for r in got] == [[0, 3, 4], [1, 2, 5]]
+    assert [int(np.array([16, 2, 2, 2, 4, 16])[r].sum()) for r in got] == [22, 20]
+    assert [r.tolist() for r in deal_by_answers(np.array([4, 4, 4]), 3)] == [[0], [1], [2]]
 
 
 def test_sgpo_sizes_are_about_one_over_p_within_the_trainers_bounds():

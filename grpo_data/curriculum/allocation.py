@@ -239,3 +239,18 @@ class VarianceSchedule:
 
     def load_state_dict(self, state: dict) -> None:
         self.g, self.history = int(state["g"]), deque(state["history"])
+
+
+def deal_by_answers(sizes: np.ndarray, ranks: int) -> list[np.ndarray]:
+    """Positions of `sizes` dealt to `ranks` so that ranks generating in lock-step get about equal work
+    whatever the groups' sizes: largest group first, each to the rank with the fewest answers so far
+    (the lowest rank on a tie; the loads then differ by at most one group's size). Returns each rank's
+    positions in their original order."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    load = np.zeros(ranks, dtype=np.int64)
+    out: list[list[int]] = [[] for _ in range(ranks)]
+    for j in np.argsort(-sizes, kind="stable").tolist():
+        r = int(np.argmin(load))
+        out[r].append(j)
+        load[r] += sizes[j]
+    return [np.array(sorted(x), dtype=np.int64) for x in out]
