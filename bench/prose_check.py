@@ -6,7 +6,11 @@ may end with one) until the next one:
 
     <!-- results: bench/results/frontier.json bench/results/frontier-calibration-1.json -->
 
-Paths are relative to the repository and may be globs (`bench/results/curriculum-runs/**/*.json`).
+Paths are relative to the repository and may be globs (`bench/results/curriculum-runs/**/*.json`); a
+source may name subtrees, `file.json#compare.*.final_accuracy,start` (dotted keys, `*` for every key
+or item at its level, an integer for one item of a list: `evals.-1`), so that a section checks against the numbers it quotes and not a whole run.
+Sources are kept narrow: `chance_acceptance` measures the share of figures 0.000-1.000 a section's
+sources would accept, and the test bounds it.
 `<!-- results: none -->` opens a stretch that quotes no measured figure. A figure is a decimal with
 at least two places (0.673, +0.052, 1.02x, 3,667.5). It is sourced when a number stored in those
 files (anywhere in their JSON, per-problem maps and draws left out) rounds to it at the places it is
@@ -32,8 +36,8 @@ SOURCES = re.compile(r"<!--\s*results:\s*(.*?)\s*-->")
 NOT_STORED = re.compile(r"<!--\s*not-stored:\s*([^:]*?)\s*:\s*(.+?)\s*-->")
 THRESHOLD = re.compile(r"(?:>=|<=|>|<|≥|≤|within)\s*$")
 CODE = re.compile(r"`[^`]*`")
-# a decimal with >= 2 places, not part of a version (1.2.3), a hash or an exponent (6.0e-5)
-FIGURE = re.compile(r"(?<![\w.])[+-]?\d{1,3}(?:,\d{3})*\.\d{2,}(?![\d.]\d|e[-+]?\d|[A-Za-z_])")
+# a decimal with >= 2 places (a ratio's "1.02x" too), not part of a version (1.2.3), a hash or an exponent (6.0e-5)
+FIGURE = re.compile(r"(?<![\w.])[+-]?\d{1,3}(?:,\d{3})*\.\d{2,}(?![\d.]\d|e[-+]?\d|[A-Za-wyz_]|x\w)")
 
 
 @dataclass(frozen=True)
@@ -77,17 +81,70 @@ def sourced(figure: str, numbers: list[float]) -> bool:
     return any(abs(v - value) <= half or abs(-v - value) <= half for v in numbers)
 
 
+def select(tree, path: str) -> list:
+    """The subtrees at a dotted key path; `*` stands for every key (or item) at its level."""
+    nodes = [tree]
+    for part in path.split("."):
+        nxt = []
+        for node in nodes:
+            if part == "*":
+                nxt.extend(node.values() if isinstance(node, dict) else node if isinstance(node, list) else [])
+            elif isinstance(node, dict) and part in node:
+                nxt.append(node[part])
+            elif isinstance(node, list) and part.lstrip("-").isdigit() and -len(node) <= int(part) < len(node):
+                nxt.append(node[int(part)])
+        nodes = nxt
+    return nodes
+
+
 def _load(patterns: list[str], root: Path, cache: dict) -> tuple[list[float], list[str]]:
+    """The numbers of every source: `glob` (whole files) or `glob#path,path` (only those subtrees).
+    A glob matching no file, or a key path matching nothing in any of the glob's files, is reported
+    missing."""
     numbers, missing = [], []
     for pattern in patterns:
-        paths = sorted(root.glob(pattern))
+        glob, _, keys = pattern.partition("#")
+        paths, hits = sorted(root.glob(glob)), {}
         if not paths:
             missing.append(pattern)
         for path in paths:
             if path not in cache:
-                cache[path] = stored_numbers(json.loads(path.read_text()))
-            numbers.extend(cache[path])
+                cache[path] = json.loads(path.read_text())
+            if not keys:
+                numbers.extend(stored_numbers(cache[path]))
+                continue
+            for key in keys.split(","):
+                found = select(cache[path], key)
+                hits[key] = hits.get(key, 0) + len(found)
+                numbers.extend(n for sub in found for n in stored_numbers(sub))
+        missing += [f"{glob}#{key}" for key in keys.split(",") if keys and paths and not hits.get(key)]
     return numbers, missing
+
+
+def chance_acceptance(numbers: list[float], places: int = 3) -> float:
+    """The share of figures 0.000 ... 1.000 (at `places`) a set of stored numbers would source: how
+    narrow a section's sources are (near 1, any figure passes and the check says nothing)."""
+    import numpy as np
+
+    stored = np.unique(np.abs(np.asarray(numbers, dtype=np.float64)))
+    if stored.size == 0:
+        return 0.0
+    grid = np.arange(10**places + 1) / 10**places
+    at = np.clip(np.searchsorted(stored, grid), 1, stored.size - 1) if stored.size > 1 else np.zeros(grid.size, int)
+    near = np.minimum(np.abs(stored[at] - grid), np.abs(stored[np.maximum(at - 1, 0)] - grid))
+    return float(np.mean(near <= 0.5 * 10**-places + 1e-9))
+
+
+def sections(text: str, root: Path = ROOT, cache: dict | None = None) -> list[tuple[int, str, float]]:
+    """Each `<!-- results: ... -->` of a text: its line, its sources, and their chance acceptance."""
+    cache = {} if cache is None else cache
+    out = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        found = SOURCES.search(line)
+        if found and found.group(1).split() != ["none"]:
+            numbers, _ = _load(found.group(1).split(), root, cache)
+            out.append((no, found.group(1), chance_acceptance(numbers)))
+    return out
 
 
 def check_text(text: str, name: str, root: Path = ROOT, cache: dict | None = None) -> list[Unsourced]:

@@ -13,6 +13,22 @@ def test_every_figure_in_readme_and_docs_results_is_stored_in_its_sections_resul
     assert not unsourced, "\n".join(map(str, unsourced))
 
 
+def test_every_sections_sources_are_narrow_enough_to_fail_a_wrong_figure():
+    """A section whose sources hold numbers near every figure checks nothing: each section's sources
+    accept at most 35% of the figures 0.000-1.000 (whole run folders accepted 82%; key paths fix it)."""
+    wide = [(f, no, round(acc, 2)) for f in pc.CHECKED for no, _, acc in pc.sections((pc.ROOT / f).read_text())
+            if acc > 0.35]
+    assert not wide, wide
+
+
+def test_a_drifted_figure_planted_in_readmes_where_it_stands_fails():
+    text = (pc.ROOT / "README.md").read_text()
+    planted = text.replace("against uniform + DAPO's 0.19-0.38", "against uniform + DAPO's 0.19-0.777")
+    assert planted != text
+    got = pc.check_text(planted, "README.md")
+    assert [u.figure for u in got] == ["0.777"]
+
+
 @pytest.fixture()
 def results(tmp_path):
     (tmp_path / "r.json").write_text(json.dumps({"gain": {"mean": 0.08939, "se": 0.00945}, "ratio": 1.0213,
@@ -36,6 +52,17 @@ def test_a_difference_quoted_the_other_way_round_counts_and_rounding_is_at_the_p
 def test_figures_before_any_source_and_missing_files_are_named(results):
     got = pc.check_text("Up 0.089.\n<!-- results: nope/*.json -->\n0.089", "d.md", results)
     assert [(u.line, u.figure) for u in got] == [(1, "0.089"), (2, "nope/*.json"), (3, "0.089")]
+
+
+def test_key_paths_narrow_a_source_to_the_numbers_a_section_quotes(results):
+    text = "<!-- results: r.json#gain.mean -->\n+0.089 and 1.02x"
+    assert [u.figure for u in pc.check_text(text, "d.md", results)] == ["1.02"]
+    assert pc.check_text("<!-- results: r.json#gain.*,ratio -->\n0.009 1.02", "d.md", results) == []
+    missing = pc.check_text("<!-- results: r.json#nothing.here -->\n", "d.md", results)
+    assert [u.figure for u in missing] == ["r.json#nothing.here"]
+    tree = {"evals": [{"a": 0.1}, {"a": 0.2}], "x": {"p": {"a": 0.3}, "q": {"a": 0.4}}}
+    assert pc.select(tree, "evals.-1.a") == [0.2] and pc.select(tree, "x.*.a") == [0.3, 0.4]
+    assert pc.chance_acceptance([0.5]) == pytest.approx(1 / 1001) and pc.chance_acceptance([]) == 0.0
 
 
 def test_not_read_as_figures_thresholds_code_versions_and_excused_ones(results):
