@@ -19,8 +19,9 @@ logger = logging.getLogger(__name__)
 
 
 class MetricsLog:
-    """metrics.jsonl + tensorboard, and draws.jsonl (per step, every generated group: its problem, the
-    scheduler's prediction, its outcome), written by rank 0 only."""
+    """metrics.jsonl + tensorboard, and draws.jsonl (per step, every group the training rounds generated:
+    its problem, the scheduler's prediction, its outcome; a refresh's samples are counted in the step's
+    refresh_rollouts, not drawn there), written by rank 0 only."""
 
     def __init__(self, folder: Path, enabled: bool) -> None:
         self.enabled = enabled
@@ -106,7 +107,8 @@ def _step_of(line: str) -> int:
 
 
 def read_draws(run_dir: str | Path) -> list[dict]:
-    """A run's draws.jsonl: per step, every generated group's problem id, the scheduler's predicted
+    """A run's draws.jsonl: per step, every group its training rounds generated (refresh samples are
+    not drawn: they are counted in refresh_rollouts): its problem id, the scheduler's predicted
     pass rate for it (asked before its outcome; None for a scheduler that estimates none), its right
     answers, its size, the round it was drawn in and whether it was mixed (informative; a mixed group
     can still be left out of the batch when the step's quota is full)."""

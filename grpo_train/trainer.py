@@ -6,8 +6,9 @@ metrics, held-out evaluation, checkpoints and exact resume of the learner and sc
 Run folder (`run.out`):
     resolved_config.yaml     the config after defaults and overrides
     metrics.jsonl            one JSON object per step (and per evaluation, "kind": "eval")
-    draws.jsonl              per step, every generated group: problem id, the scheduler's predicted
-                             pass rate (asked before the outcome), right answers, size, round, mixed
+    draws.jsonl              per step, every group a training round generated (refresh samples are
+                             not): problem id, the scheduler's predicted pass rate (asked before the
+                             outcome), right answers, size, round, mixed
     tb/                      the same metrics for tensorboard
     checkpoints/step-NNNNNN/ hf/ (save_pretrained export), ds/ (DeepSpeed state), scheduler/,
                              state.json (step, counters), rng.npz (python/numpy/torch RNG states),
