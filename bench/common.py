@@ -43,6 +43,19 @@ def machine() -> dict:
     return info
 
 
+def git_state(root: Path | None = None) -> str:
+    """The checkout's commit, with "+dirty" when tracked files differ from it ("unknown" outside git)."""
+    import subprocess
+
+    root = root or Path(__file__).resolve().parent.parent
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
+    if head.returncode != 0:
+        return "unknown"
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
+                           text=True)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def write_result(name: str, result: dict, out_dir: Path | None = None) -> Path:
     """bench/results/NAME.json with the machine and time added."""
     out = (out_dir or RESULTS) / f"{name}.json"
@@ -210,8 +223,6 @@ def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inp
     if found is not None:
         print(f"{out / name}: reusing the finished run", flush=True)
         return found
-    from bench.run_trace import git_state
-
     started, git = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_state()  # the checkout that runs it
     records, seconds = train_run(name, args, base, out)
     io.write_json(out / name / "bench-key.json", {"key": key, "seconds": seconds, "started": started,

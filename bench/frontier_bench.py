@@ -110,10 +110,11 @@ def plot(result: dict, levels: dict[str, int], path: Path) -> Path:
 
 def run(out: Path | None = None) -> dict:
     from bench import run_trace
+    from bench.common import git_state
     from grpo_train.metrics import latest_checkpoint, read_metrics
     from pipelines.pipeline import load_spec, profile_stage, run_pipeline
 
-    started, git = run_trace.now(), run_trace.git_state()
+    started, git = run_trace.now(), git_state()
     spec = load_spec(PIPELINE)
     base = Path(out or spec["out"])
     summary = run_pipeline(PIPELINE)

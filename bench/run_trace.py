@@ -17,11 +17,8 @@ states unless someone says why.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
 
 # the per-step fields a stored run keeps (metrics.jsonl's names), and the counts derived from them
 STEP_FIELDS = ("step", "groups_generated", "groups_all_right_share", "groups_all_wrong_share", "groups_mixed_share",
@@ -34,20 +31,10 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def git_state(root: Path = ROOT) -> str:
-    """The checkout's commit, with "+dirty" when tracked files differ from it ("unknown" outside git)."""
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True)
-    if head.returncode != 0:
-        return "unknown"
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
-                           text=True)
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
 def stamp(started: str, git: str | None = None) -> dict:
     """The run's provenance: when it started (the caller's `now()` before it ran) and ended, the git
     state (the caller's `git_state()` before it ran; read now when not given) and the machine."""
-    from bench.common import machine
+    from bench.common import git_state, machine
 
     return {"started": started, "finished": now(), "git": git or git_state(), "machine": machine()}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field, fields
 
-from grpo_data.curriculum.allocation import Sizing, VarianceSchedule
+from grpo_data.curriculum.allocation import Sizing, VarianceSchedule, reachable_group_sizes
 from grpo_data.curriculum.band_scheduler import BandConfig
 from grpo_data.curriculum.peer_schedulers import peer_config
 from grpo_data.curriculum.scheduler import PRIOR_SCHEDULERS, SCHEDULERS, SETTINGS_SCHEDULERS, prior_refusal
@@ -237,18 +237,6 @@ class RolloutConfig:
         return VarianceSchedule(self.group_size, self.g_min, self.g_max, self.g_window, self.g_low, self.g_high)
 
 
-def reachable_group_sizes(g: int, g_min: int, g_max: int) -> list[int]:
-    """Every G the variance schedule can reach from g by doubling and halving within [g_min, g_max]."""
-    out, up, down = [g], g * 2, g // 2
-    while up <= g_max:
-        out.append(up)
-        up *= 2
-    while down >= g_min:
-        out.append(down)
-        down //= 2
-    return sorted(out)
-
-
 @dataclass(frozen=True)
 class AlgoConfig:
     """advantage: any registered estimator (grpo_train.core_algos: grpo | dr_grpo | rloo | softmax_z |
@@ -346,7 +334,10 @@ class DeepSpeedSection:
 @dataclass(frozen=True)
 class RunConfig:
     """steps: optimizer steps; max_rollouts: stop early once this many rollouts were generated
-    (0 = no budget; for equal-budget comparisons); eval_every/save_every: in steps (0 = never);
+    (0 = no budget; for equal-budget comparisons); token_budget: stop once charged_tokens plus the
+    tokens generated (every one: dropped groups, screens, refresh) reach it (0 = none); charged_tokens:
+    tokens spent for this run before it (an offline profile's), on the clock of eval_every_tokens and
+    token_budget, never added to the logged tokens_generated; eval_every/save_every: in steps (0 = never);
     eval_every_rollouts / eval_every_tokens: also evaluate after the step whose rollouts / generated
     tokens (all charged) cross a multiple of this (0 = off): runs whose steps differ are read alike;
     keep_last: newest checkpoints kept (0 = keep every one); eval_k: samples per held-out problem;
@@ -360,6 +351,8 @@ class RunConfig:
     out: str = "runs/train"
     steps: int = 40
     max_rollouts: int = 0
+    token_budget: int = 0
+    charged_tokens: int = 0
     seed: int = 0
     eval_every: int = 10
     eval_every_rollouts: int = 0

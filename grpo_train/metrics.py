@@ -80,14 +80,23 @@ def eval_due(step: int, rollouts_before: int, rollouts_after: int, every_steps: 
     return by_steps or crossed(rollouts_before, rollouts_after, every_rollouts) or crossed(*tokens, every_tokens)
 
 
+def budget_spent(run, totals: dict) -> str | None:
+    """Which budget of the `run` settings the totals have reached (rollouts, or charged tokens:
+    charged_tokens + tokens generated), as a log line; None while neither is."""
+    if run.max_rollouts and totals.get("rollouts_generated", 0) >= run.max_rollouts:
+        return f"rollout budget {run.max_rollouts}"
+    if run.token_budget and run.charged_tokens + totals.get("tokens_generated", 0) >= run.token_budget:
+        return f"token budget {run.token_budget} ({run.charged_tokens} charged before the run)"
+    return None
+
+
 def run_complete(ckpt: Path | None, run) -> bool:
     """Whether the checkpoint `ckpt` ends a run with these `run` settings: all its steps done, or
-    its rollout budget (`max_rollouts`) spent."""
+    its rollout or token budget spent (`budget_spent`)."""
     if ckpt is None:
         return False
     state = json.loads((ckpt / "state.json").read_text())
-    spent = run.max_rollouts and state.get("totals", {}).get("rollouts_generated", 0) >= run.max_rollouts
-    return state["step"] >= run.steps or bool(spent)
+    return state["step"] >= run.steps or budget_spent(run, state.get("totals", {})) is not None
 
 
 def read_metrics(run_dir: str | Path) -> list[dict]:

@@ -43,6 +43,7 @@ from grpo_train.diagnostics import Health, heldout_regression
 from grpo_train.groups import Overlong, RolloutBatch, draws_record
 from grpo_train.metrics import (
     MetricsLog,
+    budget_spent,
     checkpoints_to_prune,
     coverage,
     eval_due,
@@ -343,14 +344,15 @@ class Trainer:
             return evaluating and (evaluated_at != self.step or end_k not in ks_here)
         bar = tqdm(total=cfg.steps, initial=self.step, desc="grpo train", disable=not (cfg.progress and self.is_main))
         while self.step < cfg.steps:
-            if cfg.max_rollouts and self.totals["rollouts_generated"] >= cfg.max_rollouts:
-                logger.info("rollout budget %d reached at step %d", cfg.max_rollouts, self.step)
+            spent = budget_spent(cfg, self.totals)
+            if spent:
+                logger.info("%s reached at step %d", spent, self.step)
                 if end_due():
                     self._evaluate(end_k)
                 if cfg.save_every:
                     self.save_checkpoint()
                 break
-            before, tokens_before = self.totals["rollouts_generated"], self.totals.get("tokens_generated", 0)
+            before, tokens_before = self.totals["rollouts_generated"], cfg.charged_tokens + self.totals["tokens_generated"]
             record = self.train_step()
             for w in self.health.observe(record):
                 record.setdefault("warnings", []).append({"name": w.name, "message": w.message})
@@ -361,7 +363,8 @@ class Trainer:
             bar.set_postfix(reward=f"{record['reward_mean']:.2f}", pass_rate=f"{record['batch_pass_rate']:.2f}",
                             inf=f"{record['informative_rollout_ratio']:.2f}")
             if evaluating and eval_due(self.step, before, self.totals["rollouts_generated"], cfg.eval_every,
-                                       cfg.eval_every_rollouts, (tokens_before, self.totals["tokens_generated"]),
+                                       cfg.eval_every_rollouts,
+                                       (tokens_before, cfg.charged_tokens + self.totals["tokens_generated"]),
                                        cfg.eval_every_tokens):
                 ks_here = {self._evaluate()["eval_k"]}
                 evaluated_at = self.step

@@ -447,7 +447,8 @@ def test_sequential_sampling_on_several_ranks_stays_in_lock_step_on_random_setup
 
 
 def test_the_variance_schedule_moves_g_and_keeps_the_answers_per_step():
-    from grpo_train.config import RolloutConfig, reachable_group_sizes
+    from grpo_data.curriculum.allocation import reachable_group_sizes
+    from grpo_train.config import RolloutConfig
 
     ro = RolloutConfig(group_size=8, batch_groups=16, g_schedule="variance", g_window=2, g_high=0.2, g_min=4, g_max=16)
     s = ro.variance_schedule()

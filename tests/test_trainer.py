@@ -448,3 +448,17 @@ def test_a_resume_cuts_the_draws_past_its_checkpoint_streaming_and_a_cut_off_lin
     log.truncate_after(2)
     assert [d["step"] for d in read_draws(tmp_path)] == [1, 2]
     assert log.draws_path.read_text().endswith("\n")
+
+
+def test_a_run_stops_at_its_rollout_or_charged_token_budget():
+    """run.token_budget counts the tokens charged before the run (an offline profile's) with the run's
+    own; the logged tokens_generated stays the run's own."""
+    from grpo_train.config import RunConfig
+    from grpo_train.metrics import budget_spent
+
+    assert budget_spent(RunConfig(max_rollouts=100), {"rollouts_generated": 99}) is None
+    assert budget_spent(RunConfig(max_rollouts=100), {"rollouts_generated": 100}) == "rollout budget 100"
+    run = RunConfig(token_budget=50_000, charged_tokens=20_000)
+    assert budget_spent(run, {"tokens_generated": 29_999}) is None
+    assert budget_spent(run, {"tokens_generated": 30_000}).startswith("token budget 50000 (20000 charged")
+    assert budget_spent(RunConfig(), {"rollouts_generated": 10**9, "tokens_generated": 10**12}) is None

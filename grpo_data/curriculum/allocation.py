@@ -254,3 +254,15 @@ def deal_by_answers(sizes: np.ndarray, ranks: int) -> list[np.ndarray]:
         out[r].append(j)
         load[r] += sizes[j]
     return [np.array(sorted(x), dtype=np.int64) for x in out]
+
+
+def reachable_group_sizes(g: int, g_min: int, g_max: int) -> list[int]:
+    """Every G the variance schedule can reach from g by doubling and halving within [g_min, g_max]."""
+    out, up, down = [g], g * 2, g // 2
+    while up <= g_max:
+        out.append(up)
+        up *= 2
+    while down >= g_min:
+        out.append(down)
+        down //= 2
+    return sorted(out)
