@@ -186,7 +186,7 @@ def input_hashes(inputs: list[str]) -> dict[str, str]:
     return files
 
 
-def completed(run_dir, key: dict, budget: int) -> tuple[list[dict], float] | None:
+def completed(run_dir, key: dict, budget: int | dict) -> tuple[list[dict], float] | None:
     """(records, seconds) of a finished run in run_dir with this exact key (reused when the
     benchmark is run again after a stop), else None: any difference in config, code or inputs, a
     missing key, an unfinished or unreadable run all mean run it again."""
@@ -206,14 +206,19 @@ def completed(run_dir, key: dict, budget: int) -> tuple[list[dict], float] | Non
     return (records, saved["seconds"]) if finished(records, budget) else None
 
 
-def finished(records: list[dict], budget: int) -> bool:
-    """A run's metrics records reach the budget in training rollouts and end with an evaluation."""
+def finished(records: list[dict], budget: int | dict) -> bool:
+    """A run's metrics records reach the budget and end with an evaluation. `budget`: training
+    rollouts, or {"tokens": N, "charged": C}: generated tokens plus the C charged before the run."""
     trains = [r for r in records if r["kind"] == "train"]
-    return bool(trains) and trains[-1]["rollouts_generated"] >= budget and records[-1]["kind"] == "eval"
+    if not trains or records[-1]["kind"] != "eval":
+        return False
+    if isinstance(budget, dict):
+        return trains[-1].get("tokens_generated", 0) + budget["charged"] >= budget["tokens"]
+    return trains[-1]["rollouts_generated"] >= budget
 
 
 def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inputs: list[str],
-                     budget: int) -> tuple[list[dict], float]:
+                     budget: int | dict) -> tuple[list[dict], float]:
     """`train_run`, or the finished run already in out/NAME when it was made with the same config,
     code and inputs (`run_key`): a stopped benchmark picks up where it stopped."""
     from grpo_data.tables import io

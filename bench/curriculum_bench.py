@@ -55,7 +55,19 @@ ARMS: dict[str, dict] = {
     "Aw": {"overrides": ["scheduler.name=band", "scheduler.refresh_every=10", "scheduler.refresh_size=32",
                          "scheduler.refresh_k=4", "scheduler.refresh_drift=0.25"], "profile": False,
            "prior_profile": True},
+    # issue #59's peers: Thompson sampling over Beta posteriors (marin #8765), and sGPO (arXiv 2606.08854) from
+    # its own fixed-k profile (charged), sizes about 1/p served by rollout.sizing=scheduler
+    "TS": {"overrides": ["scheduler.name=thompson"], "profile": False},
+    "SG": {"overrides": ["scheduler.name=sgpo", "rollout.sizing=scheduler"], "profile": True,
+           "profile_settings": {"adaptive": False, "k": 8}},
 }
+FRONTIER_ONLY = ("TS", "SG")  # arms registered on the frontier world only (issue #59)
+
+
+def arms_for(regime: str) -> tuple[str, ...]:
+    """The arms a regime's registration asks: every arm, the frontier-only ones on the frontier world only."""
+    frontier = REGIMES[regime].get("world") == "frontier"
+    return tuple(a for a in ARMS if frontier or a not in FRONTIER_ONLY)
 # shared by every arm; lr is the one setting chosen on validation (for B, applied to all: LR_CANDIDATES)
 TRAINING = ("rollout.group_size=8", "rollout.batch_groups=8", "rollout.max_rounds=4", "rollout.dynamic_resampling=true",
             "rollout.oversample=1.25", "rollout.max_tokens=128", "rollout.temperature=1.0", "scheduler.lo=0.2",
@@ -65,7 +77,12 @@ LR_CANDIDATES = (3e-5, 1e-4)
 # a regime's "overrides" come after TRAINING and before the arm's own; "temperature" is also the profile's
 REGIMES = {"multi": {"pool": 200, "budget": 8_000}, "one_pass": {"pool": 800, "budget": 7_000},
            # Amendment 4: the multi regime sampled (trained, profiled, refreshed, evaluated) at T = 0.6
-           "multi_t06": {"pool": 200, "budget": 8_000, "overrides": ["rollout.temperature=0.6"], "temperature": 0.6}}
+           "multi_t06": {"pool": 200, "budget": 8_000, "overrides": ["rollout.temperature=0.6"], "temperature": 0.6},
+           # issue #59: the frontier world's whole pool from its stored warm start, runs bounded and evaluated in
+           # charged generated tokens (`tokens`, evaluated at k = EVAL_K_ENDS every `eval_tokens`); the values are
+           # the registered comparison's (bench/PREREGISTRATION.md), set when it is registered
+           "frontier": {"pool": None, "budget": None, "tokens": None, "eval_tokens": None, "world": "frontier",
+                        "overrides": ["rollout.batch_groups=16"]}}
 CONDITIONS = ("nolevel", "level")
 EVAL_EVERY = 2_000
 EVAL_K, EVAL_K_ENDS = 4, 32
@@ -79,9 +96,19 @@ def arm_overrides(arm: str, regime: str = "multi") -> list[str]:
     return [*TRAINING, *REGIMES[regime].get("overrides", []), *ARMS[arm]["overrides"]]
 
 
-def profile_settings(regime: str) -> dict:
-    """Arm A's offline profile: PROFILE, sampled at the regime's temperature (the one training uses)."""
-    return {**PROFILE, **({"temperature": REGIMES[regime]["temperature"]} if "temperature" in REGIMES[regime] else {})}
+def profile_settings(regime: str, arm: str = "A") -> dict:
+    """An arm's offline profile: PROFILE with the arm's own settings (SG's fixed k), sampled at the
+    regime's temperature (the one training uses)."""
+    return {**PROFILE, **ARMS[arm].get("profile_settings", {}),
+            **({"temperature": REGIMES[regime]["temperature"]} if "temperature" in REGIMES[regime] else {})}
+
+
+def registered(regime: str) -> None:
+    """Refuse a regime whose budget is not set yet (the frontier's waits for its registration)."""
+    missing = [k for k in ("budget", "tokens", "eval_tokens") if k in REGIMES[regime] and REGIMES[regime][k] is None]
+    if missing:
+        raise ValueError(f"the {regime} regime's {', '.join(missing)} are set when its comparison is registered "
+                         "(bench/PREREGISTRATION.md, issue #59): register them before any run")
 
 
 def training_budget(budget: int, cost: dict) -> int:
@@ -125,7 +152,8 @@ def choose_default(seeds: list[dict], tie_in_se: float = 2.0) -> dict:
 
 
 def preregistered_arms(readme: Path) -> set[str]:
-    """The arm names the pre-registration entry in bench/README.md lists (its `Arms:` lines)."""
+    """The arm names the pre-registration entry and its curriculum amendments list (bold `- **NAME**`
+    lines), in bench/PREREGISTRATION.md (or bench/README.md, its regenerated copy)."""
     text = readme.read_text()
     head = "## Pre-registration: curriculum benchmark"
     if head not in text:
@@ -143,11 +171,44 @@ RUNS = "curriculum-runs"  # under the results folder: one JSON per finished arm 
 LR_FILE = "curriculum_lr.json"  # under the results folder: the learning rate chosen on validation
 
 
-def base_args(policy: Path, heldout: Path, pool: Path, lr: float) -> list[str]:
-    """What every run of the benchmark shares besides TRAINING: model, data, lr and evaluation."""
+def base_args(policy: Path, heldout: Path, pool: Path, lr: float, regime: str = "multi") -> list[str]:
+    """What every run of the benchmark shares besides TRAINING: model, data, lr and evaluation. A
+    regime bounded in tokens evaluates at k = EVAL_K_ENDS every `eval_tokens` charged tokens (paired at
+    fixed token budgets); the others at k = EVAL_K every EVAL_EVERY rollouts, k = EVAL_K_ENDS at the ends."""
+    every = ([f"run.eval_every_tokens={REGIMES[regime]['eval_tokens']}", "run.eval_every_rollouts=0",
+              f"run.eval_k={EVAL_K_ENDS}"] if REGIMES[regime].get("tokens")
+             else [f"run.eval_every_rollouts={EVAL_EVERY}", f"run.eval_k={EVAL_K}"])
     return [f"model={policy}", f"data.heldout={heldout}", f"data.train={pool}", f"optim.lr={lr}",
-            "optim.minibatches=1", "run.steps=100000", "run.eval_every=0", f"run.eval_every_rollouts={EVAL_EVERY}",
-            f"run.eval_k={EVAL_K}", f"run.eval_k_ends={EVAL_K_ENDS}", "run.save_every=0", "run.progress=false"]
+            "optim.minibatches=1", "run.steps=100000", "run.eval_every=0", *every,
+            f"run.eval_k_ends={EVAL_K_ENDS}", "run.save_every=0", "run.progress=false"]
+
+
+def budget_args(regime: str, cost: dict) -> list[str]:
+    """An arm's stop: the regime's rollouts less its profile's, or (a regime bounded in tokens) its
+    charged-token budget with the profile's tokens charged from the start."""
+    if REGIMES[regime].get("tokens"):
+        return ["run.max_rollouts=0", f"run.token_budget={REGIMES[regime]['tokens']}", f"run.charged_tokens={cost['tokens']}"]
+    return [f"run.max_rollouts={training_budget(REGIMES[regime]['budget'], cost)}"]
+
+
+FRONTIER_WARM_START = "frontier-warm-start"  # under the results folder: the frontier calibration's warm start
+
+
+def stored_warm_start(results: Path, name: str) -> Path:
+    """A warm start stored under `results` (committed: every session trains from the same weights),
+    checked against the weights hash its bootstrap.json records."""
+    import json
+
+    from grpo_data.profile_metadata import weights_hash
+
+    stored = Path(results) / name
+    if not (stored / "model.safetensors").exists():
+        raise FileNotFoundError(f"{stored} is missing: restore it from git (it is the registered warm start)")
+    recorded = json.loads((stored / "bootstrap.json").read_text()).get("weights_hash")
+    if weights_hash(str(stored)) != recorded:
+        raise ValueError(f"{stored}: its weights hash {weights_hash(str(stored))} is not the {recorded} its "
+                         "bootstrap.json records (a damaged copy, or a Git LFS pointer): restore it from git")
+    return stored
 
 
 def _setup(workdir: Path, regime: str, condition: str, results: Path) -> dict:
@@ -158,25 +219,33 @@ def _setup(workdir: Path, regime: str, condition: str, results: Path) -> dict:
 
     if regime not in REGIMES or condition not in CONDITIONS:
         raise ValueError(f"regime {regime!r} / condition {condition!r}: choose from {sorted(REGIMES)} / {CONDITIONS}")
-    policy = sweep_warm_start(results)
-    paths = write_world("runs/world")
+    if REGIMES[regime].get("world") == "frontier":  # its own world and stored warm start (issue #59)
+        policy = stored_warm_start(results, FRONTIER_WARM_START)
+        paths = write_world("runs/frontier-world", preset="frontier")
+    else:
+        policy = sweep_warm_start(results)
+        paths = write_world("runs/world")
     pool = workdir / f"pool-{regime}-{condition}.parquet"
-    table = pool_table(pl.read_parquet(paths["train"]), REGIMES[regime]["pool"], condition == "level")
+    train = pl.read_parquet(paths["train"])
+    table = pool_table(train, REGIMES[regime]["pool"] or train.height, condition == "level")
     if not pool.exists() or not pl.read_parquet(pool).equals(table):
         io.write_parquet(pool, table)
     return {"policy": policy, "paths": paths, "pool": pool, "pool_size": table.height}
 
 
-def _profile(setup: dict, workdir: Path, seed: int, regime: str) -> tuple[str, dict, float]:
-    """Arm A's offline profile of the pool, its own draw per seed: (path, cost, wall seconds)."""
+def _profile(setup: dict, workdir: Path, seed: int, regime: str, arm: str = "A") -> tuple[str, dict, float]:
+    """An arm's offline profile of the pool (A's, or SG's fixed-k one), its own draw per seed: (path,
+    cost, wall seconds)."""
     import time
 
     from grpo_data.tables.profile_table import read_profile
     from pipelines import pipeline
 
-    out = workdir / f"profile-{setup['pool'].stem}-seed{seed}.parquet"
+    settings = profile_settings(regime, arm)
+    tag = "" if settings == profile_settings(regime) else f"-{arm}"  # an arm's own profile settings: its own file
+    out = workdir / f"profile-{setup['pool'].stem}{tag}-seed{seed}.parquet"
     start = time.monotonic()
-    pipeline.profile_stage(str(setup["policy"]), setup["pool"], profile_settings(regime), out, seed=seed)
+    pipeline.profile_stage(str(setup["policy"]), setup["pool"], settings, out, seed=seed)
     return str(out), profile_cost(read_profile(out)[0]), time.monotonic() - start
 
 
@@ -221,19 +290,21 @@ def run_arm(arm: str, seed: int, setup: dict, base: list[str], workdir: Path, re
                 io.write_json(stored, found)
             return found
         raise ValueError(f"{stored} was made with other settings: move it away to rerun this arm and seed")
-    budget = REGIMES[regime]["budget"]
+    registered(regime)
     cost, profile, profile_s = {"rollouts": 0, "tokens": 0}, "null", 0.0
     if ARMS[arm]["profile"]:
-        profile, cost, profile_s = _profile(setup, workdir, seed, regime)
+        profile, cost, profile_s = _profile(setup, workdir, seed, regime, arm)
     prior = _prior_profile(setup, workdir, regime) if ARMS[arm].get("prior_profile") else None
     args = [*arm_overrides(arm, regime), f"run.seed={seed}", f"data.profile={profile}",
             *([f"data.prior_profile={prior}"] if prior else []),
-            f"run.max_rollouts={training_budget(budget, cost)}", f"run.eval_first={'true' if eval_first else 'false'}"]
+            *budget_args(regime, cost), f"run.eval_first={'true' if eval_first else 'false'}"]
     heldout = next(a.split("=", 1)[1] for a in base if a.startswith("data.heldout="))
     inputs = [str(setup["policy"]), str(setup["pool"]), heldout, *([profile] if profile != "null" else []),
               *([prior] if prior else [])]
     name = f"{results_dir.name}/seed{seed}/{arm}"
-    records, seconds = cached_train_run(name, args, base, workdir, inputs, training_budget(budget, cost))
+    stop = ({"tokens": REGIMES[regime]["tokens"], "charged": cost["tokens"]} if REGIMES[regime].get("tokens")
+            else training_budget(REGIMES[regime]["budget"], cost))
+    records, seconds = cached_train_run(name, args, base, workdir, inputs, stop)
     saved = json.loads((workdir / name / "bench-key.json").read_text())
     key = saved["key"]
     result = arm_result(records, cost, setup["pool_size"], seconds)
@@ -260,10 +331,19 @@ def _portable(base: list[str], setup: dict) -> list[str]:
     return [a.replace(str(setup["policy"]), "<warm start>") for a in base]
 
 
-def chosen_lr(results: Path) -> float:
-    """The learning rate `grpo bench curriculum_lr` chose on validation (its file), never one picked here."""
+def chosen_lr(results: Path, regime: str = "multi") -> float:
+    """The learning rate chosen on validation (its file), never one picked here: `grpo bench curriculum_lr`'s
+    for the embedded world's regimes, `grpo bench frontier_lr`'s (a bounded grid) for the frontier's."""
     import json
 
+    if REGIMES[regime].get("world") == "frontier":
+        path = Path(results) / "frontier_lr.json"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run `grpo bench frontier_lr` first")
+        sel = json.loads(path.read_text())
+        if not sel.get("bounded") or sel.get("chosen") is None:
+            raise ValueError(f"{path}: the grid's choice is not bounded by tested neighbours; extend it first")
+        return float(sel["chosen"])
     path = Path(results) / LR_FILE
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: run `grpo bench curriculum_lr` first (the lr every arm "
@@ -313,7 +393,7 @@ def folder_name(regime: str, condition: str, split: str = "test") -> str:
 
 
 def run(regime: str = "multi", condition: str = "nolevel", seeds: tuple[int, ...] = SEEDS,
-        arms: tuple[str, ...] = tuple(ARMS), workdir: str = "runs/bench-curriculum",
+        arms: tuple[str, ...] | None = None, workdir: str = "runs/bench-curriculum",
         results: Path | None = None, split: str = "test", accept_code: dict[str, str] | None = None) -> dict:
     """Every (seed, arm) of one regime and condition not stored yet, seeds outermost (a stopped
     benchmark leaves whole seeds); then the result from everything stored (`assemble`). split=val:
@@ -321,13 +401,15 @@ def run(regime: str = "multi", condition: str = "nolevel", seeds: tuple[int, ...
     from bench.common import RESULTS
 
     results = Path(results or RESULTS)
+    arms = arms or arms_for(regime)
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
         raise ValueError(f"unknown arms {unknown}: choose from {sorted(ARMS)}")
-    lr = chosen_lr(results)  # before anything is built
+    registered(regime)
+    lr = chosen_lr(results, regime)  # before anything is built
     workdir = Path(workdir)
     setup = _setup(workdir, regime, condition, results)
-    base = base_args(setup["policy"], setup["paths"][split], setup["pool"], lr)
+    base = base_args(setup["policy"], setup["paths"][split], setup["pool"], lr, regime)
     name = folder_name(regime, condition, split)
     folder = results / RUNS / name
     for seed in seeds:
@@ -383,16 +465,16 @@ def assemble(results: Path, regime: str = "multi", condition: str = "nolevel", p
         out["profile_pays"] = profile_pays(complete, out["pool"])
     if split == "val" and len(complete) >= 2:
         out["default"] = choose_default(complete)
-    if len(complete) < len(SEEDS) or arms != set(ARMS):
+    if len(complete) < len(SEEDS) or arms != set(arms_for(regime)):
         out["variant"] = (f"partial: complete seeds {out['complete_seeds']} of {out['seeds']}, arms {sorted(arms)}; "
-                          f"the registration asks seeds {list(SEEDS)} and arms {list(ARMS)}")
+                          f"the registration asks seeds {list(SEEDS)} and arms {list(arms_for(regime))}")
     if plot_to is not None:
         out["plot"] = str(plot(out, plot_to))
     return out
 
 
 COLORS = {"A": "#4C72B0", "A0": "#55A868", "B": "#DD8452", "P": "#8172B2", "S": "#C44E52", "R": "#937860",
-          "A0p": "#1B7837", "Ap": "#08306B"}
+          "A0p": "#1B7837", "Ap": "#08306B", "TS": "#17BECF", "SG": "#BCBD22"}
 
 
 def plot(result: dict, path: Path) -> Path:

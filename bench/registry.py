@@ -185,7 +185,7 @@ def curriculum(req: Request) -> tuple[str, dict]:
                                            split=req.split, accept_code=accepted)
     else:
         result = curriculum_bench.run(req.regime, req.condition, parse_seeds(req.seeds, curriculum_bench.SEEDS),
-                                      req.arm_names() or tuple(curriculum_bench.ARMS), results=results, split=req.split,
+                                      req.arm_names(), results=results, split=req.split,
                                       accept_code=accepted)
     return f"curriculum-{folder}", result
 

@@ -118,9 +118,32 @@ def test_the_report_words_a_goal_that_was_not_judged():
 
 
 def test_the_preregistration_names_every_arm_the_benchmark_runs():
-    readme = Path(cb.__file__).resolve().parent / "README.md"
-    assert cb.preregistered_arms(readme) == set(cb.ARMS)
-    assert "Pre-registration: curriculum benchmark (2026-12-03" in readme.read_text()
+    """Read from the hand-written registrations (bench/PREREGISTRATION.md; bench/README.md is a copy
+    `grpo bench all` regenerates), and the frontier-only arms run only where registered."""
+    prereg = Path(cb.__file__).resolve().parent / "PREREGISTRATION.md"
+    assert cb.preregistered_arms(prereg) == set(cb.ARMS)
+    assert "Pre-registration: curriculum benchmark (2026-12-03" in prereg.read_text()
+    assert "TS" not in cb.arms_for("multi") and {"TS", "SG"} <= set(cb.arms_for("frontier"))
+
+
+def test_the_frontier_regime_runs_nothing_before_its_budgets_are_registered_and_counts_charged_tokens():
+    with pytest.raises(ValueError, match="set when its comparison is registered"):
+        cb.registered("frontier")
+    cb.registered("multi")
+    assert cb.budget_args("multi", {"rollouts": 800, "tokens": 40_000}) == ["run.max_rollouts=7200"]
+    tokens = {**cb.REGIMES["frontier"], "tokens": 2_000_000, "eval_tokens": 500_000}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(cb.REGIMES, "frontier", tokens)
+        assert cb.budget_args("frontier", {"rollouts": 6720, "tokens": 300_000}) == [
+            "run.max_rollouts=0", "run.token_budget=2000000", "run.charged_tokens=300000"]
+        base = cb.base_args(Path("w"), Path("test.parquet"), Path("pool.parquet"), 6e-5, "frontier")
+        assert "run.eval_every_tokens=500000" in base and f"run.eval_k={cb.EVAL_K_ENDS}" in base
+    from bench.common import finished
+
+    records = [{"kind": "train", "rollouts_generated": 10, "tokens_generated": 1_700_000}, {"kind": "eval"}]
+    assert finished(records, {"tokens": 2_000_000, "charged": 300_000})
+    assert not finished(records, {"tokens": 2_000_000, "charged": 299_999}) and finished(records, 10)
+    assert cb.profile_settings("multi", "SG")["k"] == 8 and not cb.profile_settings("multi", "SG")["adaptive"]
 
 
 def test_reach_and_stay_waits_for_the_last_dip():
