@@ -77,7 +77,8 @@ def noise(a: list[dict[str, float]], b: list[dict[str, float]], k: int | None = 
     - bootstrap: seeds and problems resampled together (crossed). With 3 seeds there are only 10
       distinct seed resamples and the seed part shrinks by (seeds - 1) / seeds: read it beside `seeds`.
     The larger is what a registered goal is read against; `df` is the seeds' degrees of freedom when
-    the seeds' SE is the larger (for `smallest_resolvable`), else None."""
+    the seeds' or the bootstrap's SE is the larger (for `smallest_resolvable`), else None. Taking the
+    larger rather than combining the sources understates a crossed design's SE by up to sqrt(2)."""
     ids = sorted(a[0])
     if len(a) != len(b) or any(sorted(x) != ids for x in (*a, *b)):
         raise ValueError("every seed of both arms must hold the same problems to pair them")
@@ -94,9 +95,11 @@ def noise(a: list[dict[str, float]], b: list[dict[str, float]], k: int | None = 
     named = {"evaluation": evaluation, "problems": problems, "seeds": seeds, "bootstrap": float(np.std(means, ddof=1))}
     finite = {key: v for key, v in named.items() if np.isfinite(v)}
     larger = max(finite, key=finite.get)
+    # few seeds: the seeds' part is read with Student's t whenever it is measured and leads (or the crossed
+    # bootstrap, which holds it, does)
+    df = n_seeds - 1 if n_seeds > 1 and larger in ("seeds", "bootstrap") else None
     return {"mean": float(d.mean()), **{f"se_{key}": v for key, v in named.items()}, "se_larger": finite[larger],
-            "larger": larger, "df": n_seeds - 1 if larger == "seeds" else None, "seeds": n_seeds, "problems": n,
-            "training_noise_measured": n_seeds > 1}
+            "larger": larger, "df": df, "seeds": n_seeds, "problems": n, "training_noise_measured": n_seeds > 1}
 
 
 def smallest_resolvable(se: float, df: int | None = None, alpha: float = 0.05, power: float = 0.8) -> float:

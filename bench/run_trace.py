@@ -120,16 +120,18 @@ def one_code(runs: dict[str, dict], accepted: dict[str, str] | None = None, curr
     cell's own is `accepted` ({hash: the change and why it does not matter}). The cell's own hash is
     `current` (this checkout's library code) when any run holds it, else the most common one: runs
     rerun on today's code are never the exception. Runs from different warm starts (`warm_start`,
-    where stored) are refused outright. Returns the cell's code record: {"code", "states", "accepted",
-    "confounded": arms whose every run sits on a hash no other arm's run uses}."""
+    where stored; a cell where some runs record one and others none too) are refused outright. Returns
+    the cell's code record: {"code", "states", "accepted", "pairs_across_codes"}."""
     accepted = dict(accepted or {})
     states = code_states(runs)
     if not states:
         return {"code": None, "states": {}, "accepted": {}, "confounded": []}
     warm = {str(r["warm_start"]) for r in runs.values() if r.get("warm_start")}
-    if len(warm) > 1:
-        raise ValueError(f"the stored runs started from {len(warm)} warm starts ({', '.join(sorted(warm))}): a cell "
-                         "compares samplers from one starting policy; rerun the others from the stored one")
+    unrecorded = sorted(name for name, r in runs.items() if not r.get("warm_start"))
+    if len(warm) > 1 or (warm and unrecorded):
+        raise ValueError(f"the stored runs started from {len(warm)} warm starts ({', '.join(sorted(warm))})"
+                         + (f" and {len(unrecorded)} runs record none ({', '.join(unrecorded[:4])})" if warm and unrecorded
+                            else "") + ": a cell compares samplers from one starting policy; rerun the others from it")
     main = current if current in states else max(states, key=lambda c: (len(states[c]), c))
     others = {c: names for c, names in states.items() if c != main}
     blank = [c for c, why in accepted.items() if not str(why).strip()]
@@ -142,11 +144,25 @@ def one_code(runs: dict[str, dict], accepted: dict[str, str] | None = None, curr
         raise ValueError(f"the stored runs were made by {len(states)} code states (the cell's: {main}; other: {detail}). "
                          "Rerun those runs with this code (move their files away), or accept each hash with "
                          "--accept-code HASH=REASON naming the change and why it does not matter")
-    arm_of = {name: name.rsplit("/", 1)[-1] for name in runs}
-    confounded = sorted(arm for arm in set(arm_of.values()) if len(states) > 1 and all(
-        arm_of[n] == arm for c in {str(runs[m].get("code") or "unknown") for m in runs if arm_of[m] == arm}
-        for n in states[c]))
-    return {"code": main, "states": states, "accepted": {c: accepted[c] for c in others}, "confounded": confounded}
+    return {"code": main, "states": states, "accepted": {c: accepted[c] for c in others},
+            "pairs_across_codes": pairs_across_codes(runs)}
+
+
+def pairs_across_codes(runs: dict[str, dict]) -> dict[str, list[str]]:
+    """Every pair of arms whose paired difference crosses code states in some seed ("A-B": the seeds
+    where A's run and B's were made by different code): the comparisons an accepted change can bias."""
+    by_seed: dict[str, dict[str, str]] = {}
+    for name, run in runs.items():
+        seed, _, arm = name.rpartition("/")
+        by_seed.setdefault(seed, {})[arm] = str(run.get("code") or "unknown")
+    out: dict[str, list[str]] = {}
+    for seed, arms in sorted(by_seed.items()):
+        names = sorted(arms)
+        for i, a in enumerate(names):
+            for b in names[i + 1 :]:
+                if arms[a] != arms[b]:
+                    out.setdefault(f"{a}-{b}", []).append(seed)
+    return out
 
 
 def parse_accepted(items: list[str] | None) -> dict[str, str]:

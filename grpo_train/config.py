@@ -455,6 +455,8 @@ class TrainConfig:
              "counting smaller G under rollout.g_schedule or sizing)"),
             (self.optim.lr_schedule in LR_SCHEDULES,
              f"optim.lr_schedule must be one of {LR_SCHEDULES}, got {self.optim.lr_schedule!r}"),
+            (not self.run.token_budget or self.optim.lr_schedule == "constant" or self.run.max_rollouts, "a decaying "
+             "optim.lr_schedule needs a horizon run.token_budget cannot give: bound the run by run.max_rollouts too"),
             (self.diagnostics.window >= 2, "diagnostics.window must be >= 2 steps"),
             (self.optim.warmup_steps >= 0 and 0 <= self.optim.min_lr_ratio <= 1,
              "need optim.warmup_steps >= 0 and 0 <= optim.min_lr_ratio <= 1"),

@@ -352,7 +352,8 @@ class Trainer:
                 if cfg.save_every:
                     self.save_checkpoint()
                 break
-            before, tokens_before = self.totals["rollouts_generated"], cfg.charged_tokens + self.totals["tokens_generated"]
+            before = self.totals["rollouts_generated"]
+            tokens_before = cfg.charged_tokens + self.totals.get("tokens_generated", 0)
             record = self.train_step()
             for w in self.health.observe(record):
                 record.setdefault("warnings", []).append({"name": w.name, "message": w.message})
@@ -364,7 +365,7 @@ class Trainer:
                             inf=f"{record['informative_rollout_ratio']:.2f}")
             if evaluating and eval_due(self.step, before, self.totals["rollouts_generated"], cfg.eval_every,
                                        cfg.eval_every_rollouts,
-                                       (tokens_before, cfg.charged_tokens + self.totals["tokens_generated"]),
+                                       (tokens_before, cfg.charged_tokens + self.totals.get("tokens_generated", 0)),
                                        cfg.eval_every_tokens):
                 ks_here = {self._evaluate()["eval_k"]}
                 evaluated_at = self.step

@@ -270,7 +270,7 @@ def test_a_cell_refuses_runs_of_another_code_unless_the_change_is_named_with_its
         cb.assemble(tmp_path, "multi", "nolevel", accept_code={"c2": " "})
     out = cb.assemble(tmp_path, "multi", "nolevel", accept_code={"c2": "docstrings only", "c9": "unused"})
     assert out["code"] == {"code": "c1", "states": {"c1": ["seed0/A", "seed0/B", "seed1/A"], "c2": ["seed1/B"]},
-                           "accepted": {"c2": "docstrings only"}, "confounded": []}
+                           "accepted": {"c2": "docstrings only"}, "pairs_across_codes": {"A-B": ["seed1"]}}
 
 
 def test_the_cells_code_is_todays_when_a_run_holds_it_and_warm_starts_never_mix():
@@ -281,12 +281,15 @@ def test_the_cells_code_is_todays_when_a_run_holds_it_and_warm_starts_never_mix(
     with pytest.raises(ValueError, match=r"the cell's: new; other: old: seed0/A, seed0/B"):
         one_code(runs, current="new")
     got = one_code(runs, {"old": "the plot only"}, current="new")
-    assert got["code"] == "new" and got["confounded"] == []
-    # every B run on a hash no other arm's run uses: B's difference from the others is confounded with code
-    split = {"seed0/A": {"code": "x"}, "seed1/A": {"code": "x"}, "seed0/B": {"code": "y"}, "seed1/B": {"code": "y"}}
-    assert one_code(split, {"y": "why"}, current="x")["confounded"] == ["A", "B"]
+    assert got["code"] == "new" and got["pairs_across_codes"] == {}  # seed0's pair shares a code, seed1 has one run
+    # B and P on one code, A and S on another: every A-B and S-B difference crosses code states
+    split = {f"seed{s}/{a}": {"code": "y" if a in "BP" else "x"} for s in (0, 1) for a in ("A", "B", "P", "S")}
+    crossing = one_code(split, {"y": "why"}, current="x")["pairs_across_codes"]
+    assert crossing == {p: ["seed0", "seed1"] for p in ("A-B", "A-P", "B-S", "P-S")}
     with pytest.raises(ValueError, match="2 warm starts"):
         one_code({"seed0/A": {"code": "x", "warm_start": "w1"}, "seed0/B": {"code": "x", "warm_start": "w2"}})
+    with pytest.raises(ValueError, match="1 runs record none"):  # a stored run from before warm starts were kept
+        one_code({"seed0/A": {"code": "x", "warm_start": "w1"}, "seed0/B": {"code": "x"}})
 
 
 def test_accepted_codes_parse_from_flags_and_refuse_a_missing_reason_marker():

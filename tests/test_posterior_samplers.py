@@ -38,23 +38,29 @@ def test_thompson_posteriors_count_each_groups_answers_and_steer_draws_to_the_ta
 
 
 def test_a_pooled_prior_keeps_unseen_problems_of_a_solved_pool_from_filling_batches():
-    """A 4,000-problem pool: 200 problems seen at 0.5 (Beta counts 8 / 8), 1,800 seen always right,
-    2,000 unseen. The pool's pass rate so far is about 0.95, so an unseen problem's prior is Beta(1.9,
-    0.1) and it seldom draws near 0.5: the known half-right problems take most of each batch. With a
+    """A 4,000-problem pool: 200 problems seen at 0.5 (8 of 16), 1,800 seen always right (or 900 always
+    right and 900 never), 2,000 unseen. The fitted prior leans to 1 (or is U-shaped), so an unseen
+    problem seldom draws near 0.5: the known half-right problems take most of each batch. With a
     uniform per-problem prior the 2,000 unseen ones, drawing uniformly, take most of it."""
     from grpo_data.curriculum.posterior_samplers import pooled_prior
 
-    a0, b0 = pooled_prior(9, 19, 2.0)  # (9 + 1) / (19 + 2) = 10 / 21
-    assert a0 == pytest.approx(20 / 21) and b0 == pytest.approx(22 / 21)
+    # rates 0.2, 0.4, 0.6: mean 0.4, variance 0.04, strength 0.24 / 0.04 - 1 = 5, capped at 2
+    assert pooled_prior(np.array([0.2, 0.4, 0.6]), 2.0) == pytest.approx((0.8, 1.2))
+    assert pooled_prior(np.array([0.2, 0.4, 0.6]), 10.0) == pytest.approx((2.0, 3.0))
+    assert pooled_prior(np.array([0.5]), 2.0) == (1.0, 1.0)  # fewer than two seen: uniform
+    a0, b0 = pooled_prior(np.array([0.0, 1.0, 0.0, 1.0]), 2.0)  # solved and hopeless: U-shaped, a, b < 1
+    assert a0 == b0 and a0 < 0.5
 
-    def share_of_known(strength):
+    def share_of_known(strength, solved, hopeless):
         ts = ThompsonScheduler(4000, ThompsonConfig(pooled_strength=strength), seed=0)
         ts.update(np.arange(200), np.full(200, 8), 16)
-        ts.update(np.arange(200, 2000), np.full(1800, 16), 16)
+        ts.update(np.arange(200, 200 + solved), np.full(solved, 16), 16)
+        ts.update(np.arange(200 + solved, 200 + solved + hopeless), np.zeros(hopeless), 16)
         drawn = np.concatenate([ts.sample(32) for _ in range(20)])
         return float(np.mean(drawn < 200))
 
-    assert share_of_known(2.0) > 0.6 and share_of_known(0.0) < 0.3
+    assert share_of_known(2.0, 1800, 0) > 0.6 and share_of_known(0.0, 1800, 0) < 0.3  # mostly solved
+    assert share_of_known(2.0, 900, 900) > 0.6 and share_of_known(0.0, 900, 900) < 0.3  # solved and hopeless
 
 
 def test_thompson_resumes_exactly_and_refuses_bad_settings(tmp_path):

@@ -462,3 +462,12 @@ def test_a_run_stops_at_its_rollout_or_charged_token_budget():
     assert budget_spent(run, {"tokens_generated": 29_999}) is None
     assert budget_spent(run, {"tokens_generated": 30_000}).startswith("token budget 50000 (20000 charged")
     assert budget_spent(RunConfig(), {"rollouts_generated": 10**9, "tokens_generated": 10**12}) is None
+
+
+def test_a_decaying_lr_schedule_needs_a_horizon_a_token_budget_cannot_give():
+    from grpo_train.config_io import config_from_tree
+
+    with pytest.raises(ValueError, match="needs a horizon"):
+        config_from_tree({"run": {"token_budget": 10_000}, "optim": {"lr_schedule": "cosine"}}, [])
+    config_from_tree({"run": {"token_budget": 10_000, "max_rollouts": 500}, "optim": {"lr_schedule": "cosine"}}, [])
+    config_from_tree({"run": {"token_budget": 10_000}}, [])

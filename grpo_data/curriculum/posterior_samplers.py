@@ -5,12 +5,13 @@ interface). Pure numpy; learned from the sources cited, written here.
 marin #8765 reports (Thompson + DAPO reached 0.434 MATH500 against 0.362 for naive sampling at matched
 generated tokens, Qwen3-0.6B). That report samples environments (bins); here every problem is an arm.
 - Each problem's pass rate has a Beta(a, b) posterior: its prior plus, from each of its groups, the
-  right answers in a and the wrong ones in b. The prior is pooled by default (`pooled_strength` 2):
-  Beta of 2 pseudo-answers centred on the whole pool's pass rate so far. With a per-problem uniform
-  prior, Beta(1, 1), the unseen problems of a large pool would fill every batch (among 40k uniform
-  draws the closest to 0.5 are unseen ones), so a problem known to sit at 0.5 would be drawn barely
-  more often than under uniform sampling; with the pooled one, an unseen problem of a mostly solved
-  pool draws high and waits. `pooled_strength` 0 gives the fixed Beta(`prior_a`, `prior_b`).
+  right answers in a and the wrong ones in b. The prior is pooled by default: the Beta fitted (method
+  of moments) to the seen problems' pass rates, of at most `pooled_strength` (2) pseudo-answers. With
+  a per-problem uniform prior, Beta(1, 1), the unseen problems of a large pool would fill every batch
+  (among 40k uniform draws the closest to 0.5 are unseen ones), so a problem known to sit at 0.5
+  would be drawn barely more often than under uniform sampling. With the fitted one, an unseen
+  problem of a mostly solved pool draws high, and one of a pool both solved and hopeless (a U-shaped
+  prior) draws near 0 or 1, and waits. `pooled_strength` 0 gives the fixed Beta(`prior_a`, `prior_b`).
 - A batch: one draw theta_i ~ Beta(a_i, b_i) for every problem, and the `batch` problems whose draws
   lie closest to `target` (0.5: where a group of G is most often mixed), ties broken at random. A
   problem with few outcomes draws widely and is explored; one known to sit at 0 or 1 rarely draws
@@ -49,8 +50,8 @@ from grpo_data.curriculum.scheduler_state import check_state_matches, load_state
 class ThompsonConfig:
     """Settings of ThompsonScheduler: the Beta prior, the target pass rate, the per-step discount.
 
-    pooled_strength: > 0: every problem's prior is Beta centred on the pool's pass rate so far, of
-                     this many pseudo-answers (`pooled_prior`); 0: the fixed Beta(prior_a, prior_b).
+    pooled_strength: > 0: every problem's prior is the Beta fitted to the seen problems' pass rates
+                     (`pooled_prior`), of at most this many pseudo-answers; 0: the fixed Beta(prior_a, prior_b).
     prior_a, prior_b: the fixed prior (and the start, before any outcome, when pooled is off).
     """
 
@@ -95,11 +96,19 @@ def closest_to(values: np.ndarray, target: float, k: int, rng: np.random.Generat
     return part[np.argsort(dist[part], kind="stable")].astype(np.int64)
 
 
-def pooled_prior(correct: float, answers: float, strength: float) -> tuple[float, float]:
-    """A Beta prior of `strength` pseudo-answers centred on the pool's pass rate so far (right answers
-    over answers, with one of each added): what an unseen problem is believed to be."""
-    m = (correct + 1.0) / (answers + 2.0)
-    return strength * m, strength * (1.0 - m)
+def pooled_prior(rates: np.ndarray, cap: float) -> tuple[float, float]:
+    """Empirical Bayes: the Beta whose mean and variance are those of the seen problems' pass rates
+    (method of moments, strength m(1 - m) / var - 1, at most `cap` pseudo-answers): what an unseen
+    problem is believed to be. A pool both solved and hopeless gets a U-shaped prior (strength < 2),
+    so an unseen problem seldom draws near 0.5; a mostly solved one, a prior leaning to 1. Beta(1, 1)
+    before two problems are seen."""
+    rates = np.asarray(rates, dtype=np.float64)
+    if rates.size < 2:
+        return 1.0, 1.0
+    m = float(np.clip(rates.mean(), 0.01, 0.99))
+    var = float(rates.var(ddof=1))
+    strength = cap if var <= 0 else float(np.clip(m * (1 - m) / var - 1, 0.05, cap))
+    return strength * m, strength * (1 - m)
 
 
 def inverse_rate_sizes(p: np.ndarray, scale: float, size_min: int, size_max: int) -> np.ndarray:
@@ -148,8 +157,9 @@ class ThompsonScheduler:
 
     def prior(self) -> tuple[float, float]:
         if self.cfg.pooled_strength > 0:
-            right = float(self.right.sum())
-            return pooled_prior(right, right + float(self.wrong.sum()), self.cfg.pooled_strength)
+            seen = (self.right + self.wrong) > 0
+            rates = self.right[seen] / (self.right[seen] + self.wrong[seen])
+            return pooled_prior(rates, self.cfg.pooled_strength)
         return self.cfg.prior_a, self.cfg.prior_b
 
     @property
