@@ -108,7 +108,7 @@ def _load(patterns: list[str], root: Path, cache: dict) -> tuple[list[float], li
         if not paths:
             missing.append(pattern)
         for path in paths:
-            if path not in cache:
+            if not isinstance(cache.get(path), (dict, list)):
                 cache[path] = json.loads(path.read_text())
             if not keys:
                 numbers.extend(stored_numbers(cache[path]))
@@ -135,15 +135,16 @@ def chance_acceptance(numbers: list[float], places: int = 3) -> float:
     return float(np.mean(near <= 0.5 * 10**-places + 1e-9))
 
 
-def sections(text: str, root: Path = ROOT, cache: dict | None = None) -> list[tuple[int, str, float]]:
-    """Each `<!-- results: ... -->` of a text: its line, its sources, and their chance acceptance."""
+def sections(text: str, root: Path = ROOT, cache: dict | None = None, places: int = 3) -> list[tuple[int, str, float]]:
+    """Each `<!-- results: ... -->` of a text: its line, its sources, and their chance acceptance of
+    figures printed at `places` decimals (a two-place figure's tolerance is ten times a three-place one's)."""
     cache = {} if cache is None else cache
     out = []
     for no, line in enumerate(text.splitlines(), start=1):
         found = SOURCES.search(line)
         if found and found.group(1).split() != ["none"]:
             numbers, _ = _load(found.group(1).split(), root, cache)
-            out.append((no, found.group(1), chance_acceptance(numbers)))
+            out.append((no, found.group(1), chance_acceptance(numbers, places)))
     return out
 
 

@@ -13,12 +13,24 @@ def test_every_figure_in_readme_and_docs_results_is_stored_in_its_sections_resul
     assert not unsourced, "\n".join(map(str, unsourced))
 
 
+# sections whose sources are still wide for two-place figures (accepting more than half of 0.00-1.00):
+# the results page's curriculum section (from "The curriculum benchmark" on, 400 lines under one source
+# comment) accepts 0.92 of them; its figures need sources per paragraph, a later pass (issue #59)
+WIDE_AT_TWO_PLACES = {"docs/results/index.md": 1}
+
+
 def test_every_sections_sources_are_narrow_enough_to_fail_a_wrong_figure():
     """A section whose sources hold numbers near every figure checks nothing: each section's sources
-    accept at most 35% of the figures 0.000-1.000 (whole run folders accepted 82%; key paths fix it)."""
-    wide = [(f, no, round(acc, 2)) for f in pc.CHECKED for no, _, acc in pc.sections((pc.ROOT / f).read_text())
+    accept at most 35% of the figures 0.000-1.000 (whole run folders accepted 82%; key paths fix it),
+    and at most half of 0.00-1.00 but for the sections declared above."""
+    cache: dict = {}
+    wide = [(f, no, round(acc, 2)) for f in pc.CHECKED for no, _, acc in pc.sections((pc.ROOT / f).read_text(), cache=cache)
             if acc > 0.35]
     assert not wide, wide
+    for f in pc.CHECKED:
+        two = [(no, round(acc, 2)) for no, _, acc in pc.sections((pc.ROOT / f).read_text(), cache=cache, places=2)
+               if acc > 0.5]
+        assert len(two) <= WIDE_AT_TWO_PLACES.get(f, 0), (f, two)
 
 
 def test_a_drifted_figure_planted_in_readmes_where_it_stands_fails():
