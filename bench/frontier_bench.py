@@ -84,8 +84,8 @@ def plot(result: dict, levels: dict[str, int], path: Path) -> Path:
     waste.plot([s["rollouts_generated"] for s in steps], [s["zero_variance_fraction"] for s in steps], color="0.6",
                lw=0.8, label="per step")
     passes = result["zero_variance_per_pass"]
-    ends = np.cumsum([p["rollouts"] for p in passes])
-    waste.step(ends, [1 - p["mixed"] for p in passes], where="pre", color="C3", label="per pass over the pool")
+    edges = np.concatenate([[0], np.cumsum([p["rollouts"] for p in passes])])
+    waste.stairs([1 - p["mixed"] for p in passes], edges, color="C3", lw=2, label="per pass over the pool")
     waste.set_xlabel("training rollouts generated")
     waste.set_ylabel("zero-variance share of generated groups")
     waste.legend(fontsize=8)
