@@ -71,6 +71,34 @@ def per_level_eval(run_dir: Path) -> dict:
     return out
 
 
+def training_spread(results: Path) -> dict:
+    """The per-seed spread of paired differences between arms in the stored curriculum cells (sd over
+    seeds of each pair's per-seed paired mean): what one seed's training noise did to a comparison."""
+    import glob
+    import json
+
+    sds = []
+    for path in sorted(glob.glob(str(Path(results) / "curriculum-*.json"))):
+        for cmp in json.loads(Path(path).read_text()).get("compare", {}).values():
+            for diff in cmp["paired_minus"].values():
+                means = [p["mean"] for p in diff["per_seed"]]
+                if len(means) >= 3:
+                    sds.append(float(np.std(means, ddof=1)))
+    return {"pairs": len(sds), "median": float(np.median(sds)), "p75": float(np.percentile(sds, 75))}
+
+
+def comparison_plan(per_problem_start: dict[str, float], spread: dict, k: int = 32, seeds: int = 3) -> dict:
+    """Before the comparison runs (issue #59, item 4): the SE of one paired arm difference on this test
+    split at k answers per problem over `seeds` seeds, evaluation from the start's pass rates and
+    training from the stored cells' spread (median and 75th percentile), and the smallest effect
+    each resolves (t with seeds - 1 degrees of freedom where training leads)."""
+    from bench.curriculum_stats import planned_se
+
+    rates = np.array(list(per_problem_start.values()))
+    return {"k": k, "seeds": seeds, "training_spread": spread,
+            **{name: planned_se(rates, k, seeds, spread[name]) for name in ("median", "p75")}}
+
+
 def plot(result: dict, levels: dict[str, int], path: Path) -> Path:
     """Two panels: the zero-variance share of generated groups per step and per pass over the pool
     (does waste change as the pool is learned), and test accuracy per level at every evaluation."""
@@ -147,6 +175,10 @@ def run(out: Path | None = None) -> dict:
     }
     from bench.common import RESULTS
     from bench.curriculum_stats import waste_per_pass
+
+    if result["per_problem_evals"]:
+        result["comparison_plan"] = comparison_plan(result["per_problem_evals"][0]["per_problem"],
+                                                    training_spread(RESULTS))
 
     pool, g = problems["train"].height, int(spec["train"]["rollout"]["group_size"])
     result["zero_variance_per_pass"] = waste_per_pass([r for r in records if r["kind"] == "train"], pool, g)

@@ -761,3 +761,21 @@ def test_frontier_plot_draws_waste_per_step_and_pass_and_accuracy_per_level(tmp_
                                     {"rollouts": 768, "per_problem": {"a": 0.75, "b": 0.25}}]}
     out = plot(result, {"a": 1, "b": 10}, tmp_path / "f.png")
     assert out.exists() and out.stat().st_size > 10_000
+
+
+def test_the_frontier_comparison_plan_states_its_smallest_resolvable_effect_before_any_run(tmp_path):
+    """Training spread 0.02 per seed over 3 seeds leads (0.0115 against an evaluation SE of about
+    0.004 for 100 problems at 0.5, k = 32): the smallest effect is read with t at 2 degrees of freedom."""
+    import json
+
+    from bench.curriculum_stats import smallest_resolvable
+    from bench.frontier_bench import comparison_plan, training_spread
+
+    per_seed = [{"mean": m, "se": 0.01} for m in (0.0, 0.02, 0.04)]  # sd 0.02
+    (tmp_path / "curriculum-x.json").write_text(json.dumps({"compare": {"A": {"paired_minus": {"B": {"per_seed": per_seed}}}}}))
+    spread = training_spread(tmp_path)
+    assert spread == {"pairs": 1, "median": pytest.approx(0.02), "p75": pytest.approx(0.02)}
+    plan = comparison_plan({str(i): 0.5 for i in range(100)}, spread)
+    se = 0.02 / 3 ** 0.5
+    assert plan["median"]["se_training"] == pytest.approx(se) and plan["median"]["df"] == 2
+    assert plan["median"]["smallest_resolvable"] == pytest.approx(smallest_resolvable(se, 2))
