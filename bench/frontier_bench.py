@@ -113,7 +113,7 @@ def plot(result: dict, levels: dict[str, int], path: Path) -> Path:
                lw=0.8, label="per step")
     passes = result["zero_variance_per_pass"]
     edges = np.concatenate([[0], np.cumsum([p["rollouts"] for p in passes])])
-    waste.stairs([1 - p["mixed"] for p in passes], edges, color="C3", lw=2, label="per pass over the pool")
+    waste.stairs([1 - p["mixed"] for p in passes], edges, baseline=None, color="C3", lw=2, label="per pass over the pool")
     waste.set_xlabel("training rollouts generated")
     waste.set_ylabel("zero-variance share of generated groups")
     waste.legend(fontsize=8)
