@@ -71,6 +71,20 @@ def per_level_eval(run_dir: Path) -> dict:
     return out
 
 
+def informative_limit(steps: list[dict]) -> dict:
+    """Uniform + DAPO's informative share of generated rollouts over the whole run, and the physical
+    limit it sets: a sampler that wasted nothing would need at most 1 / share fewer generated tokens."""
+    share = steps[-1]["informative_rollout_ratio"] if steps else float("nan")
+    return {"informative_rollout_ratio": share, "token_saving_limit": 1 / share if share else float("nan")}
+
+
+def test_curve(records: list[dict]) -> list[dict]:
+    """Every test evaluation of the run: step, k, rollouts and tokens by then, accuracy and its SE."""
+    return [{"step": r["step"], "k": r.get("eval_k"), "rollouts": r.get("rollouts_generated"),
+             "tokens": r.get("tokens_generated"), "accuracy": r["heldout_accuracy"], "se": r.get("heldout_accuracy_se")}
+            for r in records if r["kind"] == "eval"]
+
+
 def training_spread(results: Path) -> dict:
     """The per-seed spread of paired differences between arms in the stored curriculum cells (sd over
     seeds of each pair's per-seed paired mean): what one seed's training noise did to a comparison."""
@@ -167,6 +181,7 @@ def run(out: Path | None = None) -> dict:
         "steps": steps,
         "zero_variance_share_first_5_steps": float(np.mean([s["zero_variance_fraction"] for s in steps[:5]] or [np.nan])),
         "zero_variance_share_last_5_steps": float(np.mean([s["zero_variance_fraction"] for s in steps[-5:]] or [np.nan])),
+        **informative_limit(steps), "test_curve": test_curve(records),
         "rollouts": {"training": steps[-1].get("rollouts_generated") if steps else None,
                      "measurement_profiles": int(sum(r["k"].sum() for r in rates.values()))},
         "per_problem_evals": run_trace.per_problem_evals(base / "train", records),
