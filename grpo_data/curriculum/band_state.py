@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import asdict
-from pathlib import Path
 
 import numpy as np
 
 from grpo_data.curriculum.cell_index import CellIndex
-from grpo_data.curriculum.scheduler_state import check_state_matches, load_state, save_state
+from grpo_data.curriculum.scheduler_state import StateFiles, check_state_matches
 from grpo_data.curriculum.stats import GRID
 
 logger = logging.getLogger("grpo_data.curriculum.band_scheduler")  # the scheduler's log, as before the split
 
 
-class BandState:
+class BandState(StateFiles):
     """`BandScheduler`'s reporting and persistence, over the attributes its `__init__` sets."""
 
     def _report_dry_state(self, dry_state: bool) -> None:
@@ -104,9 +103,3 @@ class BandState:
         if changed:  # e.g. without_replacement, whose default became True: the run goes on under the settings given now
             logger.warning("%s: resumed with settings other than the saved ones (saved -> now): %s", origin,
                            ", ".join(f"{k} {a!r} -> {b!r}" for k, (a, b) in sorted(changed.items())))
-
-    def save(self, folder: str | Path) -> None:
-        save_state(self.state_dict(), folder)
-
-    def load(self, folder: str | Path) -> None:
-        self.load_state_dict(load_state(folder), origin=str(folder))

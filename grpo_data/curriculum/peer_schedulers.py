@@ -65,12 +65,11 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 
 import numpy as np
 
 from grpo_data.curriculum.band_math import gumbel_top
-from grpo_data.curriculum.scheduler_state import check_state_matches, load_state, save_state
+from grpo_data.curriculum.scheduler_state import StateFiles, check_state_matches
 
 logger = logging.getLogger(__name__)
 
@@ -225,7 +224,7 @@ def adapt_exploration(p: float, observed: float, target: float, step: float, p_m
 
 
 # ---------------------------------------------------------------------------- pools
-class PoolsScheduler:
+class PoolsScheduler(StateFiles):
     """prime-rl's difficulty pools (see the module docstring for the source and what differs)."""
 
     name = "pools"
@@ -265,7 +264,7 @@ class PoolsScheduler:
         idx = np.asarray(idx, dtype=np.int64)
         c = np.asarray(n_correct, dtype=np.float64)
         g = np.broadcast_to(np.asarray(group_size, dtype=np.float64), idx.shape)
-        _check_outcomes(idx, c, g, self.n)
+        check_outcomes(idx, c, g, self.n)
         seen = g > 0
         idx, rate = idx[seen], c[seen] / g[seen]
         last = idx.size - 1 - np.unique(idx[::-1], return_index=True)[1]  # last occurrence of each problem
@@ -295,15 +294,9 @@ class PoolsScheduler:
         self.drawn = meta["drawn"]
         self.rng.bit_generator.state = meta["rng"]
 
-    def save(self, folder: str | Path) -> None:
-        save_state(self.state_dict(), folder)
-
-    def load(self, folder: str | Path) -> None:
-        self.load_state_dict(load_state(folder), origin=str(folder))
-
 
 # ---------------------------------------------------------------------------- greso
-class GresoScheduler:
+class GresoScheduler(StateFiles):
     """GRESO's selective rollouts (see the module docstring for the source and what differs)."""
 
     name = "greso"
@@ -374,7 +367,7 @@ class GresoScheduler:
         idx = np.asarray(idx, dtype=np.int64)
         c = np.asarray(n_correct, dtype=np.float64)
         g = np.broadcast_to(np.asarray(group_size, dtype=np.float64), idx.shape)
-        _check_outcomes(idx, c, g, self.n)
+        check_outcomes(idx, c, g, self.n)
         all_right, all_wrong = group_kinds(c, g)
         for i, right, wrong, size in zip(idx.tolist(), all_right.tolist(), all_wrong.tolist(), g.tolist()):
             if size <= 0:
@@ -426,18 +419,14 @@ class GresoScheduler:
         self.counts = {**dict.fromkeys(COUNTERS, 0), **meta["counts"]}
         self.rng.bit_generator.state = meta["rng"]
 
-    def save(self, folder: str | Path) -> None:
-        save_state(self.state_dict(), folder)
-
-    def load(self, folder: str | Path) -> None:
-        self.load_state_dict(load_state(folder), origin=str(folder))
-
 
 COUNTERS = ("skipped_easy", "skipped_hard", "offered", "last_skipped_easy", "last_skipped_hard",
             "step_groups", "step_all_right", "step_all_wrong")
 
 
-def _check_outcomes(idx: np.ndarray, n_correct: np.ndarray, group_size: np.ndarray, n: int) -> None:
+def check_outcomes(idx: np.ndarray, n_correct: np.ndarray, group_size: np.ndarray, n: int) -> None:
+    """Refuse outcomes a scheduler's `update` cannot take: lengths that differ, indices outside the
+    pool, right answers outside [0, group size]."""
     if idx.shape != n_correct.shape:
         raise ValueError(f"{idx.size} problem indices but {n_correct.size} n_correct values")
     if idx.size and (idx.min() < 0 or idx.max() >= n):

@@ -39,11 +39,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 
-from grpo_data.curriculum.scheduler_state import check_state_matches, load_state, save_state
+from grpo_data.curriculum.peer_schedulers import check_outcomes, peer_config
+from grpo_data.curriculum.scheduler_state import StateFiles, check_state_matches
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def sgpo_order(n_correct: np.ndarray, k: np.ndarray, keep_unsolvable: float, rng
 
 
 # ---------------------------------------------------------------------------- thompson
-class ThompsonScheduler:
+class ThompsonScheduler(StateFiles):
     """Thompson sampling over Beta posteriors (see the module docstring)."""
 
     name = "thompson"
@@ -172,8 +172,6 @@ class ThompsonScheduler:
 
     @classmethod
     def from_settings(cls, n: int, seed: int = 0, **settings) -> ThompsonScheduler:
-        from grpo_data.curriculum.peer_schedulers import peer_config
-
         return cls(n, peer_config(cls.name, settings, ThompsonConfig), seed=seed)
 
     def sample(self, batch: int) -> np.ndarray:
@@ -194,7 +192,7 @@ class ThompsonScheduler:
         idx = np.asarray(idx, dtype=np.int64)
         c = np.asarray(n_correct, dtype=np.float64)
         g = np.broadcast_to(np.asarray(group_size, dtype=np.float64), idx.shape)
-        _check(idx, c, g, self.n)
+        check_outcomes(idx, c, g, self.n)
         np.add.at(self.right, idx, c)
         np.add.at(self.wrong, idx, g - c)
 
@@ -223,15 +221,9 @@ class ThompsonScheduler:
         self.drawn = meta["drawn"]
         self.rng.bit_generator.state = meta["rng"]
 
-    def save(self, folder: str | Path) -> None:
-        save_state(self.state_dict(), folder)
-
-    def load(self, folder: str | Path) -> None:
-        self.load_state_dict(load_state(folder), origin=str(folder))
-
 
 # ---------------------------------------------------------------------------- sgpo
-class SgpoScheduler:
+class SgpoScheduler(StateFiles):
     """sGPO's one-profile curriculum (see the module docstring)."""
 
     name = "sgpo"
@@ -259,8 +251,6 @@ class SgpoScheduler:
 
     @classmethod
     def from_settings(cls, n: int, offline=None, seed: int = 0, **settings) -> SgpoScheduler:
-        from grpo_data.curriculum.peer_schedulers import peer_config
-
         return cls(n, offline, peer_config(cls.name, settings, SgpoConfig), seed=seed)
 
     def _take(self, count: int) -> np.ndarray:
@@ -299,7 +289,7 @@ class SgpoScheduler:
         return self.p if idx is None else self.p[np.asarray(idx, dtype=np.int64)]
 
     def update(self, idx, n_correct, group_size) -> None:
-        _check(np.asarray(idx, dtype=np.int64), np.asarray(n_correct, dtype=np.float64),
+        check_outcomes(np.asarray(idx, dtype=np.int64), np.asarray(n_correct, dtype=np.float64),
                np.broadcast_to(np.asarray(group_size, dtype=np.float64), np.shape(idx)), self.n)
 
     def tick(self) -> None:
@@ -319,21 +309,6 @@ class SgpoScheduler:
         self.order, self.p = np.array(z["order"], dtype=np.int64), np.array(z["p"], dtype=np.float64)
         self.pos, self.epoch = meta["pos"], meta["epoch"]
         self.rng.bit_generator.state = meta["rng"]
-
-    def save(self, folder: str | Path) -> None:
-        save_state(self.state_dict(), folder)
-
-    def load(self, folder: str | Path) -> None:
-        self.load_state_dict(load_state(folder), origin=str(folder))
-
-
-def _check(idx: np.ndarray, n_correct: np.ndarray, group_size: np.ndarray, n: int) -> None:
-    if idx.shape != n_correct.shape:
-        raise ValueError(f"{idx.size} problem indices but {n_correct.size} n_correct values")
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        raise ValueError(f"problem indices must lie in [0, {n}), got {idx.min()}..{idx.max()}")
-    if np.any(n_correct < 0) or np.any(n_correct > group_size):
-        raise ValueError("n_correct must lie in [0, group_size] for every group")
 
 
 POSTERIOR_CONFIGS = {"thompson": ThompsonConfig, "sgpo": SgpoConfig}

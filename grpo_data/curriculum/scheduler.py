@@ -37,7 +37,7 @@ from grpo_data.curriculum.posterior_samplers import (
     SgpoScheduler,
     ThompsonScheduler,
 )
-from grpo_data.curriculum.scheduler_state import check_state_matches, load_state, save_state
+from grpo_data.curriculum.scheduler_state import StateFiles, check_state_matches, load_state, save_state
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ class Scheduler(Protocol):
     def load(self, folder: str | Path) -> None: ...
 
 
-class UniformScheduler:
+class UniformScheduler(StateFiles):
     """Uniform sampling (optionally without replacement per epoch); learns nothing from outcomes."""
 
     name = "uniform"
@@ -115,12 +115,6 @@ class UniformScheduler:
         self.order = state["arrays"]["order"]
         self.pos, self.epoch = meta["pos"], meta["epoch"]
         self.rng.bit_generator.state = meta["rng"]
-
-    def save(self, folder: str | Path) -> None:
-        save_state(self.state_dict(), folder)
-
-    def load(self, folder: str | Path) -> None:
-        self.load_state_dict(load_state(folder), origin=str(folder))
 
 
 class OfflineBandScheduler(UniformScheduler):

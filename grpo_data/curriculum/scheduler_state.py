@@ -33,3 +33,14 @@ def load_state(folder: str | Path) -> dict:
     with np.load(folder / "scheduler.npz", allow_pickle=False) as z:
         arrays = {k: z[k] for k in z.files}
     return {"arrays": arrays, "meta": meta}
+
+
+class StateFiles:
+    """`save(folder)` and `load(folder)` for a scheduler from its `state_dict()` / `load_state_dict(state,
+    origin)`: the files `save_state` writes, the folder named in any refusal on loading."""
+
+    def save(self, folder: str | Path) -> None:
+        save_state(self.state_dict(), folder)
+
+    def load(self, folder: str | Path) -> None:
+        self.load_state_dict(load_state(folder), origin=str(folder))
