@@ -246,3 +246,33 @@ def pool_table(train: pl.DataFrame, size: int, level: bool, seed: int = 0) -> pl
     rows = np.sort(np.random.default_rng(seed).choice(train.height, size=size, replace=False))
     table = train[rows.tolist()]
     return table if level else table.drop("level", strict=False)
+
+
+def stored_warm_start(results: Path, name: str) -> Path:
+    """A warm start stored under `results` (committed: every session trains from the same weights),
+    checked against the weights hash its bootstrap.json records."""
+    import json
+
+    from grpo_data.profile_metadata import weights_hash
+
+    stored = Path(results) / name
+    if not (stored / "model.safetensors").exists():
+        raise FileNotFoundError(f"{stored} is missing: restore it from git (it is the registered warm start)")
+    recorded = json.loads((stored / "bootstrap.json").read_text()).get("weights_hash")
+    if weights_hash(str(stored)) != recorded:
+        raise ValueError(f"{stored}: its weights hash {weights_hash(str(stored))} is not the {recorded} its "
+                         "bootstrap.json records (a damaged copy, or a Git LFS pointer): restore it from git")
+    return stored
+
+
+def resolved_overrides(resolved: Path) -> list[str]:
+    """A run's resolved_config.yaml as `key=value` overrides (`section.key=value` for each section),
+    each value written as JSON, which YAML reads back as written: training again as that run did."""
+    import json
+
+    import yaml
+
+    cfg = yaml.safe_load(Path(resolved).read_text())
+    flat = [f"{key}={json.dumps(value)}" for key, value in cfg.items() if not isinstance(value, dict)]
+    return flat + [f"{section}.{k}={json.dumps(v)}" for section, values in cfg.items() if isinstance(values, dict)
+                   for k, v in values.items()]

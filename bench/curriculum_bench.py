@@ -194,23 +194,6 @@ def budget_args(regime: str, cost: dict) -> list[str]:
 FRONTIER_WARM_START = "frontier-warm-start"  # under the results folder: the frontier calibration's warm start
 
 
-def stored_warm_start(results: Path, name: str) -> Path:
-    """A warm start stored under `results` (committed: every session trains from the same weights),
-    checked against the weights hash its bootstrap.json records."""
-    import json
-
-    from grpo_data.profile_metadata import weights_hash
-
-    stored = Path(results) / name
-    if not (stored / "model.safetensors").exists():
-        raise FileNotFoundError(f"{stored} is missing: restore it from git (it is the registered warm start)")
-    recorded = json.loads((stored / "bootstrap.json").read_text()).get("weights_hash")
-    if weights_hash(str(stored)) != recorded:
-        raise ValueError(f"{stored}: its weights hash {weights_hash(str(stored))} is not the {recorded} its "
-                         "bootstrap.json records (a damaged copy, or a Git LFS pointer): restore it from git")
-    return stored
-
-
 def _setup(workdir: Path, regime: str, condition: str, results: Path) -> dict:
     """The warm start (the one stored in results, shared with gsweep), the world and the regime's pool."""
     from bench.gsweep_bench import sweep_warm_start
@@ -220,6 +203,8 @@ def _setup(workdir: Path, regime: str, condition: str, results: Path) -> dict:
     if regime not in REGIMES or condition not in CONDITIONS:
         raise ValueError(f"regime {regime!r} / condition {condition!r}: choose from {sorted(REGIMES)} / {CONDITIONS}")
     if REGIMES[regime].get("world") == "frontier":  # its own world and stored warm start (issue #59)
+        from bench.common import stored_warm_start
+
         policy = stored_warm_start(results, FRONTIER_WARM_START)
         paths = write_world("runs/frontier-world", preset="frontier")
     else:

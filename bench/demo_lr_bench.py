@@ -28,19 +28,13 @@ def demo_dir(seed: int) -> Path:
 def base_overrides(seed: int) -> list[str]:
     """The demo's training run, evaluated on validation: its resolved config's model, data and
     profile, as the demo wrote them."""
-    import json
-
-    import yaml
+    from bench.common import resolved_overrides
 
     d = demo_dir(seed)
     resolved = d / "train" / "resolved_config.yaml"
     if not resolved.exists():
         raise FileNotFoundError(f"{resolved} is missing: run `grpo demo{'' if seed == 0 else f' --seed {seed}'}` first")
-    cfg = yaml.safe_load(resolved.read_text())
-    flat = [f"{key}={json.dumps(value)}" for key, value in cfg.items() if not isinstance(value, dict)]
-    flat += [f"{section}.{k}={json.dumps(v)}" for section, values in cfg.items() if isinstance(values, dict)
-             for k, v in values.items()]  # JSON is YAML: every value reads back as written
-    return [*flat, f"data.heldout={d / 'world' / 'val.parquet'}", "run.steps=100000", f"run.eval_every={EVAL_EVERY}",
+    return [*resolved_overrides(resolved), f"data.heldout={d / 'world' / 'val.parquet'}", "run.steps=100000", f"run.eval_every={EVAL_EVERY}",
             "run.eval_every_rollouts=0", "run.save_every=0", "run.progress=false"]
 
 

@@ -25,17 +25,13 @@ SOURCE = Path("runs/frontier")
 
 def base_overrides(source: Path = SOURCE) -> list[str]:
     """The frontier pipeline's training run as it resolved, scored on the validation split."""
-    import yaml
+    from bench.common import resolved_overrides
 
     resolved = source / "train" / "resolved_config.yaml"
     if not resolved.exists():
         raise FileNotFoundError(f"{resolved} is missing: run `grpo bench frontier` first (its warm start and "
                                 "training config are what this grid trains from)")
-    cfg = yaml.safe_load(resolved.read_text())
-    flat = [f"{key}={json.dumps(value)}" for key, value in cfg.items() if not isinstance(value, dict)]
-    flat += [f"{section}.{k}={json.dumps(v)}" for section, values in cfg.items() if isinstance(values, dict)
-             for k, v in values.items()]
-    return [*flat, f"data.heldout={source / 'world' / 'val.parquet'}", "run.steps=100000", "run.eval_every=0",
+    return [*resolved_overrides(resolved), f"data.heldout={source / 'world' / 'val.parquet'}", "run.steps=100000", "run.eval_every=0",
             f"run.eval_every_rollouts={EVAL_EVERY}", "run.eval_k=4", "run.eval_k_ends=32", "run.save_every=0",
             "run.progress=false", f"run.max_rollouts={BUDGET}", f"run.seed={SEED}", "run.eval_first=true"]
 

@@ -286,12 +286,9 @@ def sweep_warm_start(results: Path) -> Path:
 
     stored = Path(results) / WARM_START
     if (stored / "model.safetensors").exists():
-        import json
+        from bench.common import stored_warm_start
 
-        recorded = json.loads((stored / "bootstrap.json").read_text()).get("weights_hash")
-        if weights_hash(str(stored)) != recorded:
-            raise ValueError(f"{stored}: its weights hash {weights_hash(str(stored))} is not the {recorded} its "
-                             "bootstrap.json records (a damaged copy, or a Git LFS pointer): restore it from git")
+        recorded = weights_hash(str(stored_warm_start(results, WARM_START)))  # checked against its bootstrap.json
         others = [w for w in stored_warm_starts(results) if w != recorded]
         print(f"gsweep: warm start {recorded} from {stored}"
               + (f" (runs from other warm starts are kept apart: {others})" if others else ""), flush=True)
