@@ -45,7 +45,7 @@ class MetricsLog:
         self.tb.flush()
 
     def write_draws(self, step: int, draws: dict[str, list]) -> None:
-        """One line for the step: `draws` holds parallel lists (`draw_columns`)."""
+        """One line for the step: `draws` holds parallel lists (`groups.draws_record`)."""
         if self.enabled:
             with open(self.draws_path, "a", encoding="utf-8") as fh:
                 fh.write(json.dumps({"step": step, **draws}) + "\n")
