@@ -56,11 +56,16 @@ def git_state(root: Path | None = None) -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def now() -> str:
+    """The time now, UTC, as results store it (2026-12-08T03:08:25Z)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def write_result(name: str, result: dict, out_dir: Path | None = None) -> Path:
     """bench/results/NAME.json with the machine and time added."""
     out = (out_dir or RESULTS) / f"{name}.json"
     io.write_json(out, {"benchmark": name, "machine": machine(),
-                        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **result})
+                        "finished": now(), **result})
     return out
 
 
@@ -228,10 +233,10 @@ def cached_train_run(name: str, args: list[str], base: list[str], out: Path, inp
     if found is not None:
         print(f"{out / name}: reusing the finished run", flush=True)
         return found
-    started, git = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), git_state()  # the checkout that runs it
+    started, git = now(), git_state()  # the checkout that runs it
     records, seconds = train_run(name, args, base, out)
     io.write_json(out / name / "bench-key.json", {"key": key, "seconds": seconds, "started": started,
-                                                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                                                  "finished": now(),
                                                   "git": git})
     return records, seconds
 

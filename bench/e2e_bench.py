@@ -265,9 +265,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     """The headline; `results`: the folder holding e2e_select.json (default bench/results), where
     each finished seed is stored (results/e2e-seeds) and reused by later invocations with the same
     shared settings and inputs. Returns every stored seed assembled, not only `seeds`."""
-    import time
 
-    from bench.common import RESULTS, input_hashes, machine
+    from bench.common import RESULTS, input_hashes, machine, now
     from grpo_data.tables import io
     from grpo_data.tables.profile_table import read_profile
     from pipelines.stages import warm_policy, write_world
@@ -324,7 +323,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
         seed_res["per_problem_final"] = {a: per_problem(f) for a, f in finals.items()}
         seed_res["per_problem_start"] = per_problem(start)
         io.write_json(seed_path(results, seed, budget), {**shared, "seed_result": seed_res, "machine": machine(),
-                                                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                                                 "finished": now()})
     return assemble(results, plot_to=results / "e2e.png", budget=budget)
 
 

@@ -64,11 +64,10 @@ def curve(records: list[dict]) -> list[dict]:
 
 def run(workdir: str = "runs/bench-frontier-lr", grid: tuple[float, ...] = GRID, max_extensions: int = 2) -> dict:
     """Every grid rate (a finished run with the same key is reused), extended at an edge choice."""
-    import time
 
-    from bench.common import cached_train_run
+    from bench.common import cached_train_run, now
 
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    started = now()
     base = base_overrides()
     model = next(a.split("=", 1)[1] for a in base if a.startswith("model="))
     inputs = [json.loads(model), str(SOURCE / "world" / "train.decontaminated.parquet"),

@@ -409,9 +409,8 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
     """Every arm (and the KL grid with `kl`) on every seed; `only` runs the named arms alone (a
     partial sweep, marked as such in the result: the best fixed G is then the best of those run).
     Each finished run is stored under `results` (run_path) and reused by a later invocation."""
-    import time
 
-    from bench.common import RESULTS, cached_train_run, input_hashes, machine
+    from bench.common import RESULTS, cached_train_run, input_hashes, machine, now
     from grpo_data.tables import io
     from pipelines.stages import write_world
 
@@ -452,7 +451,7 @@ def run(quick: bool = False, seeds: tuple[int, ...] = (0, 1, 2), workdir: str = 
             code = json_key(out / f"seed{seed}" / name)["code"]
             io.write_json(path, {"arm": name, "seed": seed, "overrides": overrides, "shared": shared, "code": code,
                                  "summary": arm_summary(records, seconds), "machine": machine(),
-                                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+                                 "finished": now()})
     return assemble(tuple(every), seeds, results, budget, plot_to=results / "gsweep.png", warm_start=warm)
 
 

@@ -17,18 +17,16 @@ states unless someone says why.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+from bench.common import now
 
 # the per-step fields a stored run keeps (metrics.jsonl's names), and the counts derived from them
 STEP_FIELDS = ("step", "groups_generated", "groups_all_right_share", "groups_all_wrong_share", "groups_mixed_share",
-               "groups_in_band_share", "zero_variance_fraction", "informative_rollout_ratio", "batch_pass_rate", "predicted_pass_rate", "diag_band_dry", "underfilled",
+               "groups_in_band_share", "zero_variance_fraction", "informative_rollout_ratio", "batch_pass_rate",
+               "predicted_pass_rate", "diag_band_dry", "underfilled",
                "rounds", "refresh_rollouts", "refresh_tokens", "screen_rollouts", "gen_tokens_step", "tokens_generated",
                "rollouts_generated", "groups_trained", "distinct_problems_trained", "step_seconds")
-
-
-def now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def stamp(started: str, git: str | None = None) -> dict:
